@@ -1,0 +1,73 @@
+import { z } from "zod";
+import type { ToolCall, ToolDefinition } from "../../llm/types.js";
+import { errorMessage } from "../../util/errors.js";
+import type { Tool, ToolContext } from "./types.js";
+
+/** Holds the tools of one agent and runs calls against them safely. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+
+  register(tool: Tool): void {
+    if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} registered twice`);
+    this.tools.set(tool.name, tool);
+  }
+
+  unregister(name: string): void {
+    this.tools.delete(name);
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  get names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  definitions(): ToolDefinition[] {
+    return [...this.tools.values()].map(toDefinition);
+  }
+
+  /** Runs one call. Never throws: every failure becomes text for the model. */
+  async execute(call: ToolCall, ctx: ToolContext): Promise<string> {
+    const tool = this.tools.get(call.name);
+    if (!tool) {
+      return `Error: there is no tool named "${call.name}". Available tools: ${this.names.join(", ")}.`;
+    }
+    if (call.argumentsError) {
+      return `Error: the arguments for ${call.name} were not valid JSON (${call.argumentsError}). Call the tool again with a JSON object.`;
+    }
+    const parsed = tool.parameters.safeParse(call.arguments);
+    if (!parsed.success) {
+      return `Error: invalid arguments for ${call.name}: ${formatIssues(parsed.error)}`;
+    }
+    try {
+      return await tool.execute(parsed.data, ctx);
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      return `Error: ${errorMessage(err)}`;
+    }
+  }
+}
+
+function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length ? issue.path.join(".") : "(arguments)"}: ${issue.message}`)
+    .join("; ");
+}
+
+const definitionCache = new WeakMap<Tool, ToolDefinition>();
+
+function toDefinition(tool: Tool): ToolDefinition {
+  let def = definitionCache.get(tool);
+  if (!def) {
+    const schema = z.toJSONSchema(tool.parameters, { io: "input", unrepresentable: "any" });
+    delete schema.$schema;
+    def = {
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: schema },
+    };
+    definitionCache.set(tool, def);
+  }
+  return def;
+}

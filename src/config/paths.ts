@@ -1,0 +1,41 @@
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** `~` and `~/x` expanded to the home folder; everything else resolved against cwd. */
+export function expandHome(path: string, cwd = process.cwd()): string {
+  if (path === "~") return homedir();
+  if (path.startsWith("~/")) return join(homedir(), path.slice(2));
+  return resolve(cwd, path);
+}
+
+/** --config, else $PALAVER_CONFIG, else ~/.palaver/config.json. */
+export function resolveConfigPath(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return expandHome(explicit ?? env.PALAVER_CONFIG ?? "~/.palaver/config.json");
+}
+
+/** The folder holding palaver's package.json (works from src/ under tsx and from dist/). */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "workspace"))) return dir;
+    dir = dirname(dir);
+  }
+  throw new Error("cannot find palaver's package folder (package.json beside workspace/)");
+}
+
+/** Templates copied into a new workspace by `palaver onboard`. */
+export function templatesDir(): string {
+  return join(packageRoot(), "workspace");
+}
+
+/** Skills that ship with palaver; a workspace skill of the same name overrides one. */
+export function builtinSkillsDir(): string {
+  return join(templatesDir(), "skills");
+}
+
+/** Where palaver keeps its own state (not the user's workspace): ~/.palaver by default, beside the config. */
+export function stateDir(configPath: string): string {
+  return dirname(configPath);
+}

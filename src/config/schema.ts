@@ -1,0 +1,162 @@
+/**
+ * The configuration schema: the single source of every default.
+ * Keys follow nanobot's config.json (camelCase) so its users can move over.
+ * `config.example.json` is generated from this file (`npm run config:example`)
+ * and a test keeps the two equal.
+ */
+import { z } from "zod";
+
+const seconds = (def: number) => z.number().positive().default(def);
+const idList = z.array(z.union([z.string(), z.number()]).transform(String)).default([]);
+const groupPolicy = z.enum(["mention", "open", "allowlist"]).default("mention");
+
+export const ProviderConfigSchema = z.object({
+  apiKey: z.string().default("").describe("API key. Prefer PALAVER_PROVIDERS__NAME__API_KEY in .env."),
+  apiBase: z.string().nullable().default(null).describe("Base URL; each known provider has a default."),
+  extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
+});
+
+export const AgentDefaultsSchema = z.object({
+  workspace: z.string().default("~/.palaver/workspace"),
+  model: z.string().default("gpt-4o-mini"),
+  provider: z
+    .string()
+    .default("auto")
+    .describe('A key of "providers", or "auto" for the first one with an apiKey.'),
+  maxTokens: z.number().int().positive().default(8192),
+  temperature: z.number().min(0).max(2).default(0.1),
+  maxToolIterations: z.number().int().positive().default(40),
+  memoryWindow: z.number().int().min(2).default(100),
+  maxConcurrentTurns: z.number().int().positive().default(4),
+  reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
+  llm: z
+    .object({
+      timeout: seconds(120).describe("Seconds one LLM call may take."),
+      maxRetries: z.number().int().min(0).max(10).default(3),
+      retryBaseDelay: seconds(1).describe("Seconds before the first retry; doubles each time."),
+      retryMaxDelay: seconds(30),
+    })
+    .prefault({}),
+});
+
+export const AgentsSchema = z.object({ defaults: AgentDefaultsSchema.prefault({}) });
+
+const McpServerSchema = z.object({
+  enabled: z.boolean().default(true),
+  command: z.string().optional(),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  cwd: z.string().optional(),
+  url: z.string().optional(),
+  headers: z.record(z.string(), z.string()).default({}),
+  transport: z.enum(["streamable-http", "sse"]).optional(),
+  toolTimeout: seconds(30),
+  tools: z.object({ allow: z.array(z.string()).optional(), deny: z.array(z.string()).optional() }).optional(),
+});
+
+export const ToolsSchema = z.object({
+  restrictToWorkspace: z
+    .boolean()
+    .default(true)
+    .describe("File and exec tools stay inside the workspace (symlinks and .. resolved)."),
+  exec: z
+    .object({
+      timeout: seconds(60),
+      maxOutputChars: z.number().int().positive().default(10_000),
+      pathAppend: z.string().default(""),
+      denyPatterns: z
+        .array(z.string())
+        .default([])
+        .describe("Extra regular expressions of commands to refuse, added to the built-in ones."),
+    })
+    .prefault({}),
+  web: z
+    .object({
+      proxy: z.string().nullable().default(null),
+      search: z
+        .object({ apiKey: z.string().default(""), maxResults: z.number().int().min(1).max(20).default(5) })
+        .prefault({}),
+      fetch: z
+        .object({
+          allowPrivateNetwork: z.boolean().default(false),
+          maxChars: z.number().int().positive().default(50_000),
+          timeout: seconds(30),
+          maxRedirects: z.number().int().min(0).max(20).default(5),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  readFileMaxChars: z.number().int().positive().default(128_000),
+  toolResultMaxChars: z.number().int().positive().default(16_000),
+  mcpServers: z.record(z.string(), McpServerSchema).default({}),
+});
+
+const channelBase = {
+  enabled: z.boolean().default(false),
+  allowFrom: idList.describe('User ids allowed to talk to the bot. "*" allows everybody; empty, nobody.'),
+};
+
+export const ChannelsSchema = z.object({
+  sendProgress: z.boolean().default(true),
+  sendToolHints: z.boolean().default(false),
+  telegram: z
+    .object({
+      ...channelBase,
+      token: z.string().default(""),
+      proxy: z.string().nullable().default(null),
+      replyToMessage: z.boolean().default(false),
+      groupPolicy,
+      groupAllowFrom: idList,
+    })
+    .prefault({}),
+  slack: z
+    .object({
+      ...channelBase,
+      mode: z.enum(["socket", "http"]).default("socket"),
+      botToken: z.string().default(""),
+      appToken: z.string().default(""),
+      signingSecret: z.string().default(""),
+      replyInThread: z.boolean().default(true),
+      reactEmoji: z.string().default("eyes"),
+      groupPolicy,
+      groupAllowFrom: idList,
+    })
+    .prefault({}),
+  discord: z
+    .object({
+      ...channelBase,
+      token: z.string().default(""),
+      replyToMessage: z.boolean().default(false),
+      groupPolicy,
+      groupAllowFrom: idList,
+    })
+    .prefault({}),
+});
+
+export const GatewaySchema = z.object({
+  host: z.string().default("127.0.0.1"),
+  port: z.number().int().min(0).max(65535).default(18790),
+  heartbeat: z
+    .object({ enabled: z.boolean().default(true), intervalS: z.number().int().positive().default(1800) })
+    .prefault({}),
+});
+
+export const ConfigSchema = z.object({
+  $schema: z.string().optional(),
+  agents: AgentsSchema.prefault({}),
+  providers: z.record(z.string(), ProviderConfigSchema).default({}),
+  tools: ToolsSchema.prefault({}),
+  channels: ChannelsSchema.prefault({}),
+  gateway: GatewaySchema.prefault({}),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+export type AgentDefaults = z.infer<typeof AgentDefaultsSchema>;
+export type ToolsConfig = z.infer<typeof ToolsSchema>;
+export type ChannelsConfig = z.infer<typeof ChannelsSchema>;
+
+/** The configuration with every default filled in. */
+export function defaultConfig(): Config {
+  return ConfigSchema.parse({});
+}

@@ -1,0 +1,77 @@
+/** The provider-neutral chat shapes (OpenAI chat-completions semantics). */
+
+export type Role = "system" | "user" | "assistant" | "tool";
+
+export interface TextPart {
+  type: "text";
+  text: string;
+}
+export interface ImagePart {
+  type: "image_url";
+  image_url: { url: string };
+}
+export type ContentPart = TextPart | ImagePart;
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Parsed arguments; `{}` when they could not be parsed (see argumentsError). */
+  arguments: Record<string, unknown>;
+  /** The raw JSON text the model produced. */
+  rawArguments: string;
+  /** Set when rawArguments is not a JSON object: the tool is not run, the model gets this text. */
+  argumentsError?: string;
+}
+
+export interface ChatMessage {
+  role: Role;
+  content: string | ContentPart[] | null;
+  /** Assistant messages: the tool calls it made. */
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  /** Tool messages: which call this answers. */
+  tool_call_id?: string;
+  /** Tool messages: the tool's name (nanobot stores it). */
+  name?: string;
+  /** Assistant messages: reasoning text when the API returned it. */
+  reasoning_content?: string;
+  /** ISO time, kept in the session file, stripped before sending. */
+  timestamp?: string;
+  /** Tool names used in the turn (nanobot keeps this on assistant messages). */
+  tools_used?: string[];
+}
+
+export interface ToolDefinition {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  tools?: ToolDefinition[];
+  model?: string;
+  maxTokens?: number;
+  temperature?: number;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ChatResponse {
+  /** Text for the user, with <think>…</think> removed. Null when the model only called tools. */
+  content: string | null;
+  toolCalls: ToolCall[];
+  /** Reasoning the API returned (reasoning_content) or that was inside <think> tags. */
+  reasoning?: string;
+  finishReason: string;
+  usage?: Usage;
+  model?: string;
+}
+
+export interface Provider {
+  /** Tool calls parsed; retries and timeouts handled inside. Throws LlmError. */
+  chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse>;
+  /** The default model of this provider. */
+  readonly model: string;
+}

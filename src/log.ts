@@ -1,0 +1,91 @@
+/**
+ * The pino root logger. Logs go to stderr (stdout belongs to the terminal
+ * chat), pretty on a TTY and JSON otherwise. Secrets are redacted twice:
+ * by key name (apiKey, token, ...) and by value (known secrets registered
+ * from the config, plus token shapes of the platforms we talk to).
+ */
+import { pino, type Logger } from "pino";
+import pretty from "pino-pretty";
+
+export type { Logger };
+
+const SECRET_KEY = /(api_?key|token|secret|password|authorization|cookie)$/i;
+const TOKEN_SHAPES = [
+  /\bsk-[A-Za-z0-9_-]{16,}/g, // OpenAI-style keys
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack bot/user tokens
+  /\bxapp-[A-Za-z0-9-]{10,}/g, // Slack app tokens
+  /\b\d{6,12}:[A-Za-z0-9_-]{30,}/g, // Telegram bot tokens
+  /\bBearer\s+[A-Za-z0-9._~+/-]{12,}=*/gi,
+];
+const MASK = "[redacted]";
+
+const knownSecrets = new Set<string>();
+
+/** Registers secret values (from the config) so they never appear in a log line. */
+export function registerSecrets(values: Iterable<string>): void {
+  for (const v of values) if (v.length >= 6) knownSecrets.add(v);
+}
+
+export function redactText(text: string): string {
+  let out = text;
+  for (const secret of knownSecrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
+  for (const shape of TOKEN_SHAPES) out = out.replace(shape, MASK);
+  return out;
+}
+
+/** Deep copy with secret-looking keys masked and secret values scrubbed from strings. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return redactText(value);
+  if (depth > 8 || value === null || typeof value !== "object") return value;
+  if (value instanceof Error) {
+    return { type: value.name, message: redactText(value.message), stack: redactText(value.stack ?? "") };
+  }
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = SECRET_KEY.test(k) && typeof v === "string" && v !== "" ? MASK : redact(v, depth + 1);
+  }
+  return out;
+}
+
+export interface LogOptions {
+  verbose?: boolean;
+  /** Defaults to whether stderr is a TTY. */
+  pretty?: boolean;
+  /** Defaults to "info" ("debug" with verbose); PALAVER_LOG_LEVEL overrides. */
+  level?: string;
+}
+
+let root: Logger = makeLogger({});
+
+function makeLogger(opts: LogOptions): Logger {
+  const level = process.env.PALAVER_LOG_LEVEL ?? opts.level ?? (opts.verbose ? "debug" : "info");
+  const options = {
+    level,
+    base: undefined,
+    formatters: { log: (obj: Record<string, unknown>) => redact(obj) as Record<string, unknown> },
+    hooks: {
+      logMethod(this: Logger, args: Parameters<Logger["info"]>, method: (...a: unknown[]) => void) {
+        method.apply(
+          this,
+          args.map((a) => (typeof a === "string" ? redactText(a) : a)),
+        );
+      },
+    },
+  };
+  const usePretty = opts.pretty ?? process.stderr.isTTY;
+  if (usePretty) {
+    return pino(options, pretty({ destination: 2, sync: true, colorize: true, ignore: "pid,hostname" }));
+  }
+  return pino(options, pino.destination({ dest: 2, sync: true }));
+}
+
+/** Reconfigures the root logger (called once by the CLI). */
+export function configureLogging(opts: LogOptions): Logger {
+  root = makeLogger(opts);
+  return root;
+}
+
+export function logger(component?: string): Logger {
+  return component ? root.child({ component }) : root;
+}

@@ -1,0 +1,69 @@
+/**
+ * The one small error hierarchy of palaver. Every layer wraps what it catches
+ * with `{ cause }` so the original stack is never lost.
+ */
+export class PalaverError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad configuration. The CLI exits with EX_CONFIG (78) on it. */
+export class ConfigError extends PalaverError {
+  constructor(
+    message: string,
+    /** One line per bad path: "agents.defaults.maxTokens: expected number, got string". */
+    readonly problems: string[] = [],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export class ChannelError extends PalaverError {}
+
+export type LlmErrorKind =
+  | "rate_limit"
+  | "server"
+  | "network"
+  | "timeout"
+  | "auth"
+  | "bad_request"
+  | "aborted"
+  | "invalid_response";
+
+export class LlmError extends PalaverError {
+  constructor(
+    message: string,
+    readonly kind: LlmErrorKind,
+    /** Whether trying the same call again may succeed. */
+    readonly retryable: boolean,
+    options?: ErrorOptions & { status?: number; retryAfterMs?: number },
+  ) {
+    super(message, options);
+    this.status = options?.status;
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+  readonly status: number | undefined;
+  /** Server-requested wait (Retry-After), when it sent one. */
+  readonly retryAfterMs: number | undefined;
+}
+
+/** A tool failed in a way the model should be told about (never fatal to the loop). */
+export class ToolError extends PalaverError {}
+
+/** Exit code for configuration errors, from sysexits.h (EX_CONFIG). */
+export const EXIT_CONFIG = 78;
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export function isAbortError(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err.name === "AbortError" || (err instanceof LlmError && err.kind === "aborted"))
+  );
+}
