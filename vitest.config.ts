@@ -6,6 +6,6 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     // Tests must never touch the network or a real home folder.
-    env: { PALAVER_TEST: "1" },
+    env: { PALAVER_LOG_LEVEL: process.env.PALAVER_LOG_LEVEL ?? "silent" },
   },
 });

@@ -37,9 +37,8 @@ export function redactText(text: string): string {
 export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === "string") return redactText(value);
   if (depth > 8 || value === null || typeof value !== "object") return value;
-  if (value instanceof Error) {
-    return { type: value.name, message: redactText(value.message), stack: redactText(value.stack ?? "") };
-  }
+  // Errors are left to the `err` serializer below, which keeps their type, cause and stack.
+  if (value instanceof Error) return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
@@ -64,6 +63,7 @@ function makeLogger(opts: LogOptions): Logger {
     level,
     base: undefined,
     formatters: { log: (obj: Record<string, unknown>) => redact(obj) as Record<string, unknown> },
+    serializers: { err: (err: Error) => redact(pino.stdSerializers.err(err)) },
     hooks: {
       logMethod(this: Logger, args: Parameters<Logger["info"]>, method: (...a: unknown[]) => void) {
         method.apply(

@@ -24,14 +24,7 @@ export class ConfigError extends PalaverError {
 export class ChannelError extends PalaverError {}
 
 export type LlmErrorKind =
-  | "rate_limit"
-  | "server"
-  | "network"
-  | "timeout"
-  | "auth"
-  | "bad_request"
-  | "aborted"
-  | "invalid_response";
+  "rate_limit" | "server" | "network" | "timeout" | "auth" | "bad_request" | "aborted" | "invalid_response";
 
 export class LlmError extends PalaverError {
   constructor(
@@ -63,7 +56,6 @@ export function errorMessage(err: unknown): string {
 
 export function isAbortError(err: unknown): boolean {
   return (
-    err instanceof Error &&
-    (err.name === "AbortError" || (err instanceof LlmError && err.kind === "aborted"))
+    err instanceof Error && (err.name === "AbortError" || (err instanceof LlmError && err.kind === "aborted"))
   );
 }

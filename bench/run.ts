@@ -1,0 +1,17 @@
+/** `npm run bench`: runs every benchmark and prints each result beside its target. */
+import { benchConcurrency } from "./concurrency.js";
+import { benchOverhead } from "./overhead.js";
+import { benchSessionAppend } from "./session-append.js";
+import type { BenchResult } from "./types.js";
+
+const benches: (() => Promise<BenchResult>)[] = [benchSessionAppend, benchConcurrency, benchOverhead];
+
+let failed = 0;
+for (const bench of benches) {
+  const result = await bench();
+  if (!result.pass) failed++;
+  console.log(
+    `${result.pass ? "PASS" : "FAIL"}  ${result.name}: ${result.value}\n      target: ${result.target}`,
+  );
+}
+process.exitCode = failed ? 1 : 0;

@@ -1,0 +1,32 @@
+/** Chat commands: the same on every channel. Pure parsing and help text. */
+
+export const COMMANDS = {
+  new: "start a new conversation (the current one is kept in the session file)",
+  stop: "cancel what is running in this chat",
+  status: "show model, session and memory size",
+  help: "list these commands",
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+
+export interface ParsedCommand {
+  name: CommandName;
+  args: string;
+}
+
+/**
+ * `/new`, `/stop now`, `/new@palaver_bot` (Telegram groups) → a command.
+ * Anything else, including unknown `/commands`, is null and goes to the model as text.
+ */
+export function parseCommand(text: string): ParsedCommand | null {
+  const match = /^\/([a-z]+)(?:@\S+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
+  if (!match) return null;
+  const name = match[1]!.toLowerCase();
+  if (!Object.hasOwn(COMMANDS, name)) return null;
+  return { name: name as CommandName, args: (match[2] ?? "").trim() };
+}
+
+export function helpText(): string {
+  const lines = Object.entries(COMMANDS).map(([name, what]) => `/${name} — ${what}`);
+  return ["Commands:", ...lines, "", "Anything else is a message to the assistant."].join("\n");
+}

@@ -1,0 +1,299 @@
+/**
+ * The agent loop: takes inbound messages off the bus, keeps one lane per
+ * session (messages of one chat run in order; different chats run
+ * concurrently up to maxConcurrentTurns), runs turns and puts replies back
+ * on the bus. /stop bypasses the lanes so it is never queued behind the turn
+ * it stops.
+ */
+import type { MessageBus } from "../bus/bus.js";
+import { sessionKeyOf, type InboundMessage, type OutboundMessage } from "../bus/types.js";
+import { userFacingLlmError } from "../llm/openai-provider.js";
+import type { ChatMessage, Provider } from "../llm/types.js";
+import { logger, type Logger } from "../log.js";
+import type { Session } from "../sessions/session.js";
+import type { SessionStore } from "../sessions/store.js";
+import { LlmError } from "../util/errors.js";
+import { Semaphore } from "../util/semaphore.js";
+import { helpText, parseCommand, type ParsedCommand } from "./commands.js";
+import type { ContextBuilder } from "./context.js";
+import { contentForSession } from "./format.js";
+import type { MemoryFiles } from "./memory.js";
+import { runTurn } from "./runner.js";
+import type { ToolRegistry } from "./tools/registry.js";
+import type { ToolContext } from "./tools/types.js";
+
+export interface AgentSettings {
+  workspace: string;
+  model: string;
+  memoryWindow: number;
+  maxToolIterations: number;
+  maxConcurrentTurns: number;
+  toolResultMaxChars: number;
+}
+
+export interface AgentLoopDeps {
+  bus: MessageBus;
+  provider: Provider;
+  tools: ToolRegistry;
+  sessions: SessionStore;
+  context: ContextBuilder;
+  memory: MemoryFiles;
+  settings: AgentSettings;
+  log?: Logger;
+}
+
+interface Lane {
+  readonly key: string;
+  readonly queue: InboundMessage[];
+  /** The turn in progress, if any. */
+  current: AbortController | null;
+  draining: Promise<void> | null;
+}
+
+export const NO_REPLY = "I've finished, but I have nothing to add.";
+
+export class AgentLoop {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly slots: Semaphore;
+  private readonly log: Logger;
+  private unsubscribe: (() => void) | null = null;
+  private accepting = false;
+
+  constructor(private readonly deps: AgentLoopDeps) {
+    this.slots = new Semaphore(deps.settings.maxConcurrentTurns);
+    this.log = deps.log ?? logger("agent");
+  }
+
+  start(): void {
+    if (this.unsubscribe) return;
+    this.accepting = true;
+    this.unsubscribe = this.deps.bus.onInbound((msg) => this.dispatch(msg));
+  }
+
+  /** Turns running or queued, across all chats. */
+  get pending(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) n += lane.queue.length + (lane.current ? 1 : 0);
+    return n;
+  }
+
+  /** Resolves when every lane is empty (used by `chat -m`, tests and shutdown). */
+  async idle(): Promise<void> {
+    for (let round = 0; round < 1000; round++) {
+      const draining = [...this.lanes.values()].map((lane) => lane.draining).filter((d) => d !== null);
+      if (draining.length === 0) return;
+      await Promise.all(draining);
+    }
+  }
+
+  /**
+   * Stops taking messages, lets running turns finish for up to `graceMs`,
+   * then aborts what is left. Queued messages that never started are logged.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.accepting = false;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    for (const lane of this.lanes.values()) {
+      if (lane.queue.length)
+        this.log.warn(
+          { session: lane.key, dropped: lane.queue.length },
+          "shutdown: queued messages not processed",
+        );
+      lane.queue.length = 0;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), graceMs);
+    });
+    const outcome = await Promise.race([this.idle().then(() => "idle" as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === "timeout") {
+      for (const lane of this.lanes.values()) lane.current?.abort(new Error("shutdown"));
+      await this.idle();
+    }
+  }
+
+  dispatch(msg: InboundMessage): void {
+    if (!this.accepting) {
+      this.log.warn(
+        { channel: msg.channel, chatId: msg.chatId },
+        "message arrived while shutting down; not processed",
+      );
+      return;
+    }
+    const key = sessionKeyOf(msg);
+    if (parseCommand(msg.content)?.name === "stop") {
+      this.stop(key, msg);
+      return;
+    }
+    const lane = this.laneFor(key);
+    lane.queue.push(msg);
+    lane.draining ??= this.drain(lane);
+  }
+
+  private laneFor(key: string): Lane {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { key, queue: [], current: null, draining: null };
+      this.lanes.set(key, lane);
+    }
+    return lane;
+  }
+
+  private async drain(lane: Lane): Promise<void> {
+    try {
+      for (let msg = lane.queue.shift(); msg; msg = lane.queue.shift()) {
+        const release = await this.slots.acquire();
+        const controller = new AbortController();
+        lane.current = controller;
+        try {
+          await this.handle(msg, controller.signal);
+        } catch (err) {
+          // One bad message never stops the loop.
+          this.log.error({ err, session: lane.key }, "message handling failed");
+          this.reply(msg, "Sorry, something went wrong while handling that message. It has been logged.");
+        } finally {
+          lane.current = null;
+          release();
+        }
+      }
+    } finally {
+      lane.draining = null;
+      if (lane.queue.length === 0) this.lanes.delete(lane.key);
+      else lane.draining = this.drain(lane);
+    }
+  }
+
+  private stop(key: string, msg: InboundMessage): void {
+    const current = this.lanes.get(key)?.current;
+    if (current) {
+      current.abort(new Error("stopped by user"));
+      this.reply(msg, "Stopped the running turn.");
+    } else {
+      this.reply(msg, "Nothing is running.");
+    }
+  }
+
+  private async handle(msg: InboundMessage, signal: AbortSignal): Promise<void> {
+    const command = parseCommand(msg.content);
+    if (command) {
+      await this.runCommand(command, msg);
+      return;
+    }
+    await this.runConversationTurn(msg, signal);
+  }
+
+  private async runCommand(command: ParsedCommand, msg: InboundMessage): Promise<void> {
+    switch (command.name) {
+      case "help":
+        this.reply(msg, helpText());
+        return;
+      case "new": {
+        const session = await this.deps.sessions.get(sessionKeyOf(msg));
+        // Nothing is deleted: the history simply starts after what is already there.
+        session.lastConsolidated = session.messages.length;
+        await this.deps.sessions.saveMetadata(session);
+        this.reply(msg, "New conversation started.");
+        return;
+      }
+      case "status":
+        this.reply(msg, await this.statusText(msg));
+        return;
+      case "stop":
+        // Handled in dispatch() before queueing; reaching here means nothing was running.
+        this.reply(msg, "Nothing is running.");
+        return;
+    }
+  }
+
+  private async statusText(msg: InboundMessage): Promise<string> {
+    const session = await this.deps.sessions.get(sessionKeyOf(msg));
+    const memory = await this.deps.memory.readMemory();
+    const active = session.messages.length - session.lastConsolidated;
+    return [
+      `Model: ${this.deps.settings.model}`,
+      `Session: ${session.messages.length} messages (${active} in the current conversation)`,
+      `Memory: ${memory.length} characters in MEMORY.md`,
+      `Running turns: ${this.slots.inUse}`,
+    ].join("\n");
+  }
+
+  private async runConversationTurn(msg: InboundMessage, signal: AbortSignal): Promise<void> {
+    const { settings, sessions, context, provider, tools, bus } = this.deps;
+    const session = await sessions.get(sessionKeyOf(msg));
+    const prompt = await context.buildMessages({
+      history: session.history(settings.memoryWindow),
+      content: msg.content,
+      media: msg.media,
+      channel: msg.channel,
+      chatId: msg.chatId,
+    });
+    const userMessage = prompt[prompt.length - 1]!;
+    const ctx: ToolContext = {
+      workspace: settings.workspace,
+      channel: msg.channel,
+      chatId: msg.chatId,
+      sessionKey: session.key,
+      signal,
+      metadata: msg.metadata,
+      publish: (out) => bus.publishOutbound(out),
+      turn: { sentToOriginChat: false },
+    };
+
+    let result;
+    try {
+      result = await runTurn({
+        provider,
+        tools,
+        messages: prompt,
+        maxIterations: settings.maxToolIterations,
+        toolResultMaxChars: settings.toolResultMaxChars,
+        ctx,
+        onProgress: (text) => this.reply(msg, text, "progress"),
+        onToolHint: (hint) => this.reply(msg, hint, "toolHint"),
+      });
+    } catch (err) {
+      // A stopped or failed turn saves nothing, so the session stays clean.
+      if (signal.aborted) {
+        this.log.info({ session: session.key }, "turn cancelled");
+        return;
+      }
+      if (err instanceof LlmError) {
+        this.log.error({ err, session: session.key }, "LLM call failed");
+        this.reply(msg, userFacingLlmError(err));
+        return;
+      }
+      throw err;
+    }
+
+    await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
+    if (ctx.turn.sentToOriginChat) return;
+    this.reply(msg, result.content?.trim() ? result.content : NO_REPLY);
+  }
+
+  private async saveTurn(
+    session: Session,
+    userMessage: ChatMessage,
+    produced: ChatMessage[],
+    toolsUsed: string[],
+  ): Promise<void> {
+    const user: ChatMessage = { role: "user", content: contentForSession(userMessage.content) };
+    const messages = produced.map((m) => ({ ...m }));
+    const final = messages[messages.length - 1];
+    if (final && toolsUsed.length) final.tools_used = [...new Set(toolsUsed)];
+    await this.deps.sessions.append(session, [user, ...messages]);
+  }
+
+  private reply(msg: InboundMessage, content: string, kind: OutboundMessage["kind"] = "final"): void {
+    const messageId = msg.metadata?.messageId;
+    this.deps.bus.publishOutbound({
+      channel: msg.channel,
+      chatId: msg.chatId,
+      content,
+      kind,
+      replyTo: typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined,
+      metadata: msg.metadata,
+    });
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The runner: one turn of LLM ⇄ tools. It alternates model calls and tool
+ * calls up to a bound, and returns the messages the turn produced. It never
+ * touches the session or the bus itself: the loop decides what is saved and
+ * delivered, so an aborted or failed turn leaves nothing half-written.
+ */
+import type { ChatMessage, ChatResponse, Provider, ToolCall } from "../llm/types.js";
+import type { ToolRegistry } from "./tools/registry.js";
+import type { ToolContext } from "./tools/types.js";
+import { formatToolHint, truncateToolResult } from "./format.js";
+
+/** The same call (name + arguments) this many times in one turn is refused. */
+export const MAX_IDENTICAL_CALLS = 3;
+
+export interface RunTurnOptions {
+  provider: Provider;
+  tools: ToolRegistry;
+  /** The full prompt: system, history, runtime context, user message. */
+  messages: ChatMessage[];
+  maxIterations: number;
+  toolResultMaxChars: number;
+  ctx: ToolContext;
+  /** Text the model says before calling tools. */
+  onProgress?: (text: string) => void;
+  /** A short description of the tool calls about to run, e.g. `read_file("notes.md")`. */
+  onToolHint?: (hint: string) => void;
+}
+
+export interface TurnResult {
+  /** What to tell the user; null when the model ended without text. */
+  content: string | null;
+  /** Assistant and tool messages produced by the turn, in order, for the session. */
+  messages: ChatMessage[];
+  toolsUsed: string[];
+  /** True when the turn stopped at maxIterations. */
+  hitIterationLimit: boolean;
+}
+
+export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
+  const { provider, tools, ctx } = opts;
+  const prompt = [...opts.messages];
+  const produced: ChatMessage[] = [];
+  const toolsUsed: string[] = [];
+  const callCounts = new Map<string, number>();
+  const definitions = tools.definitions();
+
+  for (let iteration = 0; iteration < opts.maxIterations; iteration++) {
+    ctx.signal.throwIfAborted();
+    const response = await provider.chat(
+      { messages: prompt, tools: definitions.length ? definitions : undefined },
+      ctx.signal,
+    );
+
+    if (response.toolCalls.length === 0) {
+      const final = assistantMessage(response);
+      produced.push(final);
+      return { content: response.content, messages: produced, toolsUsed, hitIterationLimit: false };
+    }
+
+    if (response.content?.trim()) opts.onProgress?.(response.content.trim());
+    opts.onToolHint?.(response.toolCalls.map(formatToolHint).join(", "));
+
+    const assistant = assistantMessage(response);
+    prompt.push(assistant);
+    produced.push(assistant);
+
+    for (const call of response.toolCalls) {
+      ctx.signal.throwIfAborted();
+      toolsUsed.push(call.name);
+      const result = truncateToolResult(await runCall(call, callCounts, tools, ctx), opts.toolResultMaxChars);
+      const toolMessage: ChatMessage = {
+        role: "tool",
+        tool_call_id: call.id,
+        name: call.name,
+        content: result,
+      };
+      prompt.push(toolMessage);
+      produced.push(toolMessage);
+    }
+  }
+
+  const content =
+    `I stopped after ${opts.maxIterations} tool steps without finishing this request. ` +
+    `Here is where I got to: ${toolsUsed.length} tool calls (${[...new Set(toolsUsed)].join(", ")}). ` +
+    `You can ask me to continue, or break the task into smaller steps.`;
+  produced.push({ role: "assistant", content });
+  return { content, messages: produced, toolsUsed, hitIterationLimit: true };
+}
+
+async function runCall(
+  call: ToolCall,
+  callCounts: Map<string, number>,
+  tools: ToolRegistry,
+  ctx: ToolContext,
+): Promise<string> {
+  const key = `${call.name}\u0000${canonicalArguments(call)}`;
+  const count = (callCounts.get(key) ?? 0) + 1;
+  callCounts.set(key, count);
+  if (count >= MAX_IDENTICAL_CALLS) {
+    return (
+      `Error: refused. You already called ${call.name} with exactly these arguments ${count - 1} times ` +
+      `in this turn; the result will not change. Use the results you have, try different arguments, ` +
+      `or answer the user.`
+    );
+  }
+  return tools.execute(call, ctx);
+}
+
+/** Arguments as canonical JSON (sorted keys) so key order does not hide a repeat. */
+function canonicalArguments(call: ToolCall): string {
+  if (call.argumentsError) return call.rawArguments;
+  return JSON.stringify(call.arguments, (_key, value: unknown) =>
+    value && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)))
+      : value,
+  );
+}
+
+function assistantMessage(response: ChatResponse): ChatMessage {
+  const message: ChatMessage = { role: "assistant", content: response.content };
+  if (response.toolCalls.length) {
+    message.tool_calls = response.toolCalls.map((call) => ({
+      id: call.id,
+      type: "function" as const,
+      function: { name: call.name, arguments: call.rawArguments },
+    }));
+  }
+  if (response.reasoning) message.reasoning_content = response.reasoning;
+  return message;
+}

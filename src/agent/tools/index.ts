@@ -1,0 +1,43 @@
+/**
+ * The default tool set of the agent, built from the config. Tools that need
+ * other services (spawn, cron, MCP) are registered by their owners.
+ */
+import type { Config } from "../../config/schema.js";
+import { createExecTool } from "./exec.js";
+import { createFilesystemTools } from "./filesystem.js";
+import { createMessageTool } from "./message.js";
+import { ToolRegistry } from "./registry.js";
+import { createWebTools } from "./web.js";
+
+export function createDefaultTools(config: Config, workspace: string): ToolRegistry {
+  const t = config.tools;
+  const registry = new ToolRegistry();
+  const tools = [
+    ...createFilesystemTools({
+      workspace,
+      restrictToWorkspace: t.restrictToWorkspace,
+      readFileMaxChars: t.readFileMaxChars,
+    }),
+    createExecTool({
+      workspace,
+      restrictToWorkspace: t.restrictToWorkspace,
+      timeoutSeconds: t.exec.timeout,
+      maxOutputChars: t.exec.maxOutputChars,
+      pathAppend: t.exec.pathAppend,
+      denyPatterns: t.exec.denyPatterns,
+    }),
+    ...createWebTools({
+      fetch: {
+        allowPrivateNetwork: t.web.fetch.allowPrivateNetwork,
+        maxChars: t.web.fetch.maxChars,
+        timeoutSeconds: t.web.fetch.timeout,
+        maxRedirects: t.web.fetch.maxRedirects,
+      },
+      search: { apiKey: t.web.search.apiKey, maxResults: t.web.search.maxResults },
+      proxy: t.web.proxy,
+    }),
+    createMessageTool(),
+  ];
+  for (const tool of tools) registry.register(tool);
+  return registry;
+}

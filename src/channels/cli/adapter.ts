@@ -1,0 +1,140 @@
+/**
+ * The terminal channel: a readline prompt that publishes what you type and
+ * prints replies, progress and tool hints. Ctrl+C cancels a running turn
+ * (it sends /stop); at an idle prompt Ctrl+C or Ctrl+D leaves.
+ */
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { createInterface, type Interface } from "node:readline";
+import type { MessageBus } from "../../bus/bus.js";
+import type { OutboundMessage } from "../../bus/types.js";
+import { parseCommand } from "../../agent/commands.js";
+import type { Channel } from "../types.js";
+import { dim, renderMarkdown } from "./format.js";
+
+export const TERMINAL_CHANNEL = "cli";
+const HISTORY_LINES = 1000;
+
+export interface TerminalChannelOptions {
+  chatId: string;
+  input: NodeJS.ReadableStream;
+  output: NodeJS.WritableStream & { isTTY?: boolean };
+  color: boolean;
+  /** File keeping the prompt history across runs; none when undefined. */
+  historyFile?: string;
+  /** Called once when the user leaves (Ctrl+D, Ctrl+C at an idle prompt, "exit"). */
+  onExit: () => void;
+}
+
+export class TerminalChannel implements Channel {
+  readonly name = TERMINAL_CHANNEL;
+  private rl: Interface | null = null;
+  private bus: MessageBus | null = null;
+  /** Messages sent whose final reply has not arrived yet. */
+  private waiting = 0;
+
+  constructor(private readonly opts: TerminalChannelOptions) {}
+
+  start(bus: MessageBus, signal: AbortSignal): Promise<void> {
+    this.bus = bus;
+    const rl = createInterface({
+      input: this.opts.input,
+      output: this.opts.output,
+      prompt: this.opts.color ? "\u001b[1myou ›\u001b[0m " : "you › ",
+      history: loadHistory(this.opts.historyFile),
+      historySize: HISTORY_LINES,
+      terminal: this.opts.output.isTTY === true,
+    });
+    this.rl = rl;
+    rl.on("line", (line) => this.onLine(line));
+    rl.on("SIGINT", () => {
+      if (this.waiting > 0) {
+        this.print(dim("(stopping…)", this.opts.color));
+        this.publish("/stop");
+      } else {
+        rl.close();
+      }
+    });
+    rl.on("close", () => this.opts.onExit());
+    signal.addEventListener("abort", () => rl.close(), { once: true });
+    rl.prompt();
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    this.rl?.close();
+    this.rl = null;
+    return Promise.resolve();
+  }
+
+  send(msg: OutboundMessage): Promise<void> {
+    const color = this.opts.color;
+    switch (msg.kind ?? "final") {
+      case "progress":
+        this.print(dim(`  ${msg.content}`, color));
+        break;
+      case "toolHint":
+        this.print(dim(`  ↳ ${msg.content}`, color));
+        break;
+      case "final":
+        this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
+        this.waiting = Math.max(0, this.waiting - 1);
+        if (this.waiting === 0) this.rl?.prompt();
+        break;
+    }
+    return Promise.resolve();
+  }
+
+  private onLine(line: string): void {
+    const text = line.trim();
+    if (!text) {
+      this.rl?.prompt();
+      return;
+    }
+    if (text === "exit" || text === "quit" || text === ":q") {
+      this.rl?.close();
+      return;
+    }
+    saveHistory(this.opts.historyFile, text);
+    // /stop produces one reply and cancels the turn's, so it is not a new wait.
+    if (parseCommand(text)?.name !== "stop") this.waiting++;
+    this.publish(text);
+  }
+
+  private publish(content: string): void {
+    this.bus?.publishInbound({
+      channel: TERMINAL_CHANNEL,
+      senderId: "user",
+      chatId: this.opts.chatId,
+      content,
+    });
+  }
+
+  private print(text: string): void {
+    this.opts.output.write(`${text}\n`);
+  }
+}
+
+function loadHistory(file: string | undefined): string[] {
+  if (!file) return [];
+  try {
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    const kept = lines.slice(-HISTORY_LINES);
+    // Keep the file bounded: rewrite it once it holds twice what we show.
+    if (lines.length > 2 * HISTORY_LINES) writeFileSync(file, `${kept.join("\n")}\n`, { mode: 0o600 });
+    // readline wants the most recent entry first.
+    return kept.reverse();
+  } catch {
+    return [];
+  }
+}
+
+function saveHistory(file: string | undefined, line: string): void {
+  if (!file) return;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    appendFileSync(file, `${line.replace(/\n/g, " ")}\n`, { mode: 0o600 });
+  } catch {
+    // History is a convenience; never fail a chat over it.
+  }
+}

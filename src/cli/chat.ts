@@ -1,0 +1,95 @@
+/** `palaver chat`: talk to the agent in the terminal, through the same bus and loop as the daemon. */
+import { join } from "node:path";
+import type { Command } from "commander";
+import { createAgent } from "../agent/index.js";
+import { MessageBus } from "../bus/bus.js";
+import type { OutboundMessage } from "../bus/types.js";
+import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";
+import { dim, renderMarkdown } from "../channels/cli/format.js";
+import { stateDir } from "../config/paths.js";
+import { createWorkspace } from "../config/workspace.js";
+import { logger } from "../log.js";
+import { addCommonOptions, loadForCli } from "./common.js";
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+interface ChatOptions {
+  message?: string;
+  session: string;
+  markdown: boolean;
+}
+
+export function registerChatCommand(program: Command): void {
+  const cmd = program
+    .command("chat")
+    .description("chat with the assistant in the terminal")
+    .option("-m, --message <text>", "send one message, print the reply and exit")
+    .option("-s, --session <id>", "session id (chat id of the terminal channel)", "direct")
+    .option("--no-markdown", "print replies as plain text")
+    .action(async (opts: ChatOptions) => {
+      const loaded = loadForCli(cmd);
+      createWorkspace(loaded.workspace);
+      const bus = new MessageBus();
+      const { loop } = createAgent({ config: loaded.config, workspace: loaded.workspace, bus });
+      loop.start();
+      if (opts.message !== undefined) {
+        await sendOnce(bus, loop, opts);
+      } else {
+        await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"));
+        await loop.shutdown(SHUTDOWN_GRACE_MS);
+      }
+    });
+  addCommonOptions(cmd);
+}
+
+/** One message: replies go to stdout, progress to stderr, then exit. */
+async function sendOnce(
+  bus: MessageBus,
+  loop: { idle(): Promise<void>; shutdown(ms: number): Promise<void> },
+  opts: ChatOptions,
+): Promise<void> {
+  const color = process.stdout.isTTY && opts.markdown;
+  bus.onOutbound((msg: OutboundMessage) => {
+    if (msg.channel !== TERMINAL_CHANNEL || msg.chatId !== opts.session) return;
+    if ((msg.kind ?? "final") === "final") {
+      process.stdout.write(`${opts.markdown ? renderMarkdown(msg.content, { color }) : msg.content}\n`);
+    } else {
+      process.stderr.write(`${dim(msg.content, process.stderr.isTTY)}\n`);
+    }
+  });
+  bus.publishInbound({
+    channel: TERMINAL_CHANNEL,
+    senderId: "user",
+    chatId: opts.session,
+    content: opts.message ?? "",
+  });
+  await loop.idle();
+  await loop.shutdown(SHUTDOWN_GRACE_MS);
+}
+
+async function interactive(bus: MessageBus, opts: ChatOptions, historyFile: string): Promise<void> {
+  const color = process.stdout.isTTY === true && opts.markdown;
+  const abort = new AbortController();
+  const exited = new Promise<void>((resolve) => {
+    const terminal = new TerminalChannel({
+      chatId: opts.session,
+      input: process.stdin,
+      output: process.stdout,
+      color,
+      historyFile,
+      onExit: resolve,
+    });
+    bus.onOutbound((msg) => {
+      if (msg.channel === TERMINAL_CHANNEL && msg.chatId === opts.session) void terminal.send(msg);
+    });
+    process.stdout.write(
+      `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
+    );
+    terminal.start(bus, abort.signal).catch((err: unknown) => {
+      logger("chat").error({ err }, "terminal failed");
+      resolve();
+    });
+  });
+  await exited;
+  abort.abort();
+}

@@ -1,0 +1,68 @@
+/**
+ * Glue shared by every command: the common options and loading the config the
+ * way every command does (logging set up, secrets registered with the log
+ * redactor, warnings logged, a bad config reported by path with exit code 78).
+ */
+import type { Command } from "commander";
+import { configPathFor, loadConfig, secretValues, type LoadedConfig } from "../config/load.js";
+import { configureLogging, logger, registerSecrets } from "../log.js";
+import { ConfigError, EXIT_CONFIG } from "../util/errors.js";
+
+export interface CommonOptions {
+  config?: string;
+  workspace?: string;
+  verbose?: boolean;
+}
+
+/** Adds --config, --workspace and --verbose (once; calling it again is harmless). */
+export function addCommonOptions(cmd: Command): Command {
+  const has = (flag: string) => cmd.options.some((o) => o.long === flag);
+  if (!has("--config")) {
+    cmd.option("--config <path>", "config file (default: $PALAVER_CONFIG, else ~/.palaver/config.json)");
+  }
+  if (!has("--workspace")) cmd.option("--workspace <path>", "workspace folder (overrides the config)");
+  if (!has("--verbose")) cmd.option("--verbose", "debug logging");
+  return cmd;
+}
+
+/** The common options given to this command or any command above it. */
+export function commonOptions(cmd: Command): CommonOptions {
+  const all = cmd.optsWithGlobals<Record<string, unknown>>();
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  return { config: str(all.config), workspace: str(all.workspace), verbose: all.verbose === true };
+}
+
+/** Prints a ConfigError the way every command does and exits with EX_CONFIG (78). */
+export function exitOnConfigError(err: ConfigError, path: string): never {
+  const lines = err.problems.length > 0 ? err.problems : [err.message];
+  process.stderr.write(
+    `palaver: invalid configuration in ${path}:\n${lines.map((l) => `  ${l}\n`).join("")}`,
+  );
+  // process.exit rather than a thrown sentinel: it works whatever the caller does with the
+  // rejection, and stderr to a pipe or file is written synchronously on Linux.
+  process.exit(EXIT_CONFIG);
+}
+
+export interface LoadForCliOptions {
+  /** Log each config warning with logger("config").warn (default true). */
+  logWarnings?: boolean;
+}
+
+/** Sets up logging and loads the config; a bad config ends the process with exit code 78. */
+export function loadForCli(cmd: Command, options: LoadForCliOptions = {}): LoadedConfig {
+  const opts = commonOptions(cmd);
+  configureLogging({ verbose: opts.verbose });
+  let loaded: LoadedConfig;
+  try {
+    loaded = loadConfig({ configPath: opts.config, workspace: opts.workspace });
+  } catch (err) {
+    if (err instanceof ConfigError) exitOnConfigError(err, configPathFor({ configPath: opts.config }));
+    throw err;
+  }
+  registerSecrets(secretValues(loaded.config));
+  if (options.logWarnings ?? true) {
+    const log = logger("config");
+    for (const warning of loaded.warnings) log.warn(warning);
+  }
+  return loaded;
+}

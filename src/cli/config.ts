@@ -1,0 +1,42 @@
+/** `palaver config check` and `palaver config schema`. */
+import type { Command } from "commander";
+import { configJsonSchema, maskSecrets } from "../config/load.js";
+import { addCommonOptions, loadForCli } from "./common.js";
+
+export function registerConfigCommand(program: Command): Command {
+  const config = program.command("config").description("check the configuration or print its JSON Schema");
+
+  const check = config
+    .command("check")
+    .description("validate the config; print warnings and the effective config (secrets masked)")
+    .action((_opts: unknown, cmd: Command) => {
+      // An invalid config never returns from loadForCli: it prints every problem and exits 78.
+      const loaded = loadForCli(cmd, { logWarnings: false });
+      const out: string[] = [];
+      out.push(
+        loaded.exists
+          ? `Config: ${loaded.path}`
+          : `Config: (no config file, defaults) [looked for ${loaded.path}]`,
+      );
+      out.push(`Workspace: ${loaded.workspace}`);
+      if (loaded.warnings.length > 0) {
+        out.push(`Warnings (${loaded.warnings.length}):`);
+        for (const w of loaded.warnings) out.push(`  - ${w}`);
+      }
+      out.push("Effective configuration (secrets masked):");
+      out.push(JSON.stringify(maskSecrets(loaded.config), null, 2));
+      out.push("Configuration is valid.");
+      process.stdout.write(`${out.join("\n")}\n`);
+    });
+  addCommonOptions(check);
+
+  const schema = config
+    .command("schema")
+    .description("print the JSON Schema of config.json (for editor completion)")
+    .action(() => {
+      process.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+    });
+  addCommonOptions(schema);
+
+  return config;
+}

@@ -1,0 +1,105 @@
+/**
+ * `palaver onboard`: writes a config file of defaults (never replacing one
+ * silently) and fills the workspace from the templates without touching any
+ * file the user already has.
+ */
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline/promises";
+import type { Command } from "commander";
+import { configPathFor, exampleConfig } from "../config/load.js";
+import { expandHome } from "../config/paths.js";
+import { createWorkspace } from "../config/workspace.js";
+import { configureLogging } from "../log.js";
+import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
+
+const PROMPT_TIMEOUT_MS = 5 * 60_000;
+
+/** The text of a new config file: the defaults, with --workspace recorded when given. */
+export function newConfigText(workspace?: string): string {
+  const config = exampleConfig();
+  if (workspace !== undefined) {
+    const agents = config.agents as { defaults: { workspace: string } };
+    agents.defaults.workspace = workspace;
+  }
+  return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+async function askYesNo(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    const answer = await rl.question(question, { signal: AbortSignal.timeout(PROMPT_TIMEOUT_MS) });
+    return /^y(es)?$/i.test(answer.trim());
+  } catch {
+    return false; // timed out or stdin closed: the safe answer
+  } finally {
+    rl.close();
+  }
+}
+
+function writeConfig(path: string, text: string, replace: boolean): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (replace && existsSync(path)) copyFileSync(path, `${path}.bak`);
+  // 0600: the file may later hold API keys.
+  writeFileSync(path, text, { mode: 0o600, flag: replace ? "w" : "wx" });
+}
+
+export function registerOnboardCommand(program: Command): Command {
+  const cmd = program
+    .command("onboard")
+    .description("create a config file and a workspace")
+    .option("--force", "replace an existing config file with defaults (the old one is kept as .bak)")
+    .action(async (opts: { force?: boolean }, command: Command) => {
+      const common = commonOptions(command);
+      configureLogging({ verbose: common.verbose });
+      const path = configPathFor({ configPath: common.config });
+      const out: string[] = [];
+
+      let write = !existsSync(path);
+      if (!write) {
+        if (opts.force) write = true;
+        else if (process.stdin.isTTY && process.stdout.isTTY) {
+          write = await askYesNo(
+            `${path} already exists. Replace it with defaults (old one kept as .bak)? [y/N] `,
+          );
+          if (!write) out.push(`Kept the existing config ${path}`);
+        } else {
+          process.stderr.write(
+            `palaver: ${path} already exists; not replacing it.\n` +
+              `Run \`palaver onboard --force\` to replace it with defaults (the old file is kept as ${path}.bak).\n`,
+          );
+          process.exitCode = 1;
+          return;
+        }
+      }
+      if (write) {
+        const replacing = existsSync(path);
+        const workspace = common.workspace !== undefined ? expandHome(common.workspace) : undefined;
+        writeConfig(path, newConfigText(workspace), replacing);
+        out.push(replacing ? `Replaced ${path} with defaults (old one: ${path}.bak)` : `Created ${path}`);
+      }
+
+      const loaded = loadForCli(command);
+      const setup = createWorkspace(loaded.workspace);
+      out.push(
+        `Workspace ${loaded.workspace}: ${setup.created.length} file(s) added` +
+          (setup.kept.length > 0 ? `, ${setup.kept.length} existing file(s) left as they were` : ""),
+      );
+      for (const file of setup.created) out.push(`  + ${file}`);
+
+      const flag = common.config !== undefined ? ` --config ${path}` : "";
+      const envFile = join(dirname(path), ".env");
+      out.push(
+        "",
+        "Next steps:",
+        `  1. Put an API key in ${envFile}, for example`,
+        "       PALAVER_PROVIDERS__OPENAI__API_KEY=sk-...",
+        `     or set providers.NAME.apiKey (and apiBase for other OpenAI-compatible services) in ${path}.`,
+        `  2. Check the result: palaver config check${flag}`,
+        `  3. Start talking:    palaver chat${flag}`,
+      );
+      process.stdout.write(`${out.join("\n")}\n`);
+    });
+  addCommonOptions(cmd);
+  return cmd;
+}

@@ -1,0 +1,83 @@
+/** `palaver status [--json]`: what palaver would run with, without starting anything. */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Command } from "commander";
+import type { LoadedConfig } from "../config/load.js";
+import { addCommonOptions, loadForCli } from "./common.js";
+
+export interface StatusReport {
+  config: { path: string; exists: boolean };
+  workspace: { path: string; exists: boolean };
+  model: string;
+  /** The configured provider name, or "auto". */
+  provider: string;
+  /** Whether each configured provider has an API key (never the key itself). */
+  providers: Record<string, { apiKeySet: boolean }>;
+  /** Names of the enabled channels. */
+  channels: string[];
+  /** Number of sessions/*.jsonl files in the workspace. */
+  sessions: number;
+}
+
+const CHANNELS = ["telegram", "slack", "discord"] as const;
+
+export function countSessions(workspace: string): number {
+  try {
+    return readdirSync(join(workspace, "sessions"), { withFileTypes: true }).filter(
+      (e) => e.isFile() && e.name.endsWith(".jsonl"),
+    ).length;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw err;
+  }
+}
+
+export function buildStatus(loaded: LoadedConfig): StatusReport {
+  const { config } = loaded;
+  const providers: StatusReport["providers"] = {};
+  for (const [name, p] of Object.entries(config.providers)) providers[name] = { apiKeySet: p.apiKey !== "" };
+  return {
+    config: { path: loaded.path, exists: loaded.exists },
+    workspace: { path: loaded.workspace, exists: existsSync(loaded.workspace) },
+    model: config.agents.defaults.model,
+    provider: config.agents.defaults.provider,
+    providers,
+    channels: CHANNELS.filter((name) => config.channels[name].enabled),
+    sessions: countSessions(loaded.workspace),
+  };
+}
+
+export function formatStatus(s: StatusReport): string {
+  const providers = Object.entries(s.providers);
+  const rows: [string, string][] = [
+    ["config", `${s.config.path} ${s.config.exists ? "(exists)" : "(missing: run `palaver onboard`)"}`],
+    [
+      "workspace",
+      `${s.workspace.path} ${s.workspace.exists ? "(exists)" : "(missing: run `palaver onboard`)"}`,
+    ],
+    ["model", s.model],
+    ["provider", s.provider],
+    [
+      "providers",
+      providers.length === 0
+        ? "none configured (set providers.NAME.apiKey)"
+        : providers.map(([name, p]) => `${name} (${p.apiKeySet ? "key set" : "no key"})`).join(", "),
+    ],
+    ["channels", s.channels.length === 0 ? "none enabled" : s.channels.join(", ")],
+    ["sessions", String(s.sessions)],
+  ];
+  return ["palaver status", ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join("\n");
+}
+
+export function registerStatusCommand(program: Command): Command {
+  const cmd = program
+    .command("status")
+    .description("show the config, workspace, model, providers, channels and sessions")
+    .option("--json", "print as JSON (for scripts)")
+    .action((opts: { json?: boolean }, command: Command) => {
+      const report = buildStatus(loadForCli(command));
+      process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);
+    });
+  addCommonOptions(cmd);
+  return cmd;
+}

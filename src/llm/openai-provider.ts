@@ -1,0 +1,491 @@
+/**
+ * The one Provider: any OpenAI-compatible chat-completions endpoint, through
+ * the official `openai` SDK. The SDK's own retries are off; we retry here so
+ * that Retry-After, the caller's AbortSignal and a per-call timeout are all
+ * honoured the same way, and every failure ends as a classified LlmError.
+ */
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type {
+  ChatCompletionContentPartText,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from "openai/resources/chat/completions";
+import { z } from "zod";
+import type { Config } from "../config/schema.js";
+import { logger, redactText, registerSecrets, type Logger } from "../log.js";
+import { LlmError, errorMessage, type LlmErrorKind } from "../util/errors.js";
+import { resolveProvider } from "./providers.js";
+import { backoffDelay, retryAfterFromHeaders, sleep } from "./retry.js";
+import { stripThink } from "./think.js";
+import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
+
+export type ReasoningEffort = "low" | "medium" | "high";
+
+export interface OpenAIProviderOptions {
+  apiKey: string;
+  baseURL: string;
+  extraHeaders?: Record<string, string>;
+  model: string;
+  maxTokens: number;
+  temperature: number;
+  reasoningEffort?: ReasoningEffort | null;
+  /** Budget of one attempt, response body included. */
+  timeoutMs: number;
+  /** Retries after the first attempt (0 = try once). */
+  maxRetries: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** For deterministic jitter in tests. */
+  random?: () => number;
+  log?: Logger;
+  /** The config key of the provider, used in messages ("check providers.X.apiKey"). */
+  name?: string;
+}
+
+/** An LlmError that also says how many attempts were made and against which provider. */
+export class LlmCallError extends LlmError {
+  constructor(
+    message: string,
+    kind: LlmErrorKind,
+    retryable: boolean,
+    options: ErrorOptions & {
+      status?: number;
+      retryAfterMs?: number;
+      attempts: number;
+      provider?: string;
+      /** The server's own error text (for bad requests), already redacted. */
+      detail?: string;
+    },
+  ) {
+    super(message, kind, retryable, options);
+    this.attempts = options.attempts;
+    this.provider = options.provider;
+    this.detail = options.detail;
+  }
+  readonly attempts: number;
+  readonly provider: string | undefined;
+  readonly detail: string | undefined;
+}
+
+// ---------------------------------------------------------------- requests
+
+/** OpenAI's reasoning models reject max_tokens and any temperature but the default. */
+export function isOpenAIReasoningModel(model: string): boolean {
+  return /^(o\d|gpt-5)/i.test(model);
+}
+
+function textOf(content: string | ContentPart[] | null): string {
+  if (content === null) return "";
+  if (typeof content === "string") return content;
+  return content
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+function textParts(content: string | ContentPart[] | null): string | ChatCompletionContentPartText[] {
+  if (content === null) return "";
+  if (typeof content === "string") return content;
+  return content.filter((p): p is ChatCompletionContentPartText => p.type === "text");
+}
+
+/**
+ * Our message → the wire shape. Private fields (timestamp, tools_used) and
+ * reasoning_content are dropped: several APIs reject unknown message keys and
+ * DeepSeek refuses reasoning_content sent back to it.
+ */
+export function toApiMessage(m: ChatMessage): ChatCompletionMessageParam {
+  const name = m.name ? { name: m.name } : {};
+  switch (m.role) {
+    case "system":
+      return { role: "system", content: textParts(m.content), ...name };
+    case "user":
+      return { role: "user", content: m.content ?? "", ...name };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: m.content === null ? null : textParts(m.content),
+        ...(m.tool_calls?.length ? { tool_calls: m.tool_calls } : {}),
+        ...name,
+      };
+    case "tool":
+      // nanobot stores the tool name on tool messages and sends it; Mistral wants it.
+      return { role: "tool", content: textOf(m.content), tool_call_id: m.tool_call_id ?? "", ...name };
+  }
+}
+
+// --------------------------------------------------------------- responses
+
+const WireToolCall = z.object({
+  id: z.string().nullish(),
+  function: z.object({
+    name: z.string(),
+    // Some servers (old ollama) send an object instead of a JSON string.
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+  }),
+});
+
+const WireCompletion = z.object({
+  model: z.string().nullish(),
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          reasoning_content: z.string().nullish(),
+          reasoning: z.string().nullish(),
+          tool_calls: z.array(WireToolCall).nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+});
+
+/** Raw arguments → a tool call; never throws (a bad call goes back to the model as text). */
+export function parseToolCall(
+  raw: { id?: string | null; name: string; arguments?: string | Record<string, unknown> | null },
+  index: number,
+): ToolCall {
+  const id = raw.id || `call_${index}_${Math.random().toString(36).slice(2, 10)}`;
+  if (raw.arguments && typeof raw.arguments === "object") {
+    return { id, name: raw.name, arguments: raw.arguments, rawArguments: JSON.stringify(raw.arguments) };
+  }
+  const rawArguments = raw.arguments ?? "";
+  // Models calling a tool without parameters often send "" rather than "{}".
+  if (rawArguments.trim() === "") return { id, name: raw.name, arguments: {}, rawArguments };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawArguments);
+  } catch (err) {
+    return {
+      id,
+      name: raw.name,
+      arguments: {},
+      rawArguments,
+      argumentsError: `The arguments of ${raw.name} are not valid JSON (${errorMessage(err)}). Send a JSON object.`,
+    };
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    const got = parsed === null ? "null" : Array.isArray(parsed) ? "an array" : typeof parsed;
+    return {
+      id,
+      name: raw.name,
+      arguments: {},
+      rawArguments,
+      argumentsError: `The arguments of ${raw.name} must be a JSON object, got ${got}.`,
+    };
+  }
+  return { id, name: raw.name, arguments: parsed as Record<string, unknown>, rawArguments };
+}
+
+/** A completion body → ChatResponse; throws a retryable invalid_response LlmError when unusable. */
+export function parseCompletion(body: unknown): ChatResponse {
+  const parsed = WireCompletion.safeParse(body);
+  if (!parsed.success) {
+    throw new LlmError(
+      `the LLM returned a response that is not a chat completion: ${parsed.error.issues[0]?.message ?? "?"}`,
+      "invalid_response",
+      true,
+      { cause: parsed.error },
+    );
+  }
+  const choice = parsed.data.choices?.[0];
+  if (!choice) throw new LlmError("the LLM returned no choices", "invalid_response", true);
+  const msg = choice.message;
+  const { text, thinking } = stripThink(msg.content ?? "");
+  const apiReasoning = msg.reasoning_content || msg.reasoning || "";
+  const reasoning = apiReasoning || thinking;
+  const usage = parsed.data.usage;
+  return {
+    content: text.trim() === "" ? null : text,
+    toolCalls: (msg.tool_calls ?? []).map((tc, i) =>
+      parseToolCall({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, i),
+    ),
+    ...(reasoning ? { reasoning } : {}),
+    finishReason: choice.finish_reason ?? "stop",
+    ...(usage
+      ? { usage: { promptTokens: usage.prompt_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0 } }
+      : {}),
+    ...(parsed.data.model ? { model: parsed.data.model } : {}),
+  };
+}
+
+// ------------------------------------------------------------------ errors
+
+interface AttemptState {
+  callerAborted: boolean;
+  timedOut: boolean;
+  timeoutMs: number;
+}
+
+/** Any failure of one attempt → LlmError with kind and retryable set. */
+export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
+  // Which signal fired decides, whatever shape the SDK gave the failure.
+  if (state.callerAborted) return new LlmError("LLM call aborted", "aborted", false, { cause: err });
+  if (state.timedOut) {
+    return new LlmError(`LLM call timed out after ${state.timeoutMs} ms`, "timeout", true, { cause: err });
+  }
+  if (err instanceof LlmError) return err;
+  if (err instanceof APIConnectionTimeoutError) {
+    return new LlmError("LLM call timed out", "timeout", true, { cause: err });
+  }
+  if (err instanceof APIUserAbortError)
+    return new LlmError("LLM call aborted", "aborted", false, { cause: err });
+  if (err instanceof APIConnectionError) {
+    return new LlmError(`cannot reach the LLM: ${err.message}`, "network", true, { cause: err });
+  }
+  if (err instanceof APIError) {
+    // instanceof on a generic class narrows to APIError<any, ...>; pin the defaults.
+    const apiErr = err as APIError;
+    const status = apiErr.status;
+    const retryAfterMs = retryAfterFromHeaders(apiErr.headers) ?? undefined;
+    const base = { cause: err, status, retryAfterMs };
+    if (status === undefined) return new LlmError(`LLM error: ${err.message}`, "server", true, base);
+    if (status === 429)
+      return new LlmError(`rate limited (HTTP 429): ${err.message}`, "rate_limit", true, base);
+    if (status >= 500 || status === 408 || status === 409) {
+      return new LlmError(`LLM server error (HTTP ${status}): ${err.message}`, "server", true, base);
+    }
+    if (status === 401 || status === 403) {
+      return new LlmError(
+        `the LLM rejected the API key (HTTP ${status}): ${err.message}`,
+        "auth",
+        false,
+        base,
+      );
+    }
+    return new LlmError(
+      `the LLM refused the request (HTTP ${status}): ${err.message}`,
+      "bad_request",
+      false,
+      base,
+    );
+  }
+  // A body that is not JSON, a dropped stream ...: the next attempt may do better.
+  return new LlmError(`unexpected LLM failure: ${errorMessage(err)}`, "invalid_response", true, {
+    cause: err,
+  });
+}
+
+function serverDetail(err: LlmError): string | undefined {
+  const cause = err.cause;
+  if (!(cause instanceof APIError)) return undefined;
+  const body: unknown = cause.error;
+  const message =
+    body && typeof body === "object" && "message" in body && typeof body.message === "string"
+      ? body.message
+      : undefined;
+  return message ? redactText(message).slice(0, 300) : undefined;
+}
+
+// ---------------------------------------------------------------- provider
+
+/** Routes the SDK's own log lines (already off by default below "warn") into pino. */
+function sdkLogger(log: Logger): OpenAI["logger"] {
+  const to =
+    (level: "error" | "warn" | "info" | "debug") =>
+    (message: string, ...rest: unknown[]) =>
+      log[level](rest.length ? { details: rest } : {}, `openai sdk: ${message}`);
+  return { error: to("error"), warn: to("warn"), info: to("info"), debug: to("debug") };
+}
+
+export class OpenAIProvider implements Provider {
+  readonly model: string;
+  private readonly client: OpenAI;
+  private readonly log: Logger;
+  private readonly random: () => number;
+
+  constructor(private readonly opts: OpenAIProviderOptions) {
+    this.model = opts.model;
+    this.log = opts.log ?? logger("llm");
+    this.random = opts.random ?? Math.random;
+    this.client = new OpenAI({
+      // Local servers need no key, but the SDK insists on one.
+      apiKey: opts.apiKey || "no-key",
+      baseURL: opts.baseURL,
+      // Never pick these up from OPENAI_* env vars: they would leak to other providers.
+      organization: null,
+      project: null,
+      adminAPIKey: null,
+      webhookSecret: null,
+      defaultHeaders: opts.extraHeaders ?? {},
+      maxRetries: 0,
+      timeout: opts.timeoutMs,
+      logger: sdkLogger(this.log),
+      logLevel: "warn",
+    });
+  }
+
+  /** The request body for `req` (exported through the class for tests and benchmarks). */
+  buildBody(req: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+    const model = req.model ?? this.model;
+    const maxTokens = req.maxTokens ?? this.opts.maxTokens;
+    const reasoningModel = isOpenAIReasoningModel(model);
+    return {
+      model,
+      messages: req.messages.map(toApiMessage),
+      ...(req.tools?.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
+      ...(reasoningModel
+        ? { max_completion_tokens: maxTokens }
+        : { max_tokens: maxTokens, temperature: req.temperature ?? this.opts.temperature }),
+      ...(this.opts.reasoningEffort ? { reasoning_effort: this.opts.reasoningEffort } : {}),
+    };
+  }
+
+  async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
+    const body = this.buildBody(req);
+    const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), attempt);
+      let failure: LlmError;
+      try {
+        return await this.attempt(body, signal);
+      } catch (err) {
+        // attempt() only ever throws classified LlmErrors.
+        failure = err as LlmError;
+      }
+      // The bound of this loop: at most maxRetries retries.
+      if (!failure.retryable || attempt >= maxRetries) throw this.finalError(failure, attempt + 1);
+      const backoff = backoffDelay(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs, this.random);
+      // Honour the server's Retry-After, but not an absurd one.
+      const requested = Math.min(failure.retryAfterMs ?? 0, this.opts.retryMaxMs * 4);
+      const delayMs = Math.max(backoff, requested);
+      this.log.warn(
+        {
+          attempt: attempt + 1,
+          maxAttempts: maxRetries + 1,
+          delayMs,
+          kind: failure.kind,
+          status: failure.status,
+          model: body.model,
+          provider: this.opts.name,
+        },
+        "LLM call failed, retrying",
+      );
+      try {
+        await sleep(delayMs, signal);
+      } catch (err) {
+        throw this.finalError(this.abortError(err), attempt + 1);
+      }
+    }
+  }
+
+  /** One HTTP call with its own deadline, linked to the caller's signal. */
+  private async attempt(
+    body: ChatCompletionCreateParamsNonStreaming,
+    signal?: AbortSignal,
+  ): Promise<ChatResponse> {
+    const controller = new AbortController();
+    const state: AttemptState = { callerAborted: false, timedOut: false, timeoutMs: this.opts.timeoutMs };
+    const onAbort = () => {
+      state.callerAborted = true;
+      controller.abort(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      state.timedOut = true;
+      controller.abort(new Error(`timed out after ${this.opts.timeoutMs} ms`));
+    }, this.opts.timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const completion: unknown = await this.client.chat.completions.create(body, {
+        signal: controller.signal,
+        timeout: this.opts.timeoutMs,
+        maxRetries: 0,
+      });
+      return parseCompletion(completion);
+    } catch (err) {
+      throw classifyLlmError(err, state);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private abortError(cause: unknown): LlmError {
+    return new LlmError("LLM call aborted", "aborted", false, { cause });
+  }
+
+  private finalError(err: LlmError, attempts: number): LlmCallError {
+    const where = this.opts.name ? ` (provider ${this.opts.name})` : "";
+    const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
+    return new LlmCallError(`${err.message}${tries}${where}`, err.kind, err.retryable, {
+      cause: err,
+      status: err.status,
+      retryAfterMs: err.retryAfterMs,
+      attempts,
+      provider: this.opts.name,
+      detail: serverDetail(err),
+    });
+  }
+}
+
+// --------------------------------------------------------- user messages
+
+const REASONS: Record<Exclude<LlmErrorKind, "auth" | "bad_request" | "aborted">, string> = {
+  rate_limit: "rate limited by the provider",
+  server: "the provider had a server error",
+  network: "could not connect to it",
+  timeout: "it took too long to answer",
+  invalid_response: "it sent an answer I could not read",
+};
+
+/** A plain-words sentence for the chat: no stack, no secrets, no raw server dump. */
+export function userFacingLlmError(err: unknown): string {
+  if (!(err instanceof LlmError)) {
+    return "Sorry — something went wrong while talking to the language model. Please try again.";
+  }
+  const provider = err instanceof LlmCallError ? err.provider : undefined;
+  const attempts = err instanceof LlmCallError ? err.attempts : 1;
+  switch (err.kind) {
+    case "aborted":
+      return "Stopped.";
+    case "auth": {
+      const where = provider
+        ? `check providers.${provider}.apiKey (or PALAVER_PROVIDERS__${provider.toUpperCase()}__API_KEY in .env)`
+        : "check the provider's apiKey in the config";
+      return `Sorry — the language model provider rejected the API key; ${where}.`;
+    }
+    case "bad_request": {
+      const detail = err instanceof LlmCallError && err.detail ? ` (${err.detail})` : "";
+      return (
+        `Sorry — the language model refused the request${detail}. ` +
+        "The model name may be wrong or the conversation too long; /new starts a fresh one."
+      );
+    }
+    case "rate_limit":
+    case "server":
+    case "network":
+    case "timeout":
+    case "invalid_response": {
+      const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
+      const later = err.kind === "rate_limit" ? "in a minute" : "in a moment";
+      return `Sorry — I couldn't reach the language model (${REASONS[err.kind]})${tries}. Please try again ${later}.`;
+    }
+  }
+}
+
+// ----------------------------------------------------------------- factory
+
+/** The provider the config asks for (throws ConfigError when it names none usable). */
+export function createProvider(config: Config, log?: Logger): OpenAIProvider {
+  const resolved = resolveProvider(config);
+  if (resolved.apiKey) registerSecrets([resolved.apiKey]);
+  const d = config.agents.defaults;
+  return new OpenAIProvider({
+    name: resolved.name,
+    apiKey: resolved.apiKey,
+    baseURL: resolved.baseURL,
+    extraHeaders: resolved.extraHeaders,
+    model: resolved.model,
+    maxTokens: d.maxTokens,
+    temperature: d.temperature,
+    reasoningEffort: d.reasoningEffort,
+    timeoutMs: Math.round(d.llm.timeout * 1000),
+    maxRetries: d.llm.maxRetries,
+    retryBaseMs: Math.round(d.llm.retryBaseDelay * 1000),
+    retryMaxMs: Math.round(d.llm.retryMaxDelay * 1000),
+    ...(log ? { log } : {}),
+  });
+}

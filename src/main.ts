@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+/** The palaver CLI. One file per command in cli/. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Command } from "commander";
+import { registerChatCommand } from "./cli/chat.js";
+import { addCommonOptions } from "./cli/common.js";
+import { registerConfigCommand } from "./cli/config.js";
+import { registerGatewayCommand } from "./cli/gateway.js";
+import { registerOnboardCommand } from "./cli/onboard.js";
+import { registerStatusCommand } from "./cli/status.js";
+import { packageRoot } from "./config/paths.js";
+import { logger } from "./log.js";
+
+// An unhandled rejection is a bug: log it and exit non-zero so systemd restarts us.
+process.on("unhandledRejection", (reason) => {
+  logger().fatal({ err: reason }, "unhandled promise rejection");
+  process.exit(1);
+});
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+const program = new Command()
+  .name("palaver")
+  .description("palaver: a self-hosted personal AI assistant")
+  .version(version());
+addCommonOptions(program);
+registerGatewayCommand(program);
+registerChatCommand(program);
+registerOnboardCommand(program);
+registerStatusCommand(program);
+registerConfigCommand(program);
+
+await program.parseAsync();

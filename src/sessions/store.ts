@@ -1,0 +1,423 @@
+/**
+ * Sessions as JSONL files, in nanobot's format (see ARCHITECTURE.md,
+ * "Workspace files"): a metadata line, then one message per line. A turn only
+ * ever appends, so its cost does not grow with the session; the file is
+ * rewritten only on explicit clear/compaction, atomically (temp + rename).
+ */
+import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import type { ChatMessage } from "../llm/types.js";
+import { logger, type Logger } from "../log.js";
+import { PalaverError, errorMessage } from "../util/errors.js";
+import { Session } from "./session.js";
+
+export interface SessionInfo {
+  key: string;
+  path: string;
+  /** The file's modification time: the last append or metadata change. */
+  updatedAt: Date;
+}
+
+/** nanobot's file name for a key: ':' and other characters unsafe in file names become '_'. */
+export function safeKey(key: string): string {
+  const safe = key
+    .replace(/:/g, "_")
+    .replace(/[<>:"/\\|?*]/g, "_")
+    .trim();
+  return safe === "" ? "_" : safe;
+}
+
+const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
+
+/**
+ * Python's `datetime.now().isoformat()`: local time, no zone, microseconds
+ * ("2025-02-01T10:00:00.123000"). nanobot compares these with naive local
+ * datetimes, so writing anything else could break a nanobot reading our files.
+ */
+export function formatTimestamp(d: Date): string {
+  return (
+    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}` +
+    `T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}000`
+  );
+}
+
+const NAIVE_ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/;
+
+/** Reads both nanobot's naive local form and full ISO strings with a zone; undefined when unreadable. */
+export function parseTimestamp(value: unknown): Date | undefined {
+  if (typeof value !== "string" || value === "") return undefined;
+  const m = NAIVE_ISO.exec(value);
+  const d = m
+    ? new Date(
+        Number(m[1]),
+        Number(m[2]) - 1,
+        Number(m[3]),
+        Number(m[4]),
+        Number(m[5]),
+        Number(m[6] ?? 0),
+        Number((m[7] ?? "0").slice(0, 3).padEnd(3, "0")),
+      )
+    : new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d;
+}
+
+function metadataLine(session: Session): string {
+  // Exactly nanobot's keys, in nanobot's order.
+  return (
+    JSON.stringify({
+      _type: "metadata",
+      key: session.key,
+      created_at: formatTimestamp(session.createdAt),
+      updated_at: formatTimestamp(session.updatedAt),
+      metadata: session.metadata,
+      last_consolidated: session.lastConsolidated,
+    }) + "\n"
+  );
+}
+
+const ToolCallSchema = z.looseObject({
+  id: z.string(),
+  type: z.literal("function").default("function"),
+  function: z.looseObject({
+    name: z.string(),
+    // Some writers stored parsed arguments; the wire format wants the JSON text.
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown()).transform((a) => JSON.stringify(a))]),
+  }),
+});
+
+const MessageLineSchema = z.looseObject({
+  role: z.enum(["system", "user", "assistant", "tool"]),
+  content: z.union([z.string(), z.array(z.unknown()), z.null()]).optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+  tool_call_id: z.string().optional(),
+  name: z.string().optional(),
+});
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function isErrno(err: unknown, code: string): boolean {
+  return isObject(err) && err.code === code;
+}
+
+/** Warnings per file before the rest are only counted, so a mangled file cannot flood the log. */
+const MAX_LINE_WARNINGS = 10;
+/** Messages per write while rewriting a file, to avoid one giant string for a huge session. */
+const REWRITE_BATCH = 1000;
+/** Bytes read to find the key on a file's first line (list()). */
+const FIRST_LINE_BYTES = 64 * 1024;
+/** Files looked at concurrently by list(). */
+const LIST_CONCURRENCY = 16;
+
+export class SessionStore {
+  private readonly log: Logger;
+  private readonly cache = new Map<string, Promise<Session>>();
+  /** Tail of each session's write chain: writes to one file run one after the other. */
+  private readonly queues = new Map<string, Promise<void>>();
+  private dirReady: Promise<void> | undefined;
+
+  constructor(
+    readonly sessionsDir: string,
+    log?: Logger,
+  ) {
+    this.log = log ?? logger("sessions");
+  }
+
+  pathFor(key: string): string {
+    return join(this.sessionsDir, `${safeKey(key)}.jsonl`);
+  }
+
+  /** Loads the session (or creates an empty one); one shared instance per key. */
+  get(key: string): Promise<Session> {
+    let pending = this.cache.get(key);
+    if (!pending) {
+      pending = this.load(key);
+      this.cache.set(key, pending);
+      // A failed load is not cached: the next get() tries again.
+      void pending.catch(() => {
+        if (this.cache.get(key) === pending) this.cache.delete(key);
+      });
+    }
+    return pending;
+  }
+
+  /** Forgets the in-memory copy; the next get() reads the file again. */
+  invalidate(key: string): void {
+    this.cache.delete(key);
+  }
+
+  /**
+   * Adds messages to the session in memory (stamping a timestamp on those
+   * without one) and appends them to its file. The caller must not push them
+   * into session.messages itself.
+   */
+  append(session: Session, messages: ChatMessage[]): Promise<void> {
+    if (messages.length === 0) return Promise.resolve();
+    const now = new Date();
+    const stamp = formatTimestamp(now);
+    let text = "";
+    for (const msg of messages) {
+      msg.timestamp ??= stamp;
+      session.messages.push(msg);
+      text += JSON.stringify(msg) + "\n";
+    }
+    session.updatedAt = now;
+    return this.enqueue(session.key, () => this.appendText(session, text));
+  }
+
+  /** Appends a metadata line with the session's current state (the last one wins when loading). */
+  saveMetadata(session: Session): Promise<void> {
+    session.updatedAt = new Date();
+    const line = metadataLine(session);
+    return this.enqueue(session.key, () => this.appendText(session, line, true));
+  }
+
+  /** Empties the session and atomically replaces its file with one metadata line. */
+  clear(session: Session): Promise<void> {
+    session.messages = [];
+    session.lastConsolidated = 0;
+    session.updatedAt = new Date();
+    const line = metadataLine(session);
+    return this.enqueue(session.key, () => this.rewrite(this.pathFor(session.key), [line]));
+  }
+
+  /**
+   * Atomically rewrites the file as one metadata line plus the messages
+   * (folding the appended metadata lines into one). Explicit compaction only.
+   */
+  compact(session: Session): Promise<void> {
+    const head = metadataLine(session);
+    const messages = session.messages.slice();
+    return this.enqueue(session.key, () => this.rewrite(this.pathFor(session.key), batches(head, messages)));
+  }
+
+  /** Waits for every queued write (for shutdown and tests). */
+  async flush(): Promise<void> {
+    for (let round = 0; round < 100 && this.queues.size > 0; round++) {
+      await Promise.all(this.queues.values());
+    }
+  }
+
+  /** Every session file, most recently updated first. */
+  async list(): Promise<SessionInfo[]> {
+    const names = await this.fileNames();
+    const out: SessionInfo[] = [];
+    for (let i = 0; i < names.length; i += LIST_CONCURRENCY) {
+      const infos = await Promise.all(names.slice(i, i + LIST_CONCURRENCY).map((n) => this.info(n)));
+      for (const info of infos) if (info) out.push(info);
+    }
+    return out.sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime());
+  }
+
+  async count(): Promise<number> {
+    return (await this.fileNames()).length;
+  }
+
+  // ---- internals ----
+
+  private enqueue(key: string, op: () => Promise<void>): Promise<void> {
+    const prev = this.queues.get(key) ?? Promise.resolve();
+    const run = prev.then(op);
+    // The chain itself never rejects: one failed write must not block the next.
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, tail);
+    void tail.then(() => {
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    });
+    return run;
+  }
+
+  private ensureDir(): Promise<void> {
+    this.dirReady ??= mkdir(this.sessionsDir, { recursive: true }).then(
+      () => undefined,
+      (err: unknown) => {
+        this.dirReady = undefined;
+        throw err;
+      },
+    );
+    return this.dirReady;
+  }
+
+  private async openForAppend(path: string): Promise<FileHandle> {
+    await this.ensureDir();
+    try {
+      return await open(path, "a+");
+    } catch (err) {
+      if (!isErrno(err, "ENOENT")) throw err;
+      // The folder was removed while we ran: make it again, once.
+      this.dirReady = undefined;
+      await this.ensureDir();
+      return await open(path, "a+");
+    }
+  }
+
+  /**
+   * One append of `text`, costing the same whatever the file's size: an fstat,
+   * at most a one-byte read, one write. A new file gets the metadata line first;
+   * a file whose last line was cut short gets a newline so our line stays whole.
+   */
+  private async appendText(session: Session, text: string, isMetadata = false): Promise<void> {
+    const path = this.pathFor(session.key);
+    try {
+      const fh = await this.openForAppend(path);
+      try {
+        const { size } = await fh.stat();
+        let prefix = "";
+        if (size === 0) {
+          if (!isMetadata) prefix = metadataLine(session);
+        } else {
+          const last = Buffer.alloc(1);
+          await fh.read(last, 0, 1, size - 1);
+          if (last[0] !== 0x0a) prefix = "\n";
+        }
+        await fh.writeFile(prefix + text, "utf8");
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      throw new PalaverError(`cannot append to session file ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  private async rewrite(path: string, chunks: Iterable<string>): Promise<void> {
+    await this.ensureDir();
+    const tmp = `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
+    try {
+      const fh = await open(tmp, "w");
+      try {
+        for (const chunk of chunks) await fh.write(chunk);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, path);
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      throw new PalaverError(`cannot rewrite session file ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  private async load(key: string): Promise<Session> {
+    const path = this.pathFor(key);
+    let fh: FileHandle;
+    try {
+      fh = await open(path, "r");
+    } catch (err) {
+      if (isErrno(err, "ENOENT")) return new Session(key);
+      throw new PalaverError(`cannot open session file ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+    const session = new Session(key);
+    let updatedAt: Date | undefined;
+    let lineNo = 0;
+    let bad = 0;
+    const skip = (reason: string): void => {
+      bad++;
+      if (bad <= MAX_LINE_WARNINGS)
+        this.log.warn({ file: path, line: lineNo }, `skipping session line: ${reason}`);
+    };
+    try {
+      // Line by line: a long session never becomes one giant string.
+      for await (const raw of fh.readLines({ encoding: "utf8", autoClose: false })) {
+        lineNo++;
+        const line = raw.trim();
+        if (line === "") continue;
+        let data: unknown;
+        try {
+          data = JSON.parse(line);
+        } catch {
+          skip("not valid JSON (truncated or corrupt)");
+          continue;
+        }
+        if (!isObject(data)) {
+          skip("not a JSON object");
+          continue;
+        }
+        if (data._type === "metadata") {
+          updatedAt = applyMetadata(session, data) ?? updatedAt;
+          continue;
+        }
+        const parsed = MessageLineSchema.safeParse(data);
+        if (!parsed.success) {
+          skip(`not a chat message (${parsed.error.issues[0]?.message ?? "invalid"})`);
+          continue;
+        }
+        session.messages.push(parsed.data as unknown as ChatMessage);
+      }
+    } catch (err) {
+      throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
+    } finally {
+      await fh.close();
+    }
+    if (bad > MAX_LINE_WARNINGS) {
+      this.log.warn({ file: path, skipped: bad }, `skipped ${bad} bad lines in session file`);
+    }
+    session.lastConsolidated = Math.min(session.lastConsolidated, session.messages.length);
+    // Messages are appended after the last metadata line, so the newest one may be later.
+    const lastStamp = parseTimestamp(session.messages.at(-1)?.timestamp);
+    const newest = [updatedAt, lastStamp].filter((d): d is Date => d !== undefined);
+    if (newest.length > 0) session.updatedAt = new Date(Math.max(...newest.map((d) => d.getTime())));
+    return session;
+  }
+
+  private async fileNames(): Promise<string[]> {
+    try {
+      return (await readdir(this.sessionsDir)).filter((n) => n.endsWith(".jsonl"));
+    } catch (err) {
+      if (isErrno(err, "ENOENT")) return [];
+      throw new PalaverError(`cannot list ${this.sessionsDir}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  private async info(name: string): Promise<SessionInfo | undefined> {
+    const path = join(this.sessionsDir, name);
+    try {
+      const st = await stat(path);
+      if (!st.isFile()) return undefined;
+      // nanobot's fallback: the first '_' of the file name was the ':' of the key.
+      const key = (await firstLineKey(path)) ?? name.slice(0, -".jsonl".length).replace("_", ":");
+      return { key, path, updatedAt: st.mtime };
+    } catch {
+      return undefined; // removed while listing
+    }
+  }
+}
+
+/** Applies one metadata line (the last one wins); returns its updated_at. */
+function applyMetadata(session: Session, data: Record<string, unknown>): Date | undefined {
+  const created = parseTimestamp(data.created_at);
+  if (created) session.createdAt = created;
+  if (isObject(data.metadata)) session.metadata = data.metadata;
+  const lc = data.last_consolidated;
+  if (typeof lc === "number" && Number.isInteger(lc) && lc >= 0) session.lastConsolidated = lc;
+  return parseTimestamp(data.updated_at);
+}
+
+function* batches(head: string, messages: readonly ChatMessage[]): Generator<string> {
+  yield head;
+  for (let i = 0; i < messages.length; i += REWRITE_BATCH) {
+    let text = "";
+    for (const msg of messages.slice(i, i + REWRITE_BATCH)) text += JSON.stringify(msg) + "\n";
+    yield text;
+  }
+}
+
+async function firstLineKey(path: string): Promise<string | undefined> {
+  const fh = await open(path, "r");
+  try {
+    const buf = Buffer.alloc(FIRST_LINE_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, FIRST_LINE_BYTES, 0);
+    const text = buf.subarray(0, bytesRead).toString("utf8");
+    const nl = text.indexOf("\n");
+    const data: unknown = JSON.parse(nl >= 0 ? text.slice(0, nl) : text);
+    return isObject(data) && data._type === "metadata" && typeof data.key === "string" ? data.key : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close();
+  }
+}

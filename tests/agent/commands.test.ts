@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { helpText, parseCommand } from "../../src/agent/commands.js";
+
+describe("parseCommand", () => {
+  it("recognises the chat commands, with arguments and a Telegram @botname suffix", () => {
+    expect(parseCommand("/new")).toEqual({ name: "new", args: "" });
+    expect(parseCommand("  /STOP  ")).toEqual({ name: "stop", args: "" });
+    expect(parseCommand("/new@palaver_bot")).toEqual({ name: "new", args: "" });
+    expect(parseCommand("/status please")).toEqual({ name: "status", args: "please" });
+  });
+
+  it("leaves unknown commands and ordinary text to the model", () => {
+    expect(parseCommand("/weather Paris")).toBeNull();
+    expect(parseCommand("what does /new do?")).toBeNull();
+    expect(parseCommand("/newer")).toBeNull();
+    expect(parseCommand("/constructor")).toBeNull();
+  });
+
+  it("lists every command in the help text", () => {
+    for (const name of ["new", "stop", "status", "help"]) expect(helpText()).toContain(`/${name}`);
+  });
+});

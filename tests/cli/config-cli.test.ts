@@ -1,0 +1,250 @@
+/**
+ * The config, onboard and status commands run as real child processes, so exit
+ * codes and what lands on stdout/stderr are tested as a user sees them. HOME and
+ * PALAVER_CONFIG point into a temp folder: nothing touches the real home.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { newConfigText } from "../../src/cli/onboard.js";
+import { templatesDir } from "../../src/config/paths.js";
+import { EXIT_CONFIG } from "../../src/util/errors.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+const ENTRY = join(ROOT, "tests", "cli", "run-config-cli.ts");
+
+let dir: string;
+let home: string;
+let configPath: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-cli-"));
+  home = join(dir, "home");
+  await mkdir(home);
+  configPath = join(dir, "conf", "config.json");
+  await mkdir(dirname(configPath));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
+  Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, PALAVER_TEST: "1", NO_COLOR: "1" }, extraEnv);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", TSX, ENTRY, ...args], {
+      cwd: dir,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 15_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function writeConfig(value: unknown): Promise<void> {
+  await writeFile(configPath, typeof value === "string" ? value : JSON.stringify(value, null, 2));
+}
+
+describe("palaver config check", () => {
+  it("exits 78 and lists every bad path on stderr", async () => {
+    await writeConfig({
+      agents: { defaults: { maxTokens: "lots", temperature: -3 } },
+      channels: { slack: { mode: "rtm" } },
+      gateway: { port: "http" },
+    });
+    const run = await cli(["config", "check", "--config", configPath]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stderr).toContain(`palaver: invalid configuration in ${configPath}:\n`);
+    const lines = run.stderr.split("\n").map((l) => l.trim());
+    expect(lines).toContain('agents.defaults.maxTokens: expected a number, got "lots"');
+    expect(lines).toContain("agents.defaults.temperature: expected a number >= 0, got -3");
+    expect(lines).toContain('channels.slack.mode: expected one of "socket", "http", got "rtm"');
+    expect(lines).toContain('gateway.port: expected a number, got "http"');
+    expect(run.stdout).toBe("");
+  });
+
+  it("exits 78 naming the line and column of invalid JSON", async () => {
+    await writeConfig('{\n  "agents": {\n    "defaults": { "model": "x", }\n  }\n}\n');
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stderr).toContain(`palaver: invalid configuration in ${configPath}:`);
+    expect(run.stderr).toContain("invalid JSON at line 3, column 33: trailing comma before '}'");
+  });
+
+  it("exits 78 when a .env value beside the config is invalid, naming the variable", async () => {
+    await writeConfig({});
+    await writeFile(join(dirname(configPath), ".env"), "PALAVER_GATEWAY__PORT=lots\n");
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stderr).toContain('gateway.port: expected a number, got "lots" (from PALAVER_GATEWAY__PORT)');
+  });
+
+  it("exits 0 for a good config and prints it with secrets masked, plus the warnings", async () => {
+    const openaiKey = "sk-test-openai-key-abcdef123456";
+    const telegramToken = "123456789:AAtelegram-token-for-tests-WXYZ";
+    await writeConfig({
+      agents: { defaults: { model: "gpt-test" } },
+      providers: { openai: { apiKey: openaiKey } },
+      channels: { telegram: { enabled: true, token: telegramToken }, whatsapp: { enabled: true } },
+    });
+    await writeFile(
+      join(dirname(configPath), ".env"),
+      "PALAVER_PROVIDERS__GROQ__API_KEY=gsk-from-dotenv-9876\n",
+    );
+    const run = await cli(["config", "check", "--config", configPath, "--workspace", "ws"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Config: ${configPath}\n`);
+    expect(run.stdout).toContain(`Workspace: ${join(dir, "ws")}\n`);
+    expect(run.stdout).toContain("  - unknown key channels.whatsapp (ignored)\n");
+    expect(run.stdout).toContain("Configuration is valid.");
+    expect(run.stdout).not.toContain(openaiKey);
+    expect(run.stdout).not.toContain(telegramToken);
+    expect(run.stdout).not.toContain("gsk-from-dotenv-9876");
+
+    const json = run.stdout.slice(run.stdout.indexOf("{"), run.stdout.lastIndexOf("}") + 1);
+    const shown = JSON.parse(json) as {
+      agents: { defaults: { model: string } };
+      providers: Record<string, { apiKey: string }>;
+      channels: { telegram: { token: string }; slack: { botToken: string } };
+    };
+    expect(shown.agents.defaults.model).toBe("gpt-test");
+    expect(shown.providers.openai!.apiKey).toBe("****3456");
+    expect(shown.providers.groq!.apiKey).toBe("****9876");
+    expect(shown.channels.telegram.token).toBe("****WXYZ");
+    expect(shown.channels.slack.botToken).toBe("(not set)");
+  });
+
+  it("says when there is no config file and the defaults are used", async () => {
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Config: (no config file, defaults) [looked for ${configPath}]`);
+    expect(run.stdout).toContain(`Workspace: ${join(home, ".palaver", "workspace")}`);
+  });
+});
+
+describe("palaver config schema", () => {
+  it("prints a JSON Schema of the config file", async () => {
+    const run = await cli(["config", "schema"]);
+    expect(run.code).toBe(0);
+    const schema = JSON.parse(run.stdout) as {
+      $schema: string;
+      type: string;
+      properties: Record<string, { properties?: Record<string, unknown> }>;
+    };
+    expect(schema.$schema).toMatch(/json-schema\.org/);
+    expect(schema.type).toBe("object");
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(["agents", "providers", "tools", "channels", "gateway"]),
+    );
+    expect(schema.properties.agents!.properties).toHaveProperty("defaults");
+  });
+});
+
+/** Files under a template folder that onboard copies (everything but the top-level skills/). */
+function templateFiles(root: string): string[] {
+  if (!existsSync(root)) return [];
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (d === root && e.name === "skills") continue;
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.push(relative(root, p));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+describe("palaver onboard", () => {
+  it("creates the config and the workspace, and refuses to overwrite without --force", async () => {
+    const first = await cli(["onboard"]);
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    const workspace = join(home, ".palaver", "workspace");
+    expect(await readFile(configPath, "utf8")).toBe(newConfigText());
+    for (const sub of ["skills", "sessions", "memory"]) expect(existsSync(join(workspace, sub))).toBe(true);
+    for (const file of templateFiles(templatesDir()))
+      expect(existsSync(join(workspace, file)), file).toBe(true);
+    expect(first.stdout).toContain(`Created ${configPath}`);
+    expect(first.stdout).toContain("PALAVER_PROVIDERS__OPENAI__API_KEY=");
+    expect(first.stdout).toContain("palaver chat");
+
+    await writeConfig({ agents: { defaults: { model: "mine" } } });
+    const second = await cli(["onboard"]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`${configPath} already exists; not replacing it`);
+    expect(second.stderr).toContain("--force");
+    expect(JSON.parse(await readFile(configPath, "utf8"))).toEqual({
+      agents: { defaults: { model: "mine" } },
+    });
+
+    const forced = await cli(["onboard", "--force", "--workspace", "other-ws"]);
+    expect(forced.code).toBe(0);
+    expect(await readFile(configPath, "utf8")).toBe(newConfigText(join(dir, "other-ws")));
+    expect(JSON.parse(await readFile(`${configPath}.bak`, "utf8"))).toEqual({
+      agents: { defaults: { model: "mine" } },
+    });
+    expect(existsSync(join(dir, "other-ws", "sessions"))).toBe(true);
+  });
+});
+
+describe("palaver status", () => {
+  it("--json reports config, workspace, model, providers, channels and sessions without secrets", async () => {
+    const workspace = join(dir, "ws");
+    await mkdir(join(workspace, "sessions"), { recursive: true });
+    for (const f of ["telegram_1.jsonl", "cli_direct.jsonl", "notes.txt"]) {
+      await writeFile(join(workspace, "sessions", f), "");
+    }
+    await writeConfig({
+      agents: { defaults: { workspace, model: "deepseek-chat", provider: "deepseek" } },
+      providers: { deepseek: { apiKey: "sk-deepseek-secret-000111" }, openai: { apiKey: "" } },
+      channels: { telegram: { enabled: true }, discord: { enabled: true } },
+    });
+    const run = await cli(["status", "--json"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain("sk-deepseek-secret-000111");
+    expect(JSON.parse(run.stdout)).toEqual({
+      config: { path: configPath, exists: true },
+      workspace: { path: workspace, exists: true },
+      model: "deepseek-chat",
+      provider: "deepseek",
+      providers: { deepseek: { apiKeySet: true }, openai: { apiKeySet: false } },
+      channels: ["telegram", "discord"],
+      sessions: 2,
+    });
+  });
+
+  it("prints a readable summary and exits 78 on a bad config", async () => {
+    const plain = await cli(["status"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain(`config     ${configPath} (missing: run \`palaver onboard\`)`);
+    expect(plain.stdout).toContain("provider   auto");
+    expect(plain.stdout).toContain("channels   none enabled");
+    expect(plain.stdout).toContain("sessions   0");
+
+    await writeConfig({ channels: { telegram: { enabled: "yes" } } });
+    const bad = await cli(["status", "--json"]);
+    expect(bad.code).toBe(EXIT_CONFIG);
+    expect(bad.stderr).toContain('channels.telegram.enabled: expected true or false, got "yes"');
+  });
+});

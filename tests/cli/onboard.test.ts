@@ -1,0 +1,71 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { newConfigText } from "../../src/cli/onboard.js";
+import { createWorkspace } from "../../src/config/workspace.js";
+import { defaultConfig } from "../../src/config/schema.js";
+
+let dir: string;
+let templates: string;
+let workspace: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-onboard-"));
+  templates = join(dir, "templates");
+  workspace = join(dir, "ws");
+  await mkdir(join(templates, "memory"), { recursive: true });
+  await mkdir(join(templates, "skills", "weather"), { recursive: true });
+  await writeFile(join(templates, "AGENTS.md"), "agents template");
+  await writeFile(join(templates, "SOUL.md"), "soul template");
+  await writeFile(join(templates, "memory", "MEMORY.md"), "memory template");
+  await writeFile(join(templates, "skills", "weather", "SKILL.md"), "built-in skill");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("createWorkspace", () => {
+  it("copies the templates except skills/ and creates skills/, sessions/ and memory/", async () => {
+    const setup = createWorkspace(workspace, templates);
+    expect(setup.created.sort()).toEqual(["AGENTS.md", "SOUL.md", join("memory", "MEMORY.md")].sort());
+    expect(setup.kept).toEqual([]);
+    expect(await readFile(join(workspace, "SOUL.md"), "utf8")).toBe("soul template");
+    expect(await readFile(join(workspace, "memory", "MEMORY.md"), "utf8")).toBe("memory template");
+    for (const sub of ["skills", "sessions", "memory"]) expect(existsSync(join(workspace, sub))).toBe(true);
+    expect(existsSync(join(workspace, "skills", "weather"))).toBe(false);
+  });
+
+  it("never overwrites a file the user already has", async () => {
+    await mkdir(join(workspace, "memory"), { recursive: true });
+    await writeFile(join(workspace, "SOUL.md"), "my own soul");
+    await writeFile(join(workspace, "memory", "MEMORY.md"), "my memories");
+    const setup = createWorkspace(workspace, templates);
+    expect(setup.created).toEqual(["AGENTS.md"]);
+    expect(setup.kept.sort()).toEqual(["SOUL.md", join("memory", "MEMORY.md")].sort());
+    expect(await readFile(join(workspace, "SOUL.md"), "utf8")).toBe("my own soul");
+    expect(await readFile(join(workspace, "memory", "MEMORY.md"), "utf8")).toBe("my memories");
+
+    const again = createWorkspace(workspace, templates);
+    expect(again.created).toEqual([]);
+    expect(again.kept).toHaveLength(3);
+  });
+
+  it("still creates the folders when the template folder is missing", () => {
+    const setup = createWorkspace(workspace, join(dir, "nowhere"));
+    expect(setup).toEqual({ created: [], kept: [] });
+    expect(existsSync(join(workspace, "sessions"))).toBe(true);
+  });
+});
+
+describe("newConfigText", () => {
+  it("is the defaults plus an example provider, recording --workspace when given", () => {
+    const plain = JSON.parse(newConfigText()) as ReturnType<typeof defaultConfig>;
+    expect({ ...plain, providers: {} }).toEqual(defaultConfig());
+    expect(plain.providers).toEqual({ openai: { apiKey: "", apiBase: null, extraHeaders: null } });
+    expect(plain).not.toHaveProperty("$schema");
+    const withWs = JSON.parse(newConfigText("/srv/palaver/ws")) as ReturnType<typeof defaultConfig>;
+    expect(withWs.agents.defaults.workspace).toBe("/srv/palaver/ws");
+  });
+});

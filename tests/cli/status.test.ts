@@ -1,0 +1,54 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { buildStatus, countSessions, formatStatus } from "../../src/cli/status.js";
+import { loadConfig } from "../../src/config/load.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-status-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("status", () => {
+  it("counts only sessions/*.jsonl files, and 0 without a sessions folder", async () => {
+    expect(countSessions(join(dir, "missing"))).toBe(0);
+    await mkdir(join(dir, "sessions", "nested.jsonl"), { recursive: true });
+    await writeFile(join(dir, "sessions", "a.jsonl"), "");
+    await writeFile(join(dir, "sessions", "b.jsonl.bak"), "");
+    expect(countSessions(dir)).toBe(1);
+  });
+
+  it("builds a report from the loaded config and formats it without secrets", async () => {
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        providers: {
+          openrouter: { apiKey: "sk-or-very-secret-1" },
+          local: { apiBase: "http://127.0.0.1:1/v1" },
+        },
+        channels: { slack: { enabled: true } },
+      }),
+    );
+    const loaded = loadConfig({ configPath, workspace: join(dir, "ws"), env: {}, cwd: dir });
+    const report = buildStatus(loaded);
+    expect(report).toEqual({
+      config: { path: configPath, exists: true },
+      workspace: { path: join(dir, "ws"), exists: false },
+      model: "gpt-4o-mini",
+      provider: "auto",
+      providers: { openrouter: { apiKeySet: true }, local: { apiKeySet: false } },
+      channels: ["slack"],
+      sessions: 0,
+    });
+    const text = formatStatus(report);
+    expect(text).toContain("providers  openrouter (key set), local (no key)");
+    expect(text).toContain("channels   slack");
+    expect(text).toContain(`workspace  ${join(dir, "ws")} (missing: run \`palaver onboard\`)`);
+    expect(text).not.toContain("sk-or-very-secret-1");
+  });
+});

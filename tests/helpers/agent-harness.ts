@@ -1,0 +1,94 @@
+/**
+ * An agent wired to a bus over a temp workspace, driven through the real
+ * openai SDK against the loopback FakeOpenAI (or a given Provider).
+ * Used by tests and by bench/.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAgent, type Agent } from "../../src/agent/index.js";
+import { MessageBus } from "../../src/bus/bus.js";
+import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
+import { ConfigSchema, type Config } from "../../src/config/schema.js";
+import { createProvider } from "../../src/llm/openai-provider.js";
+import type { Provider } from "../../src/llm/types.js";
+import { FakeOpenAI } from "../fakes/openai-server.js";
+
+export interface Harness extends Agent {
+  bus: MessageBus;
+  workspace: string;
+  config: Config;
+  /** Present unless a provider was given. */
+  fake: FakeOpenAI | undefined;
+  /** Every outbound message so far. */
+  outbound: OutboundMessage[];
+  /** Publishes a message and resolves with the next final reply to that chat (10 s bound). */
+  ask(chatId: string, content: string, extra?: Partial<InboundMessage>): Promise<OutboundMessage>;
+  send(chatId: string, content: string, extra?: Partial<InboundMessage>): void;
+  cleanup(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  provider?: Provider;
+  /** Deep-merged into the config (agents.defaults gets the temp workspace). */
+  config?: { agents?: { defaults?: Record<string, unknown> }; tools?: Record<string, unknown> };
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const workspace = await mkdtemp(join(tmpdir(), "palaver-test-"));
+  const fake = opts.provider ? undefined : await FakeOpenAI.start();
+  const config = ConfigSchema.parse({
+    agents: {
+      defaults: {
+        workspace,
+        provider: "custom",
+        model: "fake-model",
+        llm: { maxRetries: 2, retryBaseDelay: 0.01, retryMaxDelay: 0.05, timeout: 5 },
+        ...opts.config?.agents?.defaults,
+      },
+    },
+    providers: fake ? { custom: { apiKey: "test-key", apiBase: fake.baseURL } } : {},
+    tools: opts.config?.tools ?? {},
+  });
+  const bus = new MessageBus();
+  const agent = createAgent({ config, workspace, bus, provider: opts.provider ?? createProvider(config) });
+  const outbound: OutboundMessage[] = [];
+  const waiters = new Map<string, ((msg: OutboundMessage) => void)[]>();
+  bus.onOutbound((msg) => {
+    outbound.push(msg);
+    if ((msg.kind ?? "final") !== "final") return;
+    waiters.get(msg.chatId)?.shift()?.(msg);
+  });
+  agent.loop.start();
+
+  const send = (chatId: string, content: string, extra: Partial<InboundMessage> = {}) =>
+    bus.publishInbound({ channel: "test", senderId: "user-1", chatId, content, ...extra });
+
+  return {
+    ...agent,
+    bus,
+    workspace,
+    config,
+    fake,
+    outbound,
+    send,
+    ask(chatId, content, extra) {
+      const reply = new Promise<OutboundMessage>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no reply to "${content}" within 10 s`)), 10_000);
+        const list = waiters.get(chatId) ?? [];
+        list.push((msg) => {
+          clearTimeout(timer);
+          resolve(msg);
+        });
+        waiters.set(chatId, list);
+      });
+      send(chatId, content, extra);
+      return reply;
+    },
+    async cleanup() {
+      await agent.loop.shutdown(1000);
+      await fake?.close();
+      await rm(workspace, { recursive: true, force: true });
+    },
+  };
+}

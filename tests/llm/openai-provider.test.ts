@@ -1,0 +1,422 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { ConfigSchema } from "../../src/config/schema.js";
+import {
+  LlmCallError,
+  OpenAIProvider,
+  createProvider,
+  parseCompletion,
+  userFacingLlmError,
+  type OpenAIProviderOptions,
+} from "../../src/llm/openai-provider.js";
+import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
+import { LlmError } from "../../src/util/errors.js";
+import { FakeOpenAI, toolCall } from "../fakes/openai-server.js";
+
+let fake: FakeOpenAI;
+
+beforeEach(async () => {
+  fake = await FakeOpenAI.start();
+});
+afterEach(async () => {
+  await fake.close();
+});
+
+const silent = pino({ level: "silent" });
+
+function provider(over: Partial<OpenAIProviderOptions> = {}): OpenAIProvider {
+  return new OpenAIProvider({
+    name: "testprov",
+    apiKey: "sk-test-key-000000000000",
+    baseURL: fake.baseURL,
+    model: "fake-model",
+    maxTokens: 256,
+    temperature: 0.2,
+    timeoutMs: 5_000,
+    maxRetries: 3,
+    retryBaseMs: 1,
+    retryMaxMs: 10,
+    random: () => 0,
+    log: silent,
+    ...over,
+  });
+}
+
+const hello: ChatMessage[] = [
+  { role: "system", content: "be brief" },
+  { role: "user", content: "hello", timestamp: "2024-01-01T00:00:00Z" },
+];
+
+async function failure(p: Promise<unknown>): Promise<LlmCallError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(LlmCallError);
+  return err as LlmCallError;
+}
+
+describe("OpenAIProvider against the fake server", () => {
+  it("returns a plain reply and sends the request we expect", async () => {
+    fake.enqueue({ content: "Hi there!", usage: { prompt_tokens: 12, completion_tokens: 3 } });
+    const res = await provider().chat({ messages: hello });
+    expect(res).toMatchObject({
+      content: "Hi there!",
+      toolCalls: [],
+      finishReason: "stop",
+      usage: { promptTokens: 12, completionTokens: 3 },
+      model: "fake-model",
+    });
+    expect(res.reasoning).toBeUndefined();
+    expect(fake.requests).toHaveLength(1);
+    const req = fake.requests[0]!;
+    expect(req.path).toBe("/v1/chat/completions");
+    expect(req.headers.authorization).toBe("Bearer sk-test-key-000000000000");
+    expect(req.body).toMatchObject({ model: "fake-model", max_tokens: 256, temperature: 0.2 });
+    expect(req.body.tools).toBeUndefined();
+    expect(req.body.tool_choice).toBeUndefined();
+    expect(req.body.reasoning_effort).toBeUndefined();
+    // Private fields never leave the process.
+    expect(req.body.messages).toEqual([
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hello" },
+    ]);
+  });
+
+  it("strips private fields from history and sends tools with tool_choice auto", async () => {
+    const tools: ToolDefinition[] = [
+      {
+        type: "function",
+        function: { name: "read_file", description: "read", parameters: { type: "object", properties: {} } },
+      },
+    ];
+    const history: ChatMessage[] = [
+      ...hello,
+      {
+        role: "assistant",
+        content: null,
+        reasoning_content: "secret thoughts",
+        tools_used: ["read_file"],
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a"}' } },
+        ],
+      },
+      { role: "tool", content: "file text", tool_call_id: "c1", name: "read_file", timestamp: "t" },
+    ];
+    await provider({ reasoningEffort: "high" }).chat({
+      messages: history,
+      tools,
+      maxTokens: 99,
+      model: "other",
+    });
+    const body = fake.requests[0]!.body;
+    expect(body.tools).toEqual(tools);
+    expect(body.tool_choice).toBe("auto");
+    expect(body.max_tokens).toBe(99);
+    expect(body.model).toBe("other");
+    expect(body.reasoning_effort).toBe("high");
+    expect(body.messages[2]).toEqual({
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a"}' } },
+      ],
+    });
+    expect(body.messages[3]).toEqual({
+      role: "tool",
+      content: "file text",
+      tool_call_id: "c1",
+      name: "read_file",
+    });
+  });
+
+  it("uses max_completion_tokens and no temperature for OpenAI reasoning models", async () => {
+    await provider({ model: "o3-mini" }).chat({ messages: hello });
+    const body = fake.requests[0]!.body;
+    expect(body.max_completion_tokens).toBe(256);
+    expect(body.max_tokens).toBeUndefined();
+    expect(body.temperature).toBeUndefined();
+  });
+
+  it("parses tool calls", async () => {
+    fake.enqueue({
+      toolCalls: [toolCall("read_file", { path: "notes.md" }, "call_a"), toolCall("list_dir", "")],
+    });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBeNull();
+    expect(res.finishReason).toBe("tool_calls");
+    expect(res.toolCalls).toHaveLength(2);
+    expect(res.toolCalls[0]).toEqual({
+      id: "call_a",
+      name: "read_file",
+      arguments: { path: "notes.md" },
+      rawArguments: '{"path":"notes.md"}',
+    });
+    expect(res.toolCalls[1]).toMatchObject({ name: "list_dir", arguments: {}, rawArguments: "" });
+    expect(res.toolCalls[1]!.argumentsError).toBeUndefined();
+    expect(res.toolCalls[1]!.id).toBeTruthy();
+  });
+
+  it("invalid JSON arguments set argumentsError and never throw", async () => {
+    fake.enqueue({
+      content: "calling",
+      toolCalls: [toolCall("exec", '{"command": "ls'), toolCall("exec", "[1,2]"), toolCall("exec", '"x"')],
+    });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("calling");
+    const [broken, array, str] = res.toolCalls;
+    expect(broken).toMatchObject({ name: "exec", arguments: {}, rawArguments: '{"command": "ls' });
+    expect(broken!.argumentsError).toMatch(/not valid JSON/);
+    expect(array!.argumentsError).toMatch(/JSON object, got an array/);
+    expect(str!.argumentsError).toMatch(/JSON object, got string/);
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("strips <think> blocks and keeps them as reasoning", async () => {
+    fake.enqueue({ content: "<think>The user greets me.</think>\n\nHello!" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("Hello!");
+    expect(res.reasoning).toBe("The user greets me.");
+  });
+
+  it("prefers the API's reasoning_content", async () => {
+    fake.enqueue({ content: "<think>inline</think>Answer", reasoning: "api reasoning" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("Answer");
+    expect(res.reasoning).toBe("api reasoning");
+  });
+
+  it("a reply that is only thinking has null content", async () => {
+    fake.enqueue({ content: "<think>hmm" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBeNull();
+    expect(res.reasoning).toBe("hmm");
+  });
+
+  it("sends extraHeaders and works without a key", async () => {
+    await provider({
+      apiKey: "",
+      extraHeaders: { "HTTP-Referer": "https://palaver.test", "X-Title": "palaver" },
+    }).chat({ messages: hello });
+    const h = fake.requests[0]!.headers;
+    expect(h["http-referer"]).toBe("https://palaver.test");
+    expect(h["x-title"]).toBe("palaver");
+    expect(h.authorization).toBe("Bearer no-key");
+  });
+});
+
+describe("retries", () => {
+  it("retries after 429 and honours Retry-After", async () => {
+    fake.enqueue({ status: 429, headers: { "retry-after": "0.3" } }, { content: "finally" });
+    const t0 = performance.now();
+    const res = await provider({ retryMaxMs: 1000 }).chat({ messages: hello });
+    const elapsed = performance.now() - t0;
+    expect(res.content).toBe("finally");
+    expect(fake.requests).toHaveLength(2);
+    // Backoff alone would be ~1 ms; the server asked for 300 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(280);
+  });
+
+  it("honours retry-after-ms too", async () => {
+    fake.enqueue({ status: 429, headers: { "retry-after-ms": "200" } }, { content: "ok2" });
+    const t0 = performance.now();
+    const res = await provider({ retryMaxMs: 1000 }).chat({ messages: hello });
+    expect(res.content).toBe("ok2");
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(180);
+  });
+
+  it("caps an absurd Retry-After at 4x retryMaxMs", async () => {
+    fake.enqueue({ status: 429, headers: { "retry-after": "120" } }, { content: "ok3" });
+    const t0 = performance.now();
+    const res = await provider({ retryMaxMs: 50 }).chat({ messages: hello });
+    expect(res.content).toBe("ok3");
+    const elapsed = performance.now() - t0;
+    expect(elapsed).toBeGreaterThanOrEqual(190);
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it("retries after a 500 and succeeds", async () => {
+    fake.enqueue({ status: 500 }, { status: 503 }, { content: "recovered" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("recovered");
+    expect(fake.requests).toHaveLength(3);
+  });
+
+  it("does not retry 401 and says which key to check", async () => {
+    fake.setHandler(() => ({ status: 401 }));
+    const err = await failure(provider({ name: "openrouter" }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "auth", retryable: false, status: 401, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+    const text = userFacingLlmError(err);
+    expect(text).toContain("providers.openrouter.apiKey");
+    expect(text).not.toContain("sk-test");
+  });
+
+  it("does not retry other 4xx and shows the server's reason", async () => {
+    fake.enqueue({
+      status: 404,
+      errorBody: { error: { message: "The model `nope` does not exist", type: "x" } },
+    });
+    const err = await failure(provider().chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "bad_request", retryable: false, status: 404 });
+    expect(fake.requests).toHaveLength(1);
+    expect(userFacingLlmError(err)).toContain("The model `nope` does not exist");
+  });
+
+  it("gives up after maxRetries with a retryable LlmError of the right kind", async () => {
+    fake.setHandler(() => ({ status: 429 }));
+    const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toBeInstanceOf(LlmError);
+    expect(err).toMatchObject({ kind: "rate_limit", retryable: true, status: 429, attempts: 4 });
+    expect(fake.requests).toHaveLength(4);
+    expect(userFacingLlmError(err)).toBe(
+      "Sorry — I couldn't reach the language model (rate limited by the provider) after 4 attempts. " +
+        "Please try again in a minute.",
+    );
+  });
+
+  it("maxRetries 0 means exactly one attempt", async () => {
+    fake.setHandler(() => ({ status: 502 }));
+    const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "server", retryable: true, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("retries a dropped connection as a network error", async () => {
+    fake.enqueue({ dropConnection: true }, { content: "back" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("back");
+    expect(fake.requests).toHaveLength(2);
+
+    fake.setHandler(() => ({ dropConnection: true }));
+    const err = await failure(provider({ maxRetries: 1 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "network", retryable: true, attempts: 2 });
+    expect(fake.requests).toHaveLength(4);
+  });
+
+  it("retries an unreadable response (empty choices) as invalid_response", async () => {
+    fake.enqueue({ rawBody: { id: "x", choices: [] } }, { rawBody: "not json at all" }, { content: "good" });
+    const res = await provider().chat({ messages: hello });
+    expect(res.content).toBe("good");
+    expect(fake.requests).toHaveLength(3);
+
+    fake.setHandler(() => ({ rawBody: { choices: [] } }));
+    const err = await failure(provider({ maxRetries: 1 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "invalid_response", retryable: true, attempts: 2 });
+  });
+
+  it("times out a slow attempt with kind timeout", async () => {
+    fake.setHandler(() => ({ delayMs: 10_000, content: "too late" }));
+    const t0 = performance.now();
+    const err = await failure(provider({ timeoutMs: 150, maxRetries: 1 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 2 });
+    expect(fake.requests).toHaveLength(2);
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(userFacingLlmError(err)).toContain("took too long");
+  });
+
+  it("a caller abort during a delayed response rejects at once, kind aborted, no retries", async () => {
+    fake.setHandler(() => ({ delayMs: 10_000 }));
+    const ac = new AbortController();
+    const t0 = performance.now();
+    const p = provider({ maxRetries: 3 }).chat({ messages: hello }, ac.signal);
+    setTimeout(() => ac.abort(), 100);
+    const err = await failure(p);
+    expect(err).toMatchObject({ kind: "aborted", retryable: false });
+    expect(performance.now() - t0).toBeLessThan(1500);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fake.requests).toHaveLength(1);
+    expect(userFacingLlmError(err)).toBe("Stopped.");
+  });
+
+  it("an abort during the backoff sleep stops at once", async () => {
+    fake.setHandler(() => ({ status: 500 }));
+    const ac = new AbortController();
+    const t0 = performance.now();
+    const p = provider({ retryBaseMs: 20_000, retryMaxMs: 20_000 }).chat({ messages: hello }, ac.signal);
+    // Abort once the first attempt has failed and the provider is sleeping.
+    const poll = setInterval(() => {
+      if (fake.requests.length === 1) setTimeout(() => ac.abort(), 50);
+      if (fake.requests.length >= 1) clearInterval(poll);
+    }, 5);
+    const err = await failure(p);
+    clearInterval(poll);
+    expect(err).toMatchObject({ kind: "aborted", retryable: false });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("an already aborted signal sends nothing", async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const err = await failure(provider().chat({ messages: hello }, ac.signal));
+    expect(err.kind).toBe("aborted");
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe("parseCompletion", () => {
+  it("accepts arguments sent as an object and a missing id", () => {
+    const res = parseCompletion({
+      choices: [
+        {
+          message: { content: "x", tool_calls: [{ function: { name: "f", arguments: { a: 1 } } }] },
+          finish_reason: null,
+        },
+      ],
+    });
+    expect(res.toolCalls[0]).toMatchObject({ name: "f", arguments: { a: 1 }, rawArguments: '{"a":1}' });
+    expect(res.toolCalls[0]!.id).toMatch(/^call_0_/);
+    expect(res.finishReason).toBe("stop");
+    expect(res.usage).toBeUndefined();
+  });
+
+  it("reads a `reasoning` field (OpenRouter style)", () => {
+    const res = parseCompletion({
+      choices: [{ message: { content: "a", reasoning: "r" }, finish_reason: "stop" }],
+    });
+    expect(res.reasoning).toBe("r");
+  });
+
+  it("throws a retryable invalid_response on a wrong shape", () => {
+    expect(() => parseCompletion({ choices: "nope" })).toThrow(LlmError);
+    try {
+      parseCompletion({ choices: [] });
+    } catch (err) {
+      expect(err).toMatchObject({ kind: "invalid_response", retryable: true });
+    }
+  });
+});
+
+describe("userFacingLlmError", () => {
+  it("has a plain fallback for unknown errors", () => {
+    expect(userFacingLlmError(new Error("boom at /x/y.ts:12"))).not.toContain("boom");
+    expect(userFacingLlmError(new LlmError("x", "network", true))).toBe(
+      "Sorry — I couldn't reach the language model (could not connect to it). Please try again in a moment.",
+    );
+  });
+});
+
+describe("createProvider", () => {
+  it("builds a provider from the config and talks to it", async () => {
+    const config = ConfigSchema.parse({
+      agents: {
+        defaults: {
+          model: "custom/my-model",
+          maxTokens: 77,
+          temperature: 0.5,
+          llm: { timeout: 5, maxRetries: 1, retryBaseDelay: 0.001, retryMaxDelay: 0.01 },
+        },
+      },
+      providers: { custom: { apiBase: fake.baseURL, extraHeaders: { "X-Test": "yes" } } },
+    });
+    const p = createProvider(config, silent);
+    expect(p.model).toBe("my-model");
+    fake.enqueue({ status: 500 }, { content: "configured" });
+    const res = await p.chat({ messages: hello });
+    expect(res.content).toBe("configured");
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[1]!.body).toMatchObject({ model: "my-model", max_tokens: 77, temperature: 0.5 });
+    expect(fake.requests[1]!.headers["x-test"]).toBe("yes");
+  });
+});

@@ -1,0 +1,435 @@
+import { spawnSync } from "node:child_process";
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../../src/llm/types.js";
+import { SessionStore, formatTimestamp, parseTimestamp, safeKey } from "../../src/sessions/store.js";
+
+const FIXTURE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "fixtures",
+  "nanobot",
+  "sessions",
+  "telegram_12345.jsonl",
+);
+const NANOBOT_METADATA_KEYS = ["_type", "key", "created_at", "updated_at", "metadata", "last_consolidated"];
+const PY_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
+
+/** A pino logger whose records land in an array. */
+function captureLog(): { log: pino.Logger; records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const log = pino(
+    { level: "debug" },
+    {
+      write(line: string) {
+        records.push(JSON.parse(line) as Record<string, unknown>);
+      },
+    },
+  );
+  return { log, records };
+}
+
+const lines = async (path: string): Promise<string[]> =>
+  (await readFile(path, "utf8")).split("\n").filter((l) => l !== "");
+
+let dir: string;
+let sessionsDir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-sessions-"));
+  sessionsDir = join(dir, "sessions");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("file names and timestamps", () => {
+  it("makes nanobot's file names", () => {
+    expect(safeKey("telegram:12345")).toBe("telegram_12345");
+    expect(safeKey("slack:C0123:1700000000.000100")).toBe("slack_C0123_1700000000.000100");
+    expect(safeKey(' a<b>c"d/e\\f|g?h*i ')).toBe("a_b_c_d_e_f_g_h_i");
+    const store = new SessionStore(sessionsDir);
+    expect(store.pathFor("discord:42")).toBe(join(sessionsDir, "discord_42.jsonl"));
+  });
+
+  it("writes Python's isoformat and reads both it and ISO with a zone", () => {
+    const d = new Date(2025, 1, 1, 10, 0, 0, 123);
+    expect(formatTimestamp(d)).toBe("2025-02-01T10:00:00.123000");
+    expect(parseTimestamp("2025-02-01T10:00:00.123456")!.getTime()).toBe(d.getTime());
+    expect(parseTimestamp("2025-02-01T10:00:00")!.getTime()).toBe(new Date(2025, 1, 1, 10).getTime());
+    expect(parseTimestamp("2025-02-01T10:00:00.123Z")!.toISOString()).toBe("2025-02-01T10:00:00.123Z");
+    expect(parseTimestamp("2025-02-01T10:00:00+02:00")!.toISOString()).toBe("2025-02-01T08:00:00.000Z");
+    expect(parseTimestamp("yesterday")).toBeUndefined();
+    expect(parseTimestamp(42)).toBeUndefined();
+  });
+});
+
+describe("SessionStore", () => {
+  it("round-trips messages, metadata and consolidation", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("telegram:1");
+    expect(s.messages).toEqual([]);
+    const messages: ChatMessage[] = [
+      { role: "user", content: "héllo ✓ \u2028 line\nbreak" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "list_dir", arguments: '{"path":"."}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", name: "list_dir", content: "a.txt" },
+      {
+        role: "assistant",
+        content: "one file",
+        tools_used: ["list_dir"],
+        timestamp: "2025-03-01T12:00:00.000000",
+      },
+    ];
+    await store.append(s, messages);
+    expect(s.messages).toHaveLength(4);
+    expect(s.messages[0]!.timestamp).toMatch(PY_ISO);
+    expect(s.messages[3]!.timestamp).toBe("2025-03-01T12:00:00.000000"); // kept when present
+    s.metadata = { title: "test" };
+    s.lastConsolidated = 2;
+    await store.saveMetadata(s);
+
+    const again = await new SessionStore(sessionsDir).get("telegram:1");
+    expect(again).not.toBe(s);
+    expect(again.key).toBe("telegram:1");
+    expect(again.messages).toEqual(s.messages);
+    expect(again.metadata).toEqual({ title: "test" });
+    expect(again.lastConsolidated).toBe(2);
+    expect(Math.abs(again.createdAt.getTime() - s.createdAt.getTime())).toBeLessThan(1);
+  });
+
+  it("reads a nanobot session file unchanged", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const path = join(sessionsDir, "telegram_12345.jsonl");
+    await copyFile(FIXTURE, path);
+    const before = await readFile(path);
+    const { log, records } = captureLog();
+
+    const s = await new SessionStore(sessionsDir, log).get("telegram:12345");
+    expect(records.filter((r) => r.level === 40)).toEqual([]); // no warnings
+    expect(s.messages).toHaveLength(9);
+    expect(s.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "assistant",
+      "tool",
+      "tool",
+      "assistant",
+    ]);
+    expect(s.messages[0]!.content).toBe("Salut ! Quel temps fait-il à Paris ?");
+    expect(s.messages[1]!.content).toBeNull();
+    expect(s.messages[1]!.tool_calls![0]!.function).toEqual({
+      name: "web_fetch",
+      arguments: '{"url": "https://wttr.in/Paris?format=3"}',
+    });
+    expect(s.messages[1]!.reasoning_content).toBe("The user wants the weather; fetch wttr.in.");
+    expect(s.messages[2]).toMatchObject({ role: "tool", tool_call_id: "call_abc123", name: "web_fetch" });
+    expect(s.messages[8]!.tools_used).toEqual(["edit_file", "read_file"]);
+    // The second metadata line wins.
+    expect(s.lastConsolidated).toBe(4);
+    expect(s.metadata).toEqual({ title: "Météo" });
+    expect(s.createdAt.getTime()).toBe(new Date(2025, 1, 1, 10, 0, 0, 123).getTime());
+    expect(s.updatedAt.getTime()).toBe(new Date(2025, 1, 1, 10, 6, 0, 0).getTime());
+
+    const h = s.history(100);
+    expect(h.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(h[0]!.content).toBe("Remember that I prefer Celsius.");
+    expect(h.every((m) => !("timestamp" in m) && !("tools_used" in m))).toBe(true);
+
+    // Loading never touches the file.
+    expect((await readFile(path)).equals(before)).toBe(true);
+  });
+
+  it("appends to a nanobot file without rewriting it", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const path = join(sessionsDir, "telegram_12345.jsonl");
+    await copyFile(FIXTURE, path);
+    const before = await readFile(path);
+    const { ino } = await stat(path);
+
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("telegram:12345");
+    await store.append(s, [
+      { role: "user", content: "and tomorrow?" },
+      { role: "assistant", content: "Sunny." },
+    ]);
+    const after = await readFile(path);
+    const st = await stat(path);
+    expect(st.ino).toBe(ino);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    const added = after.subarray(before.length).toString("utf8").split("\n").filter(Boolean);
+    expect(added.map((l) => (JSON.parse(l) as ChatMessage).content)).toEqual(["and tomorrow?", "Sunny."]);
+
+    const reloaded = await new SessionStore(sessionsDir).get("telegram:12345");
+    expect(reloaded.messages).toHaveLength(11);
+    expect(reloaded.lastConsolidated).toBe(4);
+  });
+
+  it("writes files nanobot can read: JSON lines, nanobot's metadata keys first", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("cli:direct");
+    await store.append(s, [
+      { role: "user", content: "ça va ? 日本語" },
+      { role: "assistant", content: "oui" },
+    ]);
+    const path = store.pathFor("cli:direct");
+    expect(path).toBe(join(sessionsDir, "cli_direct.jsonl"));
+    const raw = await readFile(path, "utf8");
+    expect(raw).toContain("ça va ? 日本語"); // plain UTF-8, like ensure_ascii=False
+    expect(raw.endsWith("\n")).toBe(true);
+    const parsed = raw
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(Object.keys(parsed[0]!)).toEqual(NANOBOT_METADATA_KEYS);
+    expect(parsed[0]).toMatchObject({
+      _type: "metadata",
+      key: "cli:direct",
+      metadata: {},
+      last_consolidated: 0,
+    });
+    expect(parsed[0]!.created_at).toMatch(PY_ISO);
+    expect(parsed[0]!.updated_at).toMatch(PY_ISO);
+    expect(parsed.slice(1).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(parsed[1]!.timestamp).toMatch(PY_ISO);
+  });
+
+  const python = spawnSync("python3", ["--version"]).status === 0;
+  it.skipIf(!python)("is read by nanobot's own loading rules (python3)", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("telegram:777");
+    await store.append(s, [
+      { role: "user", content: "hé" },
+      { role: "assistant", content: "ok" },
+    ]);
+    s.lastConsolidated = 1;
+    await store.saveMetadata(s);
+    // nanobot's SessionManager._load, reduced to its parsing.
+    const script = `
+import json, sys
+from datetime import datetime
+messages, meta, lc, created = [], {}, 0, None
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        data = json.loads(line)
+        if data.get("_type") == "metadata":
+            meta = data.get("metadata", {})
+            created = datetime.fromisoformat(data["created_at"]) if data.get("created_at") else None
+            datetime.fromisoformat(data["updated_at"])
+            lc = data.get("last_consolidated", 0)
+        else:
+            messages.append(data)
+print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"], "naive": created.tzinfo is None}))
+`;
+    const out = spawnSync("python3", ["-c", script, store.pathFor("telegram:777")], { encoding: "utf8" });
+    expect(out.stderr).toBe("");
+    expect(JSON.parse(out.stdout)).toEqual({ n: 2, lc: 1, first: "hé", naive: true });
+  });
+
+  it("skips a corrupt or truncated line with one warning naming file and line, and keeps the rest", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const path = join(sessionsDir, "t_1.jsonl");
+    const meta = JSON.stringify({
+      _type: "metadata",
+      key: "t:1",
+      created_at: "",
+      metadata: {},
+      last_consolidated: 0,
+    });
+    await writeFile(
+      path,
+      [
+        meta,
+        JSON.stringify({ role: "user", content: "one" }),
+        '{"role": "assistant", "content": "tru', // cut mid-line
+        "[1, 2]",
+        JSON.stringify({ role: "robot", content: "?" }),
+        "",
+        JSON.stringify({ role: "assistant", content: "two" }),
+        '{"role": "user", "content": "cut at the e', // last line, no newline: a crash mid-write
+      ].join("\n"),
+    );
+    const { log, records } = captureLog();
+    const store = new SessionStore(sessionsDir, log);
+    const s = await store.get("t:1");
+    expect(s.messages.map((m) => m.content)).toEqual(["one", "two"]);
+    const warnings = records.filter((r) => r.level === 40);
+    expect(warnings.map((w) => w.line)).toEqual([3, 4, 5, 8]);
+    expect(warnings.every((w) => w.file === path)).toBe(true);
+
+    // The next append starts on a fresh line, so the cut line does not swallow it.
+    await store.append(s, [{ role: "user", content: "three" }]);
+    const again = await new SessionStore(sessionsDir, captureLog().log).get("t:1");
+    expect(again.messages.map((m) => m.content)).toEqual(["one", "two", "three"]);
+  });
+
+  it("appends without reading or rewriting: earlier bytes and inode stay", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:2");
+    await store.append(s, [{ role: "user", content: "first" }]);
+    const path = store.pathFor("t:2");
+    const before = await readFile(path);
+    const { ino } = await stat(path);
+    for (let i = 0; i < 5; i++) await store.append(s, [{ role: "user", content: `m${i}` }]);
+    const after = await readFile(path);
+    expect((await stat(path)).ino).toBe(ino);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    expect(await lines(path)).toHaveLength(1 + 6);
+  });
+
+  it("serialises concurrent appends: no interleaved lines, call order kept", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:3");
+    const big = "x".repeat(200_000); // larger than one write chunk
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => store.append(s, [{ role: "user", content: `${i}:${big}` }])),
+    );
+    const fileLines = await lines(store.pathFor("t:3"));
+    expect(fileLines).toHaveLength(41);
+    const contents = fileLines.slice(1).map((l) => (JSON.parse(l) as ChatMessage).content as string);
+    expect(contents.map((c) => Number(c.split(":")[0]))).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(contents.every((c) => c.endsWith(big))).toBe(true);
+  });
+
+  it("returns one instance for concurrent gets of the same key", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    await copyFile(FIXTURE, join(sessionsDir, "telegram_12345.jsonl"));
+    const store = new SessionStore(sessionsDir);
+    const [a, b] = await Promise.all([store.get("telegram:12345"), store.get("telegram:12345")]);
+    expect(a).toBe(b);
+    expect(await store.get("telegram:12345")).toBe(a);
+    expect(await store.get("other:1")).not.toBe(a);
+    store.invalidate("telegram:12345");
+    expect(await store.get("telegram:12345")).not.toBe(a);
+  });
+
+  it("saveMetadata appends a metadata line; the last one wins", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:4");
+    await store.append(s, [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]);
+    const path = store.pathFor("t:4");
+    const before = await readFile(path);
+    s.lastConsolidated = 2;
+    s.metadata = { n: 1 };
+    await store.saveMetadata(s);
+    s.metadata = { n: 2 };
+    await store.saveMetadata(s);
+    const after = await readFile(path);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    const all = (await lines(path)).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(all.filter((l) => l._type === "metadata")).toHaveLength(3);
+    expect(Object.keys(all.at(-1)!)).toEqual(NANOBOT_METADATA_KEYS);
+    const again = await new SessionStore(sessionsDir).get("t:4");
+    expect(again.metadata).toEqual({ n: 2 });
+    expect(again.lastConsolidated).toBe(2);
+    expect(again.messages).toHaveLength(2);
+  });
+
+  it("saveMetadata on a new session creates the file with just the metadata line", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:new");
+    s.metadata = { x: true };
+    await store.saveMetadata(s);
+    const all = await lines(store.pathFor("t:new"));
+    expect(all).toHaveLength(1);
+    expect(JSON.parse(all[0]!)).toMatchObject({ _type: "metadata", metadata: { x: true } });
+  });
+
+  it("clear atomically replaces the file with one fresh metadata line", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:5");
+    await store.append(s, [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]);
+    s.lastConsolidated = 1;
+    s.metadata = { keep: "me" };
+    await store.saveMetadata(s);
+    await store.clear(s);
+    expect(s.messages).toEqual([]);
+    expect(s.lastConsolidated).toBe(0);
+    const all = await lines(store.pathFor("t:5"));
+    expect(all).toHaveLength(1);
+    expect(JSON.parse(all[0]!)).toMatchObject({ _type: "metadata", key: "t:5", last_consolidated: 0 });
+    expect(await readdir(sessionsDir)).toEqual(["t_5.jsonl"]); // no temp file left
+
+    const again = await new SessionStore(sessionsDir).get("t:5");
+    expect(again.messages).toEqual([]);
+    expect(again.lastConsolidated).toBe(0);
+    expect(again.metadata).toEqual({ keep: "me" });
+
+    // Appends after a clear go to the new file.
+    await store.append(s, [{ role: "user", content: "fresh" }]);
+    expect((await new SessionStore(sessionsDir).get("t:5")).messages.map((m) => m.content)).toEqual([
+      "fresh",
+    ]);
+  });
+
+  it("compact folds metadata lines into one and keeps every message", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:6");
+    for (let i = 0; i < 3; i++) {
+      await store.append(s, [{ role: "user", content: `q${i}` }]);
+      s.lastConsolidated = i;
+      await store.saveMetadata(s);
+    }
+    const path = store.pathFor("t:6");
+    expect(await lines(path)).toHaveLength(1 + 3 + 3);
+    const compacting = store.compact(s);
+    const late = store.append(s, [{ role: "user", content: "after" }]); // queued behind the rewrite
+    await Promise.all([compacting, late]);
+    const all = (await lines(path)).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(all.filter((l) => l._type === "metadata")).toHaveLength(1);
+    expect(all[0]).toMatchObject({ _type: "metadata", last_consolidated: 2 });
+    expect(all.slice(1).map((l) => l.content)).toEqual(["q0", "q1", "q2", "after"]);
+    expect(await readdir(sessionsDir)).toEqual(["t_6.jsonl"]);
+  });
+
+  it("creates the sessions folder on demand and lists and counts sessions", async () => {
+    const store = new SessionStore(join(sessionsDir, "nested"));
+    expect(await store.count()).toBe(0);
+    expect(await store.list()).toEqual([]);
+    const a = await store.get("telegram:1");
+    await store.append(a, [{ role: "user", content: "a" }]);
+    await new Promise((r) => setTimeout(r, 20));
+    const b = await store.get("slack:C1:17.5");
+    await store.append(b, [{ role: "user", content: "b" }]);
+    expect(await store.count()).toBe(2);
+    const list = await store.list();
+    expect(list.map((i) => i.key)).toEqual(["slack:C1:17.5", "telegram:1"]);
+    expect(list[1]!.path).toBe(store.pathFor("telegram:1"));
+    expect(list[0]!.updatedAt.getTime()).toBeGreaterThanOrEqual(list[1]!.updatedAt.getTime());
+  });
+
+  it("a failed write rejects that call only; later writes still happen", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:7");
+    // A folder where the file should be makes the append fail.
+    await mkdir(store.pathFor("t:7"));
+    await expect(store.append(s, [{ role: "user", content: "lost" }])).rejects.toThrow(/t_7\.jsonl/);
+    await rm(store.pathFor("t:7"), { recursive: true });
+    await store.append(s, [{ role: "user", content: "kept" }]);
+    const again = await new SessionStore(sessionsDir).get("t:7");
+    expect(again.messages.map((m) => m.content)).toEqual(["kept"]);
+  });
+});
