@@ -20,6 +20,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { setMaxListeners } from "node:events";
 
 export interface FakeToolCall {
   name: string;
@@ -143,6 +144,8 @@ export class FakeOpenAI {
   private port = 0;
 
   private constructor() {
+    // Every delayed reply listens on `closing`; many at once is expected, not a leak.
+    setMaxListeners(0, this.closing.signal);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) {
