@@ -51,14 +51,14 @@ export interface LogOptions {
   verbose?: boolean;
   /** Defaults to whether stderr is a TTY. */
   pretty?: boolean;
-  /** Defaults to "info" ("debug" with verbose); PALAVER_LOG_LEVEL overrides. */
+  /** Level without verbose, default "info"; verbose means "debug"; PALAVER_LOG_LEVEL overrides both. */
   level?: string;
 }
 
 let root: Logger = makeLogger({});
 
 function makeLogger(opts: LogOptions): Logger {
-  const level = process.env.PALAVER_LOG_LEVEL ?? opts.level ?? (opts.verbose ? "debug" : "info");
+  const level = process.env.PALAVER_LOG_LEVEL ?? (opts.verbose ? "debug" : (opts.level ?? "info"));
   const options = {
     level,
     base: undefined,

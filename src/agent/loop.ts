@@ -215,7 +215,8 @@ export class AgentLoop {
       `Model: ${this.deps.settings.model}`,
       `Session: ${session.messages.length} messages (${active} in the current conversation)`,
       `Memory: ${memory.length} characters in MEMORY.md`,
-      `Running turns: ${this.slots.inUse}`,
+      // This /status holds a slot itself.
+      `Running turns in other chats: ${this.slots.inUse - 1}`,
     ].join("\n");
   }
 

@@ -27,7 +27,8 @@ export function registerChatCommand(program: Command): void {
     .option("-s, --session <id>", "session id (chat id of the terminal channel)", "direct")
     .option("--no-markdown", "print replies as plain text")
     .action(async (opts: ChatOptions) => {
-      const loaded = loadForCli(cmd);
+      // Info logs would land in the middle of the conversation; --verbose brings them back.
+      const loaded = loadForCli(cmd, { level: "warn" });
       createWorkspace(loaded.workspace);
       const bus = new MessageBus();
       const { loop } = createAgent({ config: loaded.config, workspace: loaded.workspace, bus });
@@ -48,11 +49,12 @@ async function sendOnce(
   loop: { idle(): Promise<void>; shutdown(ms: number): Promise<void> },
   opts: ChatOptions,
 ): Promise<void> {
-  const color = process.stdout.isTTY && opts.markdown;
+  // Rendered for a person on a terminal; piped into a script, the reply stays exactly as the model wrote it.
+  const render = process.stdout.isTTY && opts.markdown;
   bus.onOutbound((msg: OutboundMessage) => {
     if (msg.channel !== TERMINAL_CHANNEL || msg.chatId !== opts.session) return;
     if ((msg.kind ?? "final") === "final") {
-      process.stdout.write(`${opts.markdown ? renderMarkdown(msg.content, { color }) : msg.content}\n`);
+      process.stdout.write(`${render ? renderMarkdown(msg.content, { color: true }) : msg.content}\n`);
     } else {
       process.stderr.write(`${dim(msg.content, process.stderr.isTTY)}\n`);
     }

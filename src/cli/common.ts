@@ -46,12 +46,14 @@ export function exitOnConfigError(err: ConfigError, path: string): never {
 export interface LoadForCliOptions {
   /** Log each config warning with logger("config").warn (default true). */
   logWarnings?: boolean;
+  /** Log level without --verbose (default "info"); the terminal chat only wants warnings. */
+  level?: string;
 }
 
 /** Sets up logging and loads the config; a bad config ends the process with exit code 78. */
 export function loadForCli(cmd: Command, options: LoadForCliOptions = {}): LoadedConfig {
   const opts = commonOptions(cmd);
-  configureLogging({ verbose: opts.verbose });
+  configureLogging({ verbose: opts.verbose, level: options.level });
   let loaded: LoadedConfig;
   try {
     loaded = loadConfig({ configPath: opts.config, workspace: opts.workspace });

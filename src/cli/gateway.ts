@@ -33,7 +33,10 @@ export function registerGatewayCommand(program: Command): void {
       }
       log.info({ workspace: loaded.workspace, model: provider.model }, "gateway running");
 
+      // Nothing else holds the event loop open until channels and the health server arrive.
+      const keepAlive = setInterval(() => undefined, 1 << 30);
       const signal = await waitForSignal();
+      clearInterval(keepAlive);
       log.info({ signal }, "shutting down: finishing running turns");
       await loop.shutdown(SHUTDOWN_GRACE_MS);
       log.info("stopped");

@@ -66,7 +66,7 @@ describe("palaver chat -m (child process)", () => {
 
     expect(result.stderr).not.toMatch(/sk-from-dotenv/);
     expect(result.code).toBe(0);
-    expect(result.stdout.trim()).toBe("Hello from the fake model.");
+    expect(result.stdout).toBe("Hello from the **fake** model.\n");
     expect(fake.requests[0]!.headers.authorization).toBe("Bearer sk-from-dotenv-123456789");
     const session = await readFile(join(workspace, "sessions", "cli_direct.jsonl"), "utf8");
     expect(session).toContain('"content":"hello"');
