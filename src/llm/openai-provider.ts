@@ -42,31 +42,6 @@ export interface OpenAIProviderOptions {
   name?: string;
 }
 
-/** An LlmError that also says how many attempts were made and against which provider. */
-export class LlmCallError extends LlmError {
-  constructor(
-    message: string,
-    kind: LlmErrorKind,
-    retryable: boolean,
-    options: ErrorOptions & {
-      status?: number;
-      retryAfterMs?: number;
-      attempts: number;
-      provider?: string;
-      /** The server's own error text (for bad requests), already redacted. */
-      detail?: string;
-    },
-  ) {
-    super(message, kind, retryable, options);
-    this.attempts = options.attempts;
-    this.provider = options.provider;
-    this.detail = options.detail;
-  }
-  readonly attempts: number;
-  readonly provider: string | undefined;
-  readonly detail: string | undefined;
-}
-
 // ---------------------------------------------------------------- requests
 
 /** OpenAI's reasoning models reject max_tokens and any temperature but the default. */
@@ -407,10 +382,10 @@ export class OpenAIProvider implements Provider {
     return new LlmError("LLM call aborted", "aborted", false, { cause });
   }
 
-  private finalError(err: LlmError, attempts: number): LlmCallError {
+  private finalError(err: LlmError, attempts: number): LlmError {
     const where = this.opts.name ? ` (provider ${this.opts.name})` : "";
     const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
-    return new LlmCallError(`${err.message}${tries}${where}`, err.kind, err.retryable, {
+    return new LlmError(`${err.message}${tries}${where}`, err.kind, err.retryable, {
       cause: err,
       status: err.status,
       retryAfterMs: err.retryAfterMs,
@@ -436,8 +411,7 @@ export function userFacingLlmError(err: unknown): string {
   if (!(err instanceof LlmError)) {
     return "Sorry — something went wrong while talking to the language model. Please try again.";
   }
-  const provider = err instanceof LlmCallError ? err.provider : undefined;
-  const attempts = err instanceof LlmCallError ? err.attempts : 1;
+  const { provider, attempts } = err;
   switch (err.kind) {
     case "aborted":
       return "Stopped.";
@@ -448,7 +422,7 @@ export function userFacingLlmError(err: unknown): string {
       return `Sorry — the language model provider rejected the API key; ${where}.`;
     }
     case "bad_request": {
-      const detail = err instanceof LlmCallError && err.detail ? ` (${err.detail})` : "";
+      const detail = err.detail ? ` (${err.detail})` : "";
       return (
         `Sorry — the language model refused the request${detail}. ` +
         "The model name may be wrong or the conversation too long; /new starts a fresh one."

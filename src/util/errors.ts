@@ -26,21 +26,39 @@ export class ChannelError extends PalaverError {}
 export type LlmErrorKind =
   "rate_limit" | "server" | "network" | "timeout" | "auth" | "bad_request" | "aborted" | "invalid_response";
 
+export interface LlmErrorOptions extends ErrorOptions {
+  status?: number;
+  retryAfterMs?: number;
+  /** How many attempts were made before giving up. */
+  attempts?: number;
+  /** The config key of the provider ("openrouter"), for messages that say what to check. */
+  provider?: string;
+  /** The server's own error text, already redacted, for messages to the user. */
+  detail?: string;
+}
+
 export class LlmError extends PalaverError {
+  readonly status: number | undefined;
+  /** Server-requested wait (Retry-After), when it sent one. */
+  readonly retryAfterMs: number | undefined;
+  readonly attempts: number;
+  readonly provider: string | undefined;
+  readonly detail: string | undefined;
+
   constructor(
     message: string,
     readonly kind: LlmErrorKind,
     /** Whether trying the same call again may succeed. */
     readonly retryable: boolean,
-    options?: ErrorOptions & { status?: number; retryAfterMs?: number },
+    options?: LlmErrorOptions,
   ) {
     super(message, options);
     this.status = options?.status;
     this.retryAfterMs = options?.retryAfterMs;
+    this.attempts = options?.attempts ?? 1;
+    this.provider = options?.provider;
+    this.detail = options?.detail;
   }
-  readonly status: number | undefined;
-  /** Server-requested wait (Retry-After), when it sent one. */
-  readonly retryAfterMs: number | undefined;
 }
 
 /** A tool failed in a way the model should be told about (never fatal to the loop). */

@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ConfigSchema } from "../../src/config/schema.js";
 import {
-  LlmCallError,
   OpenAIProvider,
   createProvider,
   parseCompletion,
@@ -47,13 +46,13 @@ const hello: ChatMessage[] = [
   { role: "user", content: "hello", timestamp: "2024-01-01T00:00:00Z" },
 ];
 
-async function failure(p: Promise<unknown>): Promise<LlmCallError> {
+async function failure(p: Promise<unknown>): Promise<LlmError> {
   const err = await p.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(LlmCallError);
-  return err as LlmCallError;
+  expect(err).toBeInstanceOf(LlmError);
+  return err as LlmError;
 }
 
 describe("OpenAIProvider against the fake server", () => {
