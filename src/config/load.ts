@@ -273,7 +273,8 @@ function unwrap(schema: Schema): { schema: Schema; nullable: boolean } {
       nullable = true;
       s = def.innerType;
     } else if (def.type === "pipe") {
-      s = def.in;
+      // z.preprocess(fn, schema) is a pipe from a transform: the shape lives on the out side.
+      s = (def.in as z.core.$ZodTypes)._zod.def.type === "transform" ? def.out : def.in;
     } else if (def.type === "lazy") {
       s = def.getter();
     } else {

@@ -28,6 +28,8 @@ export const AgentDefaultsSchema = z.object({
   maxToolIterations: z.number().int().positive().default(40),
   memoryWindow: z.number().int().min(2).default(100),
   maxConcurrentTurns: z.number().int().positive().default(4),
+  maxSubagents: z.number().int().positive().default(3).describe("Background subagents running at once."),
+  subagentMaxIterations: z.number().int().positive().default(15),
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
   llm: z
     .object({
@@ -133,12 +135,27 @@ export const ChannelsSchema = z.object({
     .prefault({}),
 });
 
+const HeartbeatSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    intervalSeconds: z.number().int().min(60).optional().describe("Seconds between checks (default 1800)."),
+    intervalS: z.number().int().min(60).optional().describe("nanobot's name for intervalSeconds."),
+  })
+  .transform(({ enabled, intervalSeconds, intervalS }) => ({
+    enabled,
+    intervalSeconds: intervalSeconds ?? intervalS ?? 1800,
+  }));
+
 export const GatewaySchema = z.object({
   host: z.string().default("127.0.0.1"),
   port: z.number().int().min(0).max(65535).default(18790),
-  heartbeat: z
-    .object({ enabled: z.boolean().default(true), intervalS: z.number().int().positive().default(1800) })
-    .prefault({}),
+  heartbeat: HeartbeatSchema.prefault({}),
+});
+
+export const CronSchema = z.object({
+  enabled: z.boolean().default(true),
+  /** Jobs missed while the daemon was down that run at startup; more are skipped (and logged). */
+  maxCatchUp: z.number().int().min(0).default(5),
 });
 
 export const ConfigSchema = z.object({
@@ -148,6 +165,7 @@ export const ConfigSchema = z.object({
   tools: ToolsSchema.prefault({}),
   channels: ChannelsSchema.prefault({}),
   gateway: GatewaySchema.prefault({}),
+  cron: CronSchema.prefault({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
