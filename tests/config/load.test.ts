@@ -87,7 +87,7 @@ describe("loadConfig: defaults and file", () => {
     expect(config.gateway).toEqual({
       host: "127.0.0.1",
       port: 9999,
-      heartbeat: { enabled: true, intervalS: 1800 },
+      heartbeat: { enabled: true, intervalSeconds: 1800 },
     });
   });
 
@@ -142,7 +142,7 @@ describe("loadConfig: environment overrides", () => {
     expect(config.tools.restrictToWorkspace).toBe(false);
     expect(config.channels.slack.enabled).toBe(true);
     expect(config.channels.slack.mode).toBe("http");
-    expect(config.gateway.heartbeat.intervalS).toBe(60);
+    expect(config.gateway.heartbeat.intervalSeconds).toBe(60);
     expect(config.tools.web.fetch.maxChars).toBe(1000);
   });
 
@@ -318,7 +318,7 @@ describe("loadConfig: unknown and snake_case keys", () => {
     expect(config.tools.mcpServers.my_server!.toolTimeout).toBe(5);
     expect(config.tools.mcpServers.my_server!.env).toEqual({ API_TOKEN: "t" });
     expect(config.tools.web.search).toEqual({ apiKey: "brave", maxResults: 3 });
-    expect(config.gateway.heartbeat.intervalS).toBe(60);
+    expect(config.gateway.heartbeat.intervalSeconds).toBe(60);
   });
 
   it("prefers the camelCase key when both spellings are given", async () => {
@@ -365,7 +365,7 @@ describe("loadConfig: unknown and snake_case keys", () => {
     expect(config.gateway).toEqual({
       host: "0.0.0.0",
       port: 18790,
-      heartbeat: { enabled: true, intervalS: 1800 },
+      heartbeat: { enabled: true, intervalSeconds: 1800 },
     });
   });
 });
@@ -457,6 +457,7 @@ describe("configJsonSchema", () => {
       "tools",
       "channels",
       "gateway",
+      "cron",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });
