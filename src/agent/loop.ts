@@ -6,7 +6,14 @@
  * it stops.
  */
 import type { MessageBus } from "../bus/bus.js";
-import { sessionKeyOf, type InboundMessage, type OutboundMessage } from "../bus/types.js";
+import {
+  originOf,
+  sessionKeyOf,
+  SYSTEM_CHANNEL,
+  type InboundMessage,
+  type Origin,
+  type OutboundMessage,
+} from "../bus/types.js";
 import { userFacingLlmError } from "../llm/openai-provider.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
@@ -16,6 +23,7 @@ import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { helpText, parseCommand, type ParsedCommand } from "./commands.js";
 import type { ContextBuilder } from "./context.js";
+import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
 import { contentForSession } from "./format.js";
 import type { MemoryFiles } from "./memory.js";
 import { runTurn } from "./runner.js";
@@ -39,6 +47,12 @@ export interface AgentLoopDeps {
   context: ContextBuilder;
   memory: MemoryFiles;
   settings: AgentSettings;
+  /** Consolidates old messages into memory; /new archives through it. */
+  archiver?: MemoryArchiver;
+  subagents?: SubagentControl;
+  schedule?: ScheduleView;
+  /** Replies to background work that mean "nothing to report" are not delivered (heartbeat). */
+  isNothingToDo?: (reply: string) => boolean;
   log?: Logger;
 }
 
@@ -58,6 +72,7 @@ export class AgentLoop {
   private readonly log: Logger;
   private unsubscribe: (() => void) | null = null;
   private accepting = false;
+  private lastActive: Origin | undefined;
 
   constructor(private readonly deps: AgentLoopDeps) {
     this.slots = new Semaphore(deps.settings.maxConcurrentTurns);
@@ -68,6 +83,11 @@ export class AgentLoop {
     if (this.unsubscribe) return;
     this.accepting = true;
     this.unsubscribe = this.deps.bus.onInbound((msg) => this.dispatch(msg));
+  }
+
+  /** The chat a person wrote in most recently (where the heartbeat reports). */
+  get lastActiveChat(): Origin | undefined {
+    return this.lastActive;
   }
 
   /** Turns running or queued, across all chats. */
@@ -123,9 +143,12 @@ export class AgentLoop {
       return;
     }
     const key = sessionKeyOf(msg);
-    if (parseCommand(msg.content)?.name === "stop") {
-      this.stop(key, msg);
-      return;
+    if (msg.channel !== SYSTEM_CHANNEL) {
+      this.lastActive = { channel: msg.channel, chatId: msg.chatId, sessionKey: key, metadata: msg.metadata };
+      if (parseCommand(msg.content)?.name === "stop") {
+        this.stop(key, msg);
+        return;
+      }
     }
     const lane = this.laneFor(key);
     lane.queue.push(msg);
@@ -167,16 +190,18 @@ export class AgentLoop {
 
   private stop(key: string, msg: InboundMessage): void {
     const current = this.lanes.get(key)?.current;
-    if (current) {
-      current.abort(new Error("stopped by user"));
-      this.reply(msg, "Stopped the running turn.");
-    } else {
-      this.reply(msg, "Nothing is running.");
-    }
+    current?.abort(new Error("stopped by user"));
+    const subagents = this.deps.subagents?.cancelForSession(key) ?? 0;
+    const stopped = [
+      ...(current ? ["the running reply"] : []),
+      ...(subagents ? [`${subagents} background task${subagents === 1 ? "" : "s"}`] : []),
+    ];
+    this.reply(msg, stopped.length ? `Stopped ${stopped.join(" and ")}.` : "Nothing is running.");
   }
 
   private async handle(msg: InboundMessage, signal: AbortSignal): Promise<void> {
-    const command = parseCommand(msg.content);
+    // Background work may write "/..." text; only people run commands.
+    const command = msg.channel === SYSTEM_CHANNEL ? null : parseCommand(msg.content);
     if (command) {
       await this.runCommand(command, msg);
       return;
@@ -189,14 +214,9 @@ export class AgentLoop {
       case "help":
         this.reply(msg, helpText());
         return;
-      case "new": {
-        const session = await this.deps.sessions.get(sessionKeyOf(msg));
-        // Nothing is deleted: the history simply starts after what is already there.
-        session.lastConsolidated = session.messages.length;
-        await this.deps.sessions.saveMetadata(session);
-        this.reply(msg, "New conversation started.");
+      case "new":
+        await this.startNewConversation(msg);
         return;
-      }
       case "status":
         this.reply(msg, await this.statusText(msg));
         return;
@@ -207,37 +227,74 @@ export class AgentLoop {
     }
   }
 
+  /** /new: archive what memory has not seen yet, then clear. If archiving fails, keep everything. */
+  private async startNewConversation(msg: InboundMessage): Promise<void> {
+    const session = await this.deps.sessions.get(sessionKeyOf(msg));
+    if (this.deps.archiver) {
+      try {
+        await this.deps.archiver.archiveAll(session);
+      } catch (err) {
+        this.log.warn({ err, session: session.key }, "/new: archiving into memory failed; session kept");
+        this.reply(
+          msg,
+          "I couldn't save this conversation into long-term memory, so I kept it as it is. " +
+            "Please try /new again in a moment.",
+        );
+        return;
+      }
+    }
+    await this.deps.sessions.clear(session);
+    this.reply(msg, "New conversation started. What we talked about is saved in memory.");
+  }
+
   private async statusText(msg: InboundMessage): Promise<string> {
     const session = await this.deps.sessions.get(sessionKeyOf(msg));
     const memory = await this.deps.memory.readMemory();
     const active = session.messages.length - session.lastConsolidated;
-    return [
+    const lines = [
       `Model: ${this.deps.settings.model}`,
-      `Session: ${session.messages.length} messages (${active} in the current conversation)`,
+      `Session: ${session.messages.length} messages (${active} not yet consolidated into memory)`,
       `Memory: ${memory.length} characters in MEMORY.md`,
       // This /status holds a slot itself.
-      `Running turns in other chats: ${this.slots.inUse - 1}`,
-    ].join("\n");
+      `Replies running in other chats: ${this.slots.inUse - 1}`,
+    ];
+    const subagents = this.deps.subagents?.listForSession(session.key) ?? [];
+    lines.push(
+      subagents.length
+        ? `Background tasks: ${subagents.map((s) => `${s.label} (${s.id})`).join(", ")}`
+        : "Background tasks: none",
+    );
+    if (this.deps.schedule) {
+      const jobs = this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
+      lines.push(
+        jobs.length
+          ? `Next scheduled: ${jobs.map((j) => `${j.description} at ${j.nextRunAt.toISOString()} (${j.id})`).join("; ")}`
+          : "Next scheduled: nothing",
+      );
+    }
+    return lines.join("\n");
   }
 
   private async runConversationTurn(msg: InboundMessage, signal: AbortSignal): Promise<void> {
     const { settings, sessions, context, provider, tools, bus } = this.deps;
     const session = await sessions.get(sessionKeyOf(msg));
+    // Background work runs its turn for the chat it came from: tools and replies target that chat.
+    const origin = originOf(msg);
     const prompt = await context.buildMessages({
       history: session.history(settings.memoryWindow),
       content: msg.content,
       media: msg.media,
-      channel: msg.channel,
-      chatId: msg.chatId,
+      channel: origin.channel,
+      chatId: origin.chatId,
     });
     const userMessage = prompt[prompt.length - 1]!;
     const ctx: ToolContext = {
       workspace: settings.workspace,
-      channel: msg.channel,
-      chatId: msg.chatId,
+      channel: origin.channel,
+      chatId: origin.chatId,
       sessionKey: session.key,
       signal,
-      metadata: msg.metadata,
+      metadata: origin.metadata,
       publish: (out) => bus.publishOutbound(out),
       turn: { sentToOriginChat: false },
     };
@@ -269,8 +326,14 @@ export class AgentLoop {
     }
 
     await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
+    this.deps.archiver?.maybeConsolidate(session);
     if (ctx.turn.sentToOriginChat) return;
-    this.reply(msg, result.content?.trim() ? result.content : NO_REPLY);
+    const content = result.content?.trim() ? result.content : NO_REPLY;
+    if (msg.channel === SYSTEM_CHANNEL && this.deps.isNothingToDo?.(result.content ?? "")) {
+      this.log.info({ session: session.key, from: msg.senderId }, "background turn had nothing to report");
+      return;
+    }
+    this.reply(msg, content);
   }
 
   private async saveTurn(
@@ -286,15 +349,17 @@ export class AgentLoop {
     await this.deps.sessions.append(session, [user, ...messages]);
   }
 
+  /** Publishes to the chat a message belongs to (for background work: its origin chat). */
   private reply(msg: InboundMessage, content: string, kind: OutboundMessage["kind"] = "final"): void {
-    const messageId = msg.metadata?.messageId;
+    const origin = originOf(msg);
+    const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
     this.deps.bus.publishOutbound({
-      channel: msg.channel,
-      chatId: msg.chatId,
+      channel: origin.channel,
+      chatId: origin.chatId,
       content,
       kind,
       replyTo: typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined,
-      metadata: msg.metadata,
+      metadata: origin.metadata,
     });
   }
 }

@@ -1,11 +1,15 @@
-import type { MessageBus } from "../bus/bus.js";
-import type { OutboundMessage } from "../bus/types.js";
+import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+
+/** Where a channel puts what it receives. The manager hands each channel one that checks access first. */
+export interface InboundSink {
+  publishInbound(msg: InboundMessage): void;
+}
 
 /** One chat platform. See ARCHITECTURE.md "Interfaces". */
 export interface Channel {
   readonly name: string;
-  /** Connects and starts publishing inbound messages; resolves once running. */
-  start(bus: MessageBus, signal: AbortSignal): Promise<void>;
+  /** Connects and starts publishing inbound messages; resolves once running, rejects when it cannot connect. */
+  start(bus: InboundSink, signal: AbortSignal): Promise<void>;
   stop(): Promise<void>;
   send(msg: OutboundMessage): Promise<void>;
 }

@@ -6,9 +6,9 @@ import { MessageBus } from "../bus/bus.js";
 import type { OutboundMessage } from "../bus/types.js";
 import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";
 import { dim, renderMarkdown } from "../channels/cli/format.js";
+import { ChannelManager } from "../channels/manager.js";
 import { stateDir } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
-import { logger } from "../log.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -69,29 +69,26 @@ async function sendOnce(
   await loop.shutdown(SHUTDOWN_GRACE_MS);
 }
 
+/** The terminal as a channel behind the channel manager, like every platform in the daemon. */
 async function interactive(bus: MessageBus, opts: ChatOptions, historyFile: string): Promise<void> {
   const color = process.stdout.isTTY === true && opts.markdown;
-  const abort = new AbortController();
-  const exited = new Promise<void>((resolve) => {
-    const terminal = new TerminalChannel({
-      chatId: opts.session,
-      input: process.stdin,
-      output: process.stdout,
-      color,
-      historyFile,
-      onExit: resolve,
-    });
-    bus.onOutbound((msg) => {
-      if (msg.channel === TERMINAL_CHANNEL && msg.chatId === opts.session) void terminal.send(msg);
-    });
-    process.stdout.write(
-      `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
-    );
-    terminal.start(bus, abort.signal).catch((err: unknown) => {
-      logger("chat").error({ err }, "terminal failed");
-      resolve();
-    });
+  let leave: () => void = () => undefined;
+  const exited = new Promise<void>((resolve) => (leave = resolve));
+  const terminal = new TerminalChannel({
+    chatId: opts.session,
+    input: process.stdin,
+    output: process.stdout,
+    color,
+    historyFile,
+    onExit: () => leave(),
   });
+  // A person at the terminal sees what the agent is doing.
+  const manager = new ChannelManager({ bus, sendProgress: true, sendToolHints: true });
+  manager.add(terminal, { allowFrom: ["*"] });
+  process.stdout.write(
+    `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
+  );
+  await manager.start();
   await exited;
-  abort.abort();
+  await manager.stop();
 }

@@ -6,10 +6,9 @@
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface, type Interface } from "node:readline";
-import type { MessageBus } from "../../bus/bus.js";
+import type { Channel, InboundSink } from "../types.js";
 import type { OutboundMessage } from "../../bus/types.js";
 import { parseCommand } from "../../agent/commands.js";
-import type { Channel } from "../types.js";
 import { dim, renderMarkdown } from "./format.js";
 
 export const TERMINAL_CHANNEL = "cli";
@@ -29,13 +28,13 @@ export interface TerminalChannelOptions {
 export class TerminalChannel implements Channel {
   readonly name = TERMINAL_CHANNEL;
   private rl: Interface | null = null;
-  private bus: MessageBus | null = null;
+  private bus: InboundSink | null = null;
   /** Messages sent whose final reply has not arrived yet. */
   private waiting = 0;
 
   constructor(private readonly opts: TerminalChannelOptions) {}
 
-  start(bus: MessageBus, signal: AbortSignal): Promise<void> {
+  start(bus: InboundSink, signal: AbortSignal): Promise<void> {
     this.bus = bus;
     const rl = createInterface({
       input: this.opts.input,

@@ -1,0 +1,225 @@
+/**
+ * The channel manager: starts the enabled channels (a failing one is retried
+ * with backoff while the others run), checks access for everything they
+ * receive, routes replies from the bus to the channel that owns the chat
+ * (in order per chat), and stops channels in reverse order.
+ */
+import type { MessageBus } from "../bus/bus.js";
+import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import { backoffDelay, sleep } from "../llm/retry.js";
+import { logger, type Logger } from "../log.js";
+import { errorMessage } from "../util/errors.js";
+import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
+import type { Channel, InboundSink } from "./types.js";
+
+export interface ChannelOptions {
+  /** User ids allowed in; "*" for everybody, empty for nobody. */
+  allowFrom: readonly string[];
+  /** Override channels.sendProgress / sendToolHints for this channel (the terminal shows both). */
+  sendProgress?: boolean;
+  sendToolHints?: boolean;
+}
+
+export interface ChannelManagerOptions {
+  bus: MessageBus;
+  sendProgress: boolean;
+  sendToolHints: boolean;
+  log?: Logger;
+  /** Backoff between start attempts of a failing channel. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  notices?: NoticeLimiter;
+}
+
+export type ChannelState = "stopped" | "starting" | "running" | "retrying";
+
+interface Entry {
+  channel: Channel;
+  options: ChannelOptions;
+  state: ChannelState;
+  lastError?: string;
+  /** The background start-and-retry task. */
+  starting?: Promise<void>;
+}
+
+export class ChannelManager {
+  private readonly entries = new Map<string, Entry>();
+  private readonly log: Logger;
+  private readonly notices: NoticeLimiter;
+  /** Per-chat tail of the send chain, so one chat's messages go out in order. */
+  private readonly sending = new Map<string, Promise<void>>();
+  private lifetime = new AbortController();
+  private unsubscribe: (() => void) | null = null;
+  private intakeOpen = false;
+
+  constructor(private readonly opts: ChannelManagerOptions) {
+    this.log = opts.log ?? logger("channels");
+    this.notices = opts.notices ?? new NoticeLimiter();
+  }
+
+  add(channel: Channel, options: ChannelOptions): void {
+    if (this.entries.has(channel.name)) throw new Error(`channel ${channel.name} added twice`);
+    this.entries.set(channel.name, { channel, options, state: "stopped" });
+  }
+
+  get names(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  status(): { name: string; state: ChannelState; lastError?: string }[] {
+    return [...this.entries.values()].map((e) => ({
+      name: e.channel.name,
+      state: e.state,
+      ...(e.lastError ? { lastError: e.lastError } : {}),
+    }));
+  }
+
+  /**
+   * Starts routing and every channel. Resolves once each channel has either
+   * started or failed its first attempt (and is retrying in the background).
+   */
+  async start(): Promise<void> {
+    this.lifetime = new AbortController();
+    this.intakeOpen = true;
+    this.unsubscribe ??= this.opts.bus.onOutbound((msg) => this.route(msg));
+    const firstAttempts = [...this.entries.values()].map(
+      (entry) =>
+        new Promise<void>((settled) => {
+          entry.starting = this.keepStarting(entry, settled);
+        }),
+    );
+    await Promise.all(firstAttempts);
+  }
+
+  /** Stops taking new messages (shutdown step one); replies still go out. */
+  closeIntake(): void {
+    this.intakeOpen = false;
+  }
+
+  /** Waits for queued sends (bounded), then stops channels in reverse order of adding. */
+  async stop(flushTimeoutMs = 5000): Promise<void> {
+    this.intakeOpen = false;
+    await this.flush(flushTimeoutMs);
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.lifetime.abort();
+    for (const entry of [...this.entries.values()].reverse()) {
+      await entry.starting;
+      if (entry.state === "stopped") continue;
+      try {
+        await entry.channel.stop();
+      } catch (err) {
+        this.log.warn({ err, channel: entry.channel.name }, "channel did not stop cleanly");
+      }
+      entry.state = "stopped";
+    }
+  }
+
+  /** Resolves when every queued send has finished, or after timeoutMs. */
+  async flush(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(this.sending.values()),
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private async keepStarting(entry: Entry, firstAttemptSettled: () => void): Promise<void> {
+    const name = entry.channel.name;
+    const signal = this.lifetime.signal;
+    const gate: InboundSink = { publishInbound: (msg) => this.admit(entry, msg) };
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      entry.state = attempt === 0 ? "starting" : "retrying";
+      try {
+        await entry.channel.start(gate, signal);
+        entry.state = "running";
+        entry.lastError = undefined;
+        this.log.info({ channel: name }, "channel started");
+        firstAttemptSettled();
+        return;
+      } catch (err) {
+        entry.lastError = errorMessage(err);
+        const delayMs = backoffDelay(attempt, this.opts.retryBaseMs ?? 2000, this.opts.retryMaxMs ?? 300_000);
+        this.log.error(
+          { channel: name, err, retryInMs: Math.round(delayMs) },
+          `channel ${name} failed to start`,
+        );
+        entry.state = "retrying";
+        firstAttemptSettled();
+        try {
+          await sleep(delayMs, signal);
+        } catch {
+          break; // stopped while waiting
+        }
+      }
+    }
+    entry.state = "stopped";
+  }
+
+  private admit(entry: Entry, msg: InboundMessage): void {
+    const name = entry.channel.name;
+    if (!this.intakeOpen) {
+      this.log.warn({ channel: name, chatId: msg.chatId }, "message arrived while shutting down; not taken");
+      return;
+    }
+    if (isAllowed(msg, entry.options.allowFrom)) {
+      this.opts.bus.publishInbound(msg);
+      return;
+    }
+    const notify = this.notices.shouldNotify(name, msg.senderId);
+    this.log.warn(
+      { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
+      "refused sender",
+    );
+    if (notify) {
+      this.enqueueSend(entry, {
+        channel: name,
+        chatId: msg.chatId,
+        content: refusalNotice(name, msg.senderId),
+        metadata: msg.metadata,
+      });
+    }
+  }
+
+  private route(msg: OutboundMessage): void {
+    const entry = this.entries.get(msg.channel);
+    if (!entry) {
+      // Replies to chats of channels that are not running here (the terminal's own bus, say).
+      this.log.debug({ channel: msg.channel }, "no such channel for outbound message");
+      return;
+    }
+    if (!wanted(msg, entry.options, this.opts)) return;
+    this.enqueueSend(entry, msg);
+  }
+
+  private enqueueSend(entry: Entry, msg: OutboundMessage): void {
+    const key = `${msg.channel}:${msg.chatId}`;
+    const previous = this.sending.get(key) ?? Promise.resolve();
+    const next = previous.then(() => this.sendOne(entry, msg));
+    this.sending.set(key, next);
+    void next.finally(() => {
+      if (this.sending.get(key) === next) this.sending.delete(key);
+    });
+  }
+
+  private async sendOne(entry: Entry, msg: OutboundMessage): Promise<void> {
+    try {
+      await entry.channel.send(msg);
+    } catch (err) {
+      this.log.error({ err, channel: msg.channel, chatId: msg.chatId, kind: msg.kind }, "sending failed");
+    }
+  }
+}
+
+/** Progress and tool hints go out only when configured (per channel, else globally). */
+function wanted(msg: OutboundMessage, channel: ChannelOptions, global: ChannelManagerOptions): boolean {
+  switch (msg.kind ?? "final") {
+    case "final":
+      return true;
+    case "progress":
+      return channel.sendProgress ?? global.sendProgress;
+    case "toolHint":
+      return channel.sendToolHints ?? global.sendToolHints;
+  }
+}

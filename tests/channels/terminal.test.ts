@@ -1,0 +1,53 @@
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { MessageBus } from "../../src/bus/bus.js";
+import type { InboundMessage } from "../../src/bus/types.js";
+import { TerminalChannel } from "../../src/channels/cli/adapter.js";
+import { ChannelManager } from "../../src/channels/manager.js";
+
+describe("terminal channel through the channel manager", () => {
+  it("publishes typed lines, prints progress, hints and replies, and leaves on exit", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (d: Buffer) => (printed += d.toString()));
+    let exited = false;
+    const bus = new MessageBus();
+    const inbound: InboundMessage[] = [];
+    bus.onInbound((m) => inbound.push(m));
+    const terminal = new TerminalChannel({
+      chatId: "direct",
+      input,
+      output,
+      color: false,
+      onExit: () => (exited = true),
+    });
+    const manager = new ChannelManager({ bus, sendProgress: true, sendToolHints: true });
+    manager.add(terminal, { allowFrom: ["*"] });
+    await manager.start();
+
+    input.write("what is in notes.md?\n");
+    await new Promise((r) => setImmediate(r));
+    expect(inbound).toEqual([
+      { channel: "cli", senderId: "user", chatId: "direct", content: "what is in notes.md?" },
+    ]);
+
+    bus.publishOutbound({ channel: "cli", chatId: "direct", content: "Let me look.", kind: "progress" });
+    bus.publishOutbound({
+      channel: "cli",
+      chatId: "direct",
+      content: 'read_file("notes.md")',
+      kind: "toolHint",
+    });
+    bus.publishOutbound({ channel: "cli", chatId: "direct", content: "It says **hello**." });
+    await manager.flush(1000);
+    expect(printed).toContain("  Let me look.");
+    expect(printed).toContain('  ↳ read_file("notes.md")');
+    expect(printed).toContain("It says hello.");
+
+    input.write("exit\n");
+    await new Promise((r) => setImmediate(r));
+    expect(exited).toBe(true);
+    await manager.stop();
+  });
+});

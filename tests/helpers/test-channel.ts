@@ -1,0 +1,38 @@
+/** A Channel for tests: records what it sends, lets a test "receive" messages, can fail to start. */
+import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
+import type { Channel, InboundSink } from "../../src/channels/types.js";
+
+export class TestChannel implements Channel {
+  readonly sent: OutboundMessage[] = [];
+  startAttempts = 0;
+  stopped = false;
+  private sink: InboundSink | null = null;
+
+  constructor(
+    readonly name: string,
+    private readonly opts: { failStarts?: number; sendDelayMs?: number; onStop?: () => void } = {},
+  ) {}
+
+  async start(bus: InboundSink): Promise<void> {
+    this.startAttempts++;
+    if (this.startAttempts <= (this.opts.failStarts ?? 0))
+      throw new Error(`401 Unauthorized: bad token for ${this.name}`);
+    this.sink = bus;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.opts.onStop?.();
+  }
+
+  async send(msg: OutboundMessage): Promise<void> {
+    if (this.opts.sendDelayMs) await new Promise((r) => setTimeout(r, this.opts.sendDelayMs));
+    this.sent.push(msg);
+  }
+
+  /** Simulates a message arriving from the platform. */
+  receive(msg: Partial<InboundMessage> & { content: string }): void {
+    if (!this.sink) throw new Error(`${this.name} is not started`);
+    this.sink.publishInbound({ channel: this.name, senderId: "42", chatId: "chat-1", ...msg });
+  }
+}
