@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { registerChatCommand } from "./cli/chat.js";
 import { addCommonOptions } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
+import { registerCronCommand } from "./cli/cron.js";
 import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerStatusCommand } from "./cli/status.js";
@@ -33,5 +34,6 @@ registerChatCommand(program);
 registerOnboardCommand(program);
 registerStatusCommand(program);
 registerConfigCommand(program);
+registerCronCommand(program);
 
 await program.parseAsync();

@@ -20,7 +20,7 @@ export interface ScheduleView {
     channel: string,
     chatId: string,
     limit: number,
-  ): { id: string; description: string; nextRunAt: Date }[];
+  ): Promise<{ id: string; description: string; nextRunAt: Date }[]>;
 }
 
 export interface MemoryArchiver {

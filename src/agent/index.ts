@@ -1,20 +1,41 @@
-/** Assembles an agent (provider, tools, sessions, context, loop) from a loaded config. */
+/**
+ * Assembles an agent from a loaded config: provider, tools, sessions,
+ * context, memory consolidation, subagents, the cron service and the loop.
+ * The gateway, `palaver chat` and `palaver cron run` all build it this way.
+ */
 import { join } from "node:path";
 import type { MessageBus } from "../bus/bus.js";
-import type { Config } from "../config/schema.js";
 import { builtinSkillsDir } from "../config/paths.js";
+import type { Config } from "../config/schema.js";
+import { CronService } from "../cron/service.js";
+import { isNothingToDo } from "../heartbeat/heartbeat.js";
 import { createProvider } from "../llm/openai-provider.js";
 import type { Provider } from "../llm/types.js";
 import { SessionStore } from "../sessions/store.js";
+import { MemoryConsolidator } from "./consolidation.js";
 import { ContextBuilder } from "./context.js";
 import { AgentLoop } from "./loop.js";
 import { MemoryFiles } from "./memory.js";
-import { createDefaultTools } from "./tools/index.js";
+import { SubagentManager } from "./subagents.js";
+import { createCronTool } from "./tools/cron.js";
+import { createDefaultTools, createWorkerTools } from "./tools/index.js";
+import type { ToolRegistry } from "./tools/registry.js";
+import { createSpawnTool } from "./tools/spawn.js";
 
 export interface Agent {
   loop: AgentLoop;
   provider: Provider;
   sessions: SessionStore;
+  tools: ToolRegistry;
+  subagents: SubagentManager;
+  consolidator: MemoryConsolidator;
+  /** The job store and scheduler; the gateway starts it, elsewhere only the cron tool uses it. */
+  cron: CronService;
+  /**
+   * Stops taking messages, lets running turns finish for up to `graceMs`,
+   * then cancels subagents, waits for memory consolidation and stops the scheduler.
+   */
+  shutdown(graceMs: number): Promise<void>;
 }
 
 export interface CreateAgentOptions {
@@ -22,21 +43,49 @@ export interface CreateAgentOptions {
   /** Absolute workspace path (already resolved by the config loader). */
   workspace: string;
   bus: MessageBus;
+  /** The cron job file (cronStorePath(configPath)). */
+  cronStorePath: string;
   /** Replaces the configured provider (tests, benchmarks). */
   provider?: Provider;
 }
 
-export function createAgent({ config, workspace, bus, provider }: CreateAgentOptions): Agent {
+export function createAgent({ config, workspace, bus, cronStorePath, provider }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createProvider(config);
   const sessions = new SessionStore(join(workspace, "sessions"));
+  const memory = new MemoryFiles(workspace);
+  const subagents = new SubagentManager({
+    provider: llm,
+    tools: createWorkerTools(config, workspace),
+    bus,
+    workspace,
+    maxConcurrent: defaults.maxSubagents,
+    maxIterations: defaults.subagentMaxIterations,
+    toolResultMaxChars: config.tools.toolResultMaxChars,
+  });
+  const consolidator = new MemoryConsolidator({
+    provider: llm,
+    memory,
+    sessions,
+    memoryWindow: defaults.memoryWindow,
+  });
+  const cron = new CronService({ storePath: cronStorePath, bus, maxCatchUp: config.cron.maxCatchUp });
+
+  const tools = createDefaultTools(config, workspace);
+  tools.register(createSpawnTool(subagents));
+  tools.register(createCronTool(cron));
+
   const loop = new AgentLoop({
     bus,
     provider: llm,
-    tools: createDefaultTools(config, workspace),
+    tools,
     sessions,
     context: new ContextBuilder({ workspace, builtinSkillsDir: builtinSkillsDir() }),
-    memory: new MemoryFiles(workspace),
+    memory,
+    archiver: consolidator,
+    subagents,
+    schedule: cron,
+    isNothingToDo,
     settings: {
       workspace,
       model: llm.model,
@@ -46,5 +95,20 @@ export function createAgent({ config, workspace, bus, provider }: CreateAgentOpt
       toolResultMaxChars: config.tools.toolResultMaxChars,
     },
   });
-  return { loop, provider: llm, sessions };
+
+  return {
+    loop,
+    provider: llm,
+    sessions,
+    tools,
+    subagents,
+    consolidator,
+    cron,
+    async shutdown(graceMs) {
+      await loop.shutdown(graceMs);
+      await subagents.shutdown(Math.min(graceMs, 5000));
+      await consolidator.drain(Math.min(graceMs, 10_000));
+      await cron.stop();
+    },
+  };
 }

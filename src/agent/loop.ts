@@ -265,7 +265,7 @@ export class AgentLoop {
         : "Background tasks: none",
     );
     if (this.deps.schedule) {
-      const jobs = this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
+      const jobs = await this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
       lines.push(
         jobs.length
           ? `Next scheduled: ${jobs.map((j) => `${j.description} at ${j.nextRunAt.toISOString()} (${j.id})`).join("; ")}`

@@ -7,7 +7,7 @@ import type { OutboundMessage } from "../bus/types.js";
 import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";
 import { dim, renderMarkdown } from "../channels/cli/format.js";
 import { ChannelManager } from "../channels/manager.js";
-import { stateDir } from "../config/paths.js";
+import { cronStorePath, stateDir } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
@@ -31,24 +31,26 @@ export function registerChatCommand(program: Command): void {
       const loaded = loadForCli(cmd, { level: "warn" });
       createWorkspace(loaded.workspace);
       const bus = new MessageBus();
-      const { loop } = createAgent({ config: loaded.config, workspace: loaded.workspace, bus });
-      loop.start();
+      const agent = createAgent({
+        config: loaded.config,
+        workspace: loaded.workspace,
+        bus,
+        cronStorePath: cronStorePath(loaded.path),
+      });
+      agent.loop.start();
       if (opts.message !== undefined) {
-        await sendOnce(bus, loop, opts);
+        await sendOnce(bus, agent.loop, opts);
       } else {
         await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"));
-        await loop.shutdown(SHUTDOWN_GRACE_MS);
       }
+      // Also waits for a memory consolidation the conversation started.
+      await agent.shutdown(SHUTDOWN_GRACE_MS);
     });
   addCommonOptions(cmd);
 }
 
 /** One message: replies go to stdout, progress to stderr, then exit. */
-async function sendOnce(
-  bus: MessageBus,
-  loop: { idle(): Promise<void>; shutdown(ms: number): Promise<void> },
-  opts: ChatOptions,
-): Promise<void> {
+async function sendOnce(bus: MessageBus, loop: { idle(): Promise<void> }, opts: ChatOptions): Promise<void> {
   // Rendered for a person on a terminal; piped into a script, the reply stays exactly as the model wrote it.
   const render = process.stdout.isTTY && opts.markdown;
   bus.onOutbound((msg: OutboundMessage) => {
@@ -66,7 +68,6 @@ async function sendOnce(
     content: opts.message ?? "",
   });
   await loop.idle();
-  await loop.shutdown(SHUTDOWN_GRACE_MS);
 }
 
 /** The terminal as a channel behind the channel manager, like every platform in the daemon. */

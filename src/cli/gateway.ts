@@ -1,8 +1,6 @@
-/** `palaver gateway`: the daemon. Runs the agent loop (and, in later issues, channels, cron, heartbeat). */
+/** `palaver gateway`: runs the daemon until SIGINT/SIGTERM, then stops it gracefully and exits 0. */
 import type { Command } from "commander";
-import { createAgent } from "../agent/index.js";
-import { MessageBus } from "../bus/bus.js";
-import { createWorkspace } from "../config/workspace.js";
+import { Gateway } from "../gateway.js";
 import { logger } from "../log.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
@@ -12,33 +10,20 @@ const SHUTDOWN_GRACE_MS = 30_000;
 export function registerGatewayCommand(program: Command): void {
   const cmd = program
     .command("gateway")
-    .description("run the assistant daemon")
+    .description("run the assistant daemon: channels, agent, cron and heartbeat")
     .action(async () => {
       const loaded = loadForCli(cmd);
       const log = logger("gateway");
-      createWorkspace(loaded.workspace);
-      const bus = new MessageBus();
-      const { loop, provider } = createAgent({ config: loaded.config, workspace: loaded.workspace, bus });
-      loop.start();
-
-      const channels = loaded.config.channels;
-      const enabled = (["telegram", "slack", "discord"] as const).filter((name) => channels[name].enabled);
-      if (enabled.length === 0) {
-        log.warn(
-          "no channels enabled: set channels.telegram.enabled (or slack, discord) in the config; " +
-            "use `palaver chat` to talk in the terminal meanwhile",
-        );
-      } else {
-        log.warn({ channels: enabled }, "these channels are enabled but not available in this version yet");
-      }
-      log.info({ workspace: loaded.workspace, model: provider.model }, "gateway running");
-
-      // Nothing else holds the event loop open until channels and the health server arrive.
+      const gateway = new Gateway({ loaded });
+      // Timers alone may not hold the event loop open (e.g. cron and heartbeat disabled, no channels).
       const keepAlive = setInterval(() => undefined, 1 << 30);
-      const signal = await waitForSignal();
-      clearInterval(keepAlive);
+      // Listen before starting, so a SIGTERM during startup is a clean stop too.
+      const stopRequested = waitForSignal();
+      await gateway.start();
+      const signal = await stopRequested;
       log.info({ signal }, "shutting down: finishing running turns");
-      await loop.shutdown(SHUTDOWN_GRACE_MS);
+      await gateway.stop(SHUTDOWN_GRACE_MS);
+      clearInterval(keepAlive);
       log.info("stopped");
     });
   addCommonOptions(cmd);

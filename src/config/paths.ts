@@ -39,3 +39,8 @@ export function builtinSkillsDir(): string {
 export function stateDir(configPath: string): string {
   return dirname(configPath);
 }
+
+/** Where the gateway, the cron tool and `palaver cron` keep the scheduled jobs. */
+export function cronStorePath(configPath: string): string {
+  return join(stateDir(configPath), "cron", "jobs.json");
+}

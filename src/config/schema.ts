@@ -43,18 +43,39 @@ export const AgentDefaultsSchema = z.object({
 
 export const AgentsSchema = z.object({ defaults: AgentDefaultsSchema.prefault({}) });
 
-const McpServerSchema = z.object({
-  enabled: z.boolean().default(true),
-  command: z.string().optional(),
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
-  cwd: z.string().optional(),
-  url: z.string().optional(),
-  headers: z.record(z.string(), z.string()).default({}),
-  transport: z.enum(["streamable-http", "sse"]).optional(),
-  toolTimeout: seconds(30),
-  tools: z.object({ allow: z.array(z.string()).optional(), deny: z.array(z.string()).optional() }).optional(),
-});
+const McpServerSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    command: z.string().optional().describe("stdio server: the program to run (e.g. npx, uvx)."),
+    args: z.array(z.string()).default([]),
+    env: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe("stdio server: extra environment variables; ${VAR} is taken from palaver's environment."),
+    cwd: z
+      .string()
+      .optional()
+      .describe("stdio server: working folder (a relative path is inside the workspace)."),
+    url: z.string().optional().describe("Remote server: its endpoint URL."),
+    headers: z
+      .record(z.string(), z.string())
+      .default({})
+      .describe("Remote server: HTTP headers; ${VAR} is taken from palaver's environment."),
+    transport: z
+      .enum(["streamable-http", "sse"])
+      .optional()
+      .describe("Remote server: by default Streamable HTTP is tried first, then SSE."),
+    toolTimeout: seconds(30).describe("Seconds a tool call may take before it is cancelled."),
+    tools: z
+      .object({ allow: z.array(z.string()).optional(), deny: z.array(z.string()).optional() })
+      .optional()
+      .describe("Only these tools (allow) / all but these (deny), by the server's tool names."),
+  })
+  // nanobot writes "" for the unused one of command and url, so empty counts as unset;
+  // when both are set the command wins, as in nanobot.
+  .refine((s) => !s.enabled || Boolean(s.command?.trim()) || Boolean(s.url?.trim()), {
+    message: 'an MCP server needs a "command" (a local stdio server) or a "url" (a remote server)',
+  });
 
 export const ToolsSchema = z.object({
   restrictToWorkspace: z

@@ -52,7 +52,7 @@ describe("palaver gateway (child process)", () => {
     } finally {
       clearTimeout(killer);
     }
-    expect(stderr).toMatch(/no channels enabled/);
+    expect(stderr).toMatch(/no channels are running/);
     expect(stderr).toMatch(/stopped/);
   });
 });

@@ -51,7 +51,13 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     tools: opts.config?.tools ?? {},
   });
   const bus = new MessageBus();
-  const agent = createAgent({ config, workspace, bus, provider: opts.provider ?? createProvider(config) });
+  const agent = createAgent({
+    config,
+    workspace,
+    bus,
+    cronStorePath: join(workspace, "state", "cron", "jobs.json"),
+    provider: opts.provider ?? createProvider(config),
+  });
   const outbound: OutboundMessage[] = [];
   const waiters = new Map<string, ((msg: OutboundMessage) => void)[]>();
   bus.onOutbound((msg) => {
@@ -86,7 +92,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       return reply;
     },
     async cleanup() {
-      await agent.loop.shutdown(1000);
+      await agent.shutdown(1000);
       await fake?.close();
       await rm(workspace, { recursive: true, force: true });
     },

@@ -7,12 +7,29 @@ import { createExecTool } from "./exec.js";
 import { createFilesystemTools } from "./filesystem.js";
 import { createMessageTool } from "./message.js";
 import { ToolRegistry } from "./registry.js";
+import type { Tool } from "./types.js";
 import { createWebTools } from "./web.js";
 
 export function createDefaultTools(config: Config, workspace: string): ToolRegistry {
-  const t = config.tools;
   const registry = new ToolRegistry();
-  const tools = [
+  for (const tool of [...workerTools(config, workspace), createMessageTool()]) registry.register(tool);
+  return registry;
+}
+
+/**
+ * The tools of a background worker (subagent): files, shell and web, but
+ * nothing that talks to a chat or starts more background work (no message,
+ * spawn or cron), so a worker can only report through its final result.
+ */
+export function createWorkerTools(config: Config, workspace: string): ToolRegistry {
+  const registry = new ToolRegistry();
+  for (const tool of workerTools(config, workspace)) registry.register(tool);
+  return registry;
+}
+
+function workerTools(config: Config, workspace: string): Tool[] {
+  const t = config.tools;
+  return [
     ...createFilesystemTools({
       workspace,
       restrictToWorkspace: t.restrictToWorkspace,
@@ -36,8 +53,5 @@ export function createDefaultTools(config: Config, workspace: string): ToolRegis
       search: { apiKey: t.web.search.apiKey, maxResults: t.web.search.maxResults },
       proxy: t.web.proxy,
     }),
-    createMessageTool(),
   ];
-  for (const tool of tools) registry.register(tool);
-  return registry;
 }

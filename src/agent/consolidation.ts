@@ -1,0 +1,314 @@
+/**
+ * Memory consolidation (nanobot's MemoryStore.consolidate): when a session's
+ * unconsolidated tail reaches the memory window, its older half is sent to
+ * the model with a private `save_memory` tool; the model answers with a
+ * HISTORY.md paragraph and the whole updated MEMORY.md. Only after both files
+ * are written does the session's lastConsolidated move, so a failure at any
+ * point loses nothing: the same messages are simply offered again later.
+ */
+import { z } from "zod";
+import { logger, type Logger } from "../log.js";
+import type { ChatMessage, ChatResponse, Provider, ToolDefinition } from "../llm/types.js";
+import type { Session } from "../sessions/session.js";
+import type { SessionStore } from "../sessions/store.js";
+import { PalaverError, errorMessage } from "../util/errors.js";
+import type { MemoryArchiver } from "./extensions.js";
+import type { MemoryFiles } from "./memory.js";
+
+export const CONSOLIDATION_SYSTEM_PROMPT =
+  "You are a memory consolidation agent. Call the save_memory tool with your consolidation of the conversation.";
+
+/** Private to this module: never registered in the agent's ToolRegistry. */
+export const SAVE_MEMORY_TOOL: ToolDefinition = {
+  type: "function",
+  function: {
+    name: "save_memory",
+    description: "Save the memory consolidation result to persistent storage.",
+    parameters: {
+      type: "object",
+      properties: {
+        history_entry: {
+          type: "string",
+          description:
+            "A paragraph (2-5 sentences) summarizing the key events/decisions/topics. " +
+            "Start with a timestamp like [YYYY-MM-DD HH:MM]. Include details useful for grep search.",
+        },
+        memory_update: {
+          type: "string",
+          description:
+            "The full updated long-term memory as markdown. Include all existing facts plus new ones. " +
+            "Return unchanged if nothing new.",
+        },
+      },
+      required: ["history_entry", "memory_update"],
+    },
+  },
+};
+
+export const SaveMemoryArgsSchema = z.object({
+  history_entry: z.string().trim().min(1, "history_entry is empty"),
+  memory_update: z.string(),
+});
+export type SaveMemoryArgs = z.infer<typeof SaveMemoryArgsSchema>;
+
+/** Default wait before retrying a session whose consolidation failed. */
+export const DEFAULT_FAILURE_COOLDOWN_MS = 60_000;
+/** How many running consolidations archiveAll waits out before giving up (each is bounded by the LLM timeout). */
+const MAX_WAITS = 5;
+
+function contentText(content: ChatMessage["content"]): string {
+  if (content === null || content === undefined) return "";
+  if (typeof content === "string") return content;
+  return content
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+/**
+ * One line per message that has text: `[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: content`.
+ * The stamp is the first 16 characters of the message's timestamp with the
+ * ISO 'T' made a space (nanobot keeps the 'T'; the space matches the stamp the
+ * model is asked to start its history entry with), '?' when there is none.
+ */
+export function formatForConsolidation(messages: readonly ChatMessage[]): string {
+  const lines: string[] = [];
+  for (const msg of messages) {
+    const text = contentText(msg.content);
+    if (text === "") continue;
+    const stamp = msg.timestamp ? msg.timestamp.slice(0, 16).replace("T", " ") : "?";
+    const tools = msg.tools_used?.length ? ` [tools: ${msg.tools_used.join(", ")}]` : "";
+    lines.push(`[${stamp}] ${msg.role.toUpperCase()}${tools}: ${text}`);
+  }
+  return lines.join("\n");
+}
+
+/** The user message of the consolidation request (nanobot's wording). */
+export function consolidationPrompt(currentMemory: string, messages: readonly ChatMessage[]): string {
+  return (
+    "Process this conversation and call the save_memory tool with your consolidation.\n\n" +
+    `## Current Long-term Memory\n${currentMemory || "(empty)"}\n\n` +
+    `## Conversation to Process\n${formatForConsolidation(messages)}`
+  );
+}
+
+/**
+ * The messages [start, end) a background consolidation would take, or null
+ * when the unconsolidated part has not reached the window. The newest
+ * floor(window / 2) messages stay unconsolidated so the next turn keeps context.
+ */
+export function consolidationRange(
+  length: number,
+  lastConsolidated: number,
+  memoryWindow: number,
+): { start: number; end: number } | null {
+  const start = Math.min(Math.max(0, Math.floor(lastConsolidated) || 0), length);
+  if (!(memoryWindow > 0) || length - start < memoryWindow) return null;
+  const end = length - Math.floor(memoryWindow / 2);
+  return end > start ? { start, end } : null;
+}
+
+/** The save_memory call of a reply, validated; a plain-text reason when there is none usable. */
+export function parseSaveMemory(
+  response: ChatResponse,
+): { ok: true; args: SaveMemoryArgs } | { ok: false; reason: string } {
+  const call = response.toolCalls.find((c) => c.name === SAVE_MEMORY_TOOL.function.name);
+  if (!call) {
+    const other = response.toolCalls.map((c) => c.name).join(", ");
+    return {
+      ok: false,
+      reason: other
+        ? `the model called ${other} instead of save_memory`
+        : "the model did not call save_memory",
+    };
+  }
+  if (call.argumentsError) return { ok: false, reason: call.argumentsError };
+  const parsed = SaveMemoryArgsSchema.safeParse(call.arguments);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join(".") ?? "";
+    return {
+      ok: false,
+      reason: `save_memory had invalid arguments (${where ? `${where}: ` : ""}${issue?.message ?? "invalid"})`,
+    };
+  }
+  return { ok: true, args: parsed.data };
+}
+
+export interface MemoryConsolidatorOptions {
+  provider: Provider;
+  memory: MemoryFiles;
+  sessions: SessionStore;
+  /** agents.defaults.memoryWindow: unconsolidated messages that trigger a consolidation. */
+  memoryWindow: number;
+  log?: Logger;
+  now?: () => Date;
+  /** After a failed background consolidation the session is left alone this long. */
+  failureCooldownMs?: number;
+}
+
+interface Running {
+  /** Never rejects: what waiters and drain() await. */
+  settled: Promise<void>;
+  abort: AbortController;
+}
+
+export class MemoryConsolidator implements MemoryArchiver {
+  private readonly provider: Provider;
+  private readonly memory: MemoryFiles;
+  private readonly sessions: SessionStore;
+  private readonly memoryWindow: number;
+  private readonly log: Logger;
+  private readonly now: () => Date;
+  private readonly cooldownMs: number;
+  /** At most one consolidation per session key, background or archiveAll. */
+  private readonly running = new Map<string, Running>();
+  /** When each session's last background consolidation failed (cleared on success). */
+  private readonly failedAt = new Map<string, number>();
+
+  constructor(opts: MemoryConsolidatorOptions) {
+    this.provider = opts.provider;
+    this.memory = opts.memory;
+    this.sessions = opts.sessions;
+    this.memoryWindow = opts.memoryWindow;
+    this.log = opts.log ?? logger("memory");
+    this.now = opts.now ?? (() => new Date());
+    this.cooldownMs = opts.failureCooldownMs ?? DEFAULT_FAILURE_COOLDOWN_MS;
+  }
+
+  /** Whether a consolidation of this session is running (for /status and tests). */
+  isRunning(sessionKey: string): boolean {
+    return this.running.has(sessionKey);
+  }
+
+  maybeConsolidate(session: Session): void {
+    const key = session.key;
+    if (this.running.has(key)) return;
+    const failed = this.failedAt.get(key);
+    if (failed !== undefined && this.now().getTime() - failed < this.cooldownMs) return;
+    const range = consolidationRange(session.messages.length, session.lastConsolidated, this.memoryWindow);
+    if (!range) return;
+    const task = this.track(key, (signal) => this.consolidate(session, range.start, range.end, signal));
+    // The failure is logged and remembered here; the caller never waits for or sees it.
+    void task.then(
+      () => this.failedAt.delete(key),
+      (err: unknown) => {
+        this.failedAt.set(key, this.now().getTime());
+        this.log.warn(
+          { session: key, err },
+          `memory consolidation failed, will retry later: ${errorMessage(err)}`,
+        );
+      },
+    );
+  }
+
+  async archiveAll(session: Session): Promise<void> {
+    const key = session.key;
+    for (let i = 0; i < MAX_WAITS; i++) {
+      const current = this.running.get(key);
+      if (!current) break;
+      await current.settled;
+    }
+    if (this.running.has(key)) {
+      throw new PalaverError("Memory archival failed: another consolidation of this chat is still running.");
+    }
+    const start = Math.min(Math.max(0, session.lastConsolidated), session.messages.length);
+    const end = session.messages.length;
+    if (end <= start) return;
+    try {
+      await this.track(key, (signal) => this.consolidate(session, start, end, signal));
+    } catch (err) {
+      throw new PalaverError(`Memory archival failed: ${errorMessage(err)}`, { cause: err });
+    }
+    this.failedAt.delete(key);
+  }
+
+  async drain(timeoutMs: number): Promise<void> {
+    const pending = [...this.running.values()];
+    if (pending.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<true>((resolve) => {
+      timer = setTimeout(() => resolve(true), Math.max(0, timeoutMs));
+    });
+    const done = Promise.all(pending.map((r) => r.settled)).then(() => false as const);
+    const late = await Promise.race([done, timedOut]);
+    clearTimeout(timer);
+    if (late) {
+      // Shutting down: stop the LLM calls still out. Nothing was written for
+      // them, so their messages are offered again on the next start.
+      const left = pending.filter((r) => !r.abort.signal.aborted);
+      for (const r of left) r.abort.abort();
+      this.log.warn({ running: left.length }, "memory consolidation still running at shutdown; cancelled");
+    }
+  }
+
+  // ---- internals ----
+
+  /** Registers the task under the session key until it settles; returns it (it may reject). */
+  private track(key: string, run: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const abort = new AbortController();
+    const task = run(abort.signal);
+    const entry: Running = {
+      abort,
+      settled: task.then(
+        () => undefined,
+        () => undefined,
+      ),
+    };
+    this.running.set(key, entry);
+    void entry.settled.then(() => {
+      if (this.running.get(key) === entry) this.running.delete(key);
+    });
+    return task;
+  }
+
+  /**
+   * Consolidates messages [start, end). The bounds are fixed up front: messages
+   * appended meanwhile lie beyond `end` and stay unconsolidated.
+   */
+  private async consolidate(
+    session: Session,
+    start: number,
+    end: number,
+    signal: AbortSignal,
+  ): Promise<void> {
+    // Let the caller return before any work (and any synchronous throw) happens.
+    await Promise.resolve();
+    const messagesRef = session.messages;
+    const chunk = messagesRef.slice(start, end);
+    const currentMemory = await this.memory.readMemory();
+    this.log.debug({ session: session.key, start, end }, "consolidating memory");
+
+    const response = await this.provider.chat(
+      {
+        messages: [
+          { role: "system", content: CONSOLIDATION_SYSTEM_PROMPT },
+          { role: "user", content: consolidationPrompt(currentMemory, chunk) },
+        ],
+        tools: [SAVE_MEMORY_TOOL],
+      },
+      signal,
+    );
+    const result = parseSaveMemory(response);
+    if (!result.ok) throw new PalaverError(result.reason);
+    const { history_entry, memory_update } = result.args;
+
+    // MEMORY.md first: rewriting it again on a retry is harmless, a second
+    // HISTORY.md paragraph would not be.
+    if (memory_update.trim() !== "" && memory_update !== currentMemory) {
+      await this.memory.writeMemory(memory_update);
+    }
+    // appendHistory keeps a leading [YYYY-MM-DD HH:MM] the model wrote and stamps the entry otherwise.
+    await this.memory.appendHistory(history_entry, this.now());
+
+    // Last: only now is it safe to treat [start, end) as consolidated.
+    if (session.messages !== messagesRef || session.lastConsolidated !== start) {
+      // Cleared or moved by someone else meanwhile: our range no longer means the same messages.
+      this.log.warn({ session: session.key }, "session changed during consolidation; not moving its pointer");
+      return;
+    }
+    session.lastConsolidated = end;
+    await this.sessions.saveMetadata(session);
+    this.log.info({ session: session.key, messages: chunk.length }, "memory consolidated");
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * The `spawn` tool: the model hands a long task to a background subagent and
+ * goes on answering. The result comes back later as a system message in this
+ * same chat (and thread), so the tool only says that it started.
+ */
+import { z } from "zod";
+import type { SubagentManager } from "../subagents.js";
+import { defineTool, type Tool } from "./types.js";
+
+export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
+  return defineTool({
+    name: "spawn",
+    description:
+      "Spawn a subagent to handle a task in the background. Use this for complex or time-consuming tasks " +
+      "that can run independently. The subagent will complete the task and report back when done.",
+    parameters: z.object({
+      task: z.string().describe("The task for the subagent to complete"),
+      label: z.string().optional().describe("Optional short label for the task (for display)"),
+    }),
+    execute({ task, label }, ctx) {
+      const started = manager.spawn({
+        task,
+        ...(label !== undefined ? { label } : {}),
+        origin: {
+          channel: ctx.channel,
+          chatId: ctx.chatId,
+          sessionKey: ctx.sessionKey,
+          ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
+        },
+      });
+      return Promise.resolve(spawnText(started));
+    },
+  });
+}
+
+/** What the model is told; it usually passes the gist on to the user. */
+export function spawnText(started: { id: string; label: string; queued: boolean }): string {
+  const { id, label, queued } = started;
+  return queued
+    ? `Subagent "${label}" queued (id ${id}); it starts when another one finishes. I'll report back when it finishes.`
+    : `Subagent "${label}" started (id ${id}). I'll report back when it finishes.`;
+}

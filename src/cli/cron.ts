@@ -1,0 +1,225 @@
+/**
+ * `palaver cron list|add|remove|run`: the scheduled jobs, edited in the same
+ * file the gateway runs them from (`<config folder>/cron/jobs.json`). A running
+ * gateway notices changes within a couple of seconds; every change is a locked
+ * read-modify-write of the file, so the gateway and this command never
+ * overwrite each other's jobs.
+ */
+import type { Command } from "commander";
+import { createAgent } from "../agent/index.js";
+import { MessageBus } from "../bus/bus.js";
+import { dim } from "../channels/cli/format.js";
+import type { LoadedConfig } from "../config/load.js";
+import { cronStorePath } from "../config/paths.js";
+import { createWorkspace } from "../config/workspace.js";
+import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
+import { CronService } from "../cron/service.js";
+import { deliveryTarget, type CronJob } from "../cron/types.js";
+import { errorMessage } from "../util/errors.js";
+import { addCommonOptions, loadForCli } from "./common.js";
+
+const SHUTDOWN_GRACE_MS = 10_000;
+const CLI_LABELS: ScheduleLabels = { every: "--every", cron: "--cron", at: "--at", tz: "--tz" };
+
+interface AddOptions {
+  message: string;
+  every?: string;
+  cron?: string;
+  tz?: string;
+  at?: string;
+  channel: string;
+  to: string;
+  name?: string;
+}
+
+export function registerCronCommand(program: Command): void {
+  const cron = program
+    .command("cron")
+    .description("list, add, remove and run scheduled reminders and tasks (run by the gateway)");
+
+  const list = cron
+    .command("list")
+    .description("list the scheduled jobs, soonest first")
+    .option("--json", "print the jobs as JSON (as stored)")
+    .action((opts: { json?: boolean }) =>
+      guarded(async () => {
+        const { service } = open(list);
+        const jobs = await service.list();
+        if (opts.json) process.stdout.write(`${JSON.stringify(jobs, null, 2)}\n`);
+        else process.stdout.write(`${formatJobTable(jobs)}\n`);
+      }),
+    );
+
+  const add = cron
+    .command("add")
+    .description(
+      "add a job: --message and one of --every, --cron (with --tz) or --at, for the chat --channel/--to",
+    )
+    .requiredOption("--message <text>", "what to remind of, or the instruction to carry out")
+    .option("--every <seconds>", "repeat every this many seconds (at least 10)")
+    .option("--cron <expr>", 'a 5-field cron expression, e.g. "0 9 * * 1-5"')
+    .option("--tz <zone>", "IANA time zone for --cron or --at (default: this machine's)")
+    .option("--at <iso>", "once, at an ISO date-time such as 2026-02-12T10:30")
+    .requiredOption(
+      "--channel <name>",
+      "the channel of the chat to deliver to (telegram, slack, discord ...)",
+    )
+    .requiredOption("--to <chatId>", "the chat id to deliver to")
+    .option("--name <name>", "a short label (default: the start of the message)")
+    .action((opts: AddOptions) =>
+      guarded(async () => {
+        const { service } = open(add);
+        const everySeconds = opts.every !== undefined ? Number(opts.every) : undefined;
+        if (everySeconds !== undefined && !Number.isInteger(everySeconds)) {
+          throw new Error(`--every must be a whole number of seconds (got "${opts.every}")`);
+        }
+        const { schedule, deleteAfterRun } = buildSchedule(
+          { everySeconds, cronExpr: opts.cron, tz: opts.tz, at: opts.at },
+          service.now(),
+          CLI_LABELS,
+        );
+        const job = await service.add({
+          name: opts.name,
+          message: opts.message,
+          schedule,
+          deleteAfterRun,
+          channel: opts.channel,
+          to: opts.to,
+        });
+        const next =
+          job.state.nextRunAtMs != null
+            ? formatTime(job.state.nextRunAtMs, job.schedule.tz ?? undefined)
+            : "never";
+        process.stdout.write(
+          `Added job ${job.id} (${job.name}): ${describeSchedule(job.schedule)}, next run ${next}, to ${opts.channel}:${opts.to}\n`,
+        );
+        if (!(await CronService.runningElsewhere(service.store.path))) {
+          process.stdout.write(
+            dim("The gateway is not running: the job runs once it is started.\n", process.stdout.isTTY),
+          );
+        }
+      }),
+    );
+
+  const remove = cron
+    .command("remove")
+    .description("remove a job")
+    .argument("<id>", "the job id (see `palaver cron list`)")
+    .action((id: string) =>
+      guarded(async () => {
+        const { service } = open(remove);
+        if (!(await service.remove(id))) throw new Error(`no cron job with id ${id}`);
+        process.stdout.write(`Removed job ${id}\n`);
+      }),
+    );
+
+  const run = cron
+    .command("run")
+    .description(
+      "run a job now. With the gateway running, it runs there and the reply goes to the job's chat. " +
+        "Otherwise it runs here: the reply is printed (not delivered, since the channels only run in the gateway) " +
+        "and the job's schedule is left as it is.",
+    )
+    .argument("<id>", "the job id (see `palaver cron list`)")
+    .action((id: string) =>
+      guarded(async () => {
+        const { service, loaded } = open(run);
+        const job = await service.get(id);
+        if (!job) throw new Error(`no cron job with id ${id}`);
+        const target = deliveryTarget(job.payload);
+        const where = target ? `${target.channel}:${target.chatId}` : "(no chat)";
+        if (await CronService.runningElsewhere(service.store.path)) {
+          await service.requestRun(id);
+          process.stdout.write(
+            `Asked the running gateway to run job ${id} now; the reply goes to ${where}.\n`,
+          );
+          return;
+        }
+        if (!target) throw new Error(`job ${id} has no chat to deliver to (payload.channel / payload.to)`);
+        await runHere(loaded, id);
+        process.stderr.write(
+          dim(
+            `(not delivered to ${where}: the channels only run in the gateway, which is not running)\n`,
+            process.stderr.isTTY,
+          ),
+        );
+      }),
+    );
+
+  for (const cmd of [list, add, remove, run]) addCommonOptions(cmd);
+}
+
+/** Runs the job's turn with an agent in this process and prints what it answers. */
+async function runHere(loaded: LoadedConfig, id: string): Promise<void> {
+  createWorkspace(loaded.workspace);
+  const bus = new MessageBus();
+  const { loop, cron } = createAgent({
+    config: loaded.config,
+    workspace: loaded.workspace,
+    bus,
+    cronStorePath: cronStorePath(loaded.path),
+  });
+  bus.onOutbound((msg) => {
+    if ((msg.kind ?? "final") === "final") process.stdout.write(`${msg.content}\n`);
+    else process.stderr.write(`${dim(msg.content, process.stderr.isTTY)}\n`);
+  });
+  loop.start();
+  try {
+    await cron.run(id, { keepSchedule: true });
+    await loop.idle();
+  } finally {
+    await loop.shutdown(SHUTDOWN_GRACE_MS);
+  }
+}
+
+function open(cmd: Command): { service: CronService; loaded: LoadedConfig } {
+  // Info logs would land between the lines this command prints; --verbose brings them back.
+  const loaded = loadForCli(cmd, { level: "warn" });
+  const service = new CronService({
+    storePath: cronStorePath(loaded.path),
+    // Only `run` fires jobs, on a bus of its own (runHere).
+    bus: { publishInbound: () => undefined },
+    maxCatchUp: loaded.config.cron.maxCatchUp,
+  });
+  return { service, loaded };
+}
+
+/** A failure is one line on stderr and exit code 1, not a stack trace. */
+async function guarded(fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+/** Pure: the jobs as a table for `palaver cron list`. */
+export function formatJobTable(jobs: CronJob[]): string {
+  if (jobs.length === 0) return "No cron jobs. Add one with `palaver cron add` (or ask the assistant).";
+  const rows = jobs.map((job) => {
+    const target = deliveryTarget(job.payload);
+    const next =
+      job.state.nextRunAtMs != null
+        ? formatTime(job.state.nextRunAtMs, job.schedule.tz ?? undefined)
+        : job.enabled
+          ? "never"
+          : "disabled";
+    const last = job.state.lastStatus
+      ? `${job.state.lastStatus}${job.state.lastError ? `: ${job.state.lastError}` : ""}`
+      : "-";
+    return [
+      job.id,
+      job.name,
+      describeSchedule(job.schedule),
+      next,
+      target ? `${target.channel}:${target.chatId}` : "-",
+      last,
+    ];
+  });
+  const header = ["ID", "NAME", "SCHEDULE", "NEXT RUN", "CHAT", "LAST"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows]
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "))
+    .join("\n");
+}

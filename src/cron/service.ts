@@ -1,0 +1,530 @@
+/**
+ * The scheduler: one timer for the earliest due job, firing a job by putting a
+ * system message on the bus (the agent runs the turn in the job's own session
+ * `cron:<id>` and delivers the reply to the chat the job was created from).
+ *
+ * The job file is the source of truth: `palaver cron` changes it from another
+ * process, so the service stats it every `pollIntervalMs` and reloads on any
+ * change, and every change it makes is a read-modify-write of the current file
+ * (CronStore.update). Jobs missed while palaver was down run once at start (at
+ * most `maxCatchUp`, oldest first, with a note that they are late); the rest
+ * are skipped and logged.
+ *
+ * Every operation runs on one in-process chain, so timers, polls and tool calls
+ * never interleave; `idle()` waits for it (tests, shutdown).
+ */
+import { randomUUID } from "node:crypto";
+import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { ScheduleView } from "../agent/extensions.js";
+import { systemMessage, type InboundMessage } from "../bus/types.js";
+import { logger, type Logger } from "../log.js";
+import { PalaverError, errorMessage } from "../util/errors.js";
+import { describeSchedule, formatTime, nextRun } from "./schedule.js";
+import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
+import { deliveryTarget, type CronJob, type CronSchedule } from "./types.js";
+
+/** setTimeout's limit (about 24.8 days); longer waits are re-armed in chunks. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** After a failed write, the next attempt waits this long (the job is not published twice meanwhile). */
+const RETRY_AFTER_FAILURE_MS = 30_000;
+/** A catch-up run this close to its due time is not called late. */
+const LATE_GRACE_MS = 60_000;
+const MAX_ID_ATTEMPTS = 100;
+
+export interface CronServiceOptions {
+  /** The job file: join(stateDir(configPath), "cron", "jobs.json"). */
+  storePath: string;
+  bus: { publishInbound(msg: InboundMessage): void };
+  /** Jobs missed while palaver was down that run at start; more are skipped. */
+  maxCatchUp: number;
+  log?: Logger;
+  now?: () => number;
+  /** How often the file is checked for changes by another process (default 2 s). */
+  pollIntervalMs?: number;
+  /** Tests: the longest single timer (default setTimeout's limit). */
+  maxTimerMs?: number;
+}
+
+export interface AddJobInput {
+  /** Default: the first 30 characters of the message. */
+  name?: string;
+  message: string;
+  schedule: CronSchedule;
+  /** Default: true for "at" schedules. */
+  deleteAfterRun?: boolean;
+  /** The chat the reply is delivered to. */
+  channel: string;
+  to: string;
+  sessionKey?: string;
+  /** The origin chat's metadata (thread ids), so the reply stays in the thread. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface JobFilter {
+  channel?: string;
+  chatId?: string;
+}
+
+export interface RunOptions {
+  /** Record the run (last run, status) but leave the schedule as it is: `palaver cron run` outside the gateway. */
+  keepSchedule?: boolean;
+}
+
+export class CronService implements ScheduleView {
+  readonly store: CronStore;
+  private readonly bus: CronServiceOptions["bus"];
+  private readonly maxCatchUp: number;
+  private readonly log: Logger;
+  /** The service's clock (injected in tests). */
+  readonly now: () => number;
+  private readonly pollIntervalMs: number;
+  private readonly maxTimerMs: number;
+
+  /** The jobs as last read, for the timer. */
+  private jobs: CronJob[] = [];
+  private signature: string | null = null;
+  private started = false;
+  private timer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private retryAt = 0;
+  private tail: Promise<unknown> = Promise.resolve();
+  /** Occurrences already published (job id → the nextRunAtMs fired), so a failed write never publishes twice. */
+  private readonly published = new Map<string, number>();
+
+  constructor(opts: CronServiceOptions) {
+    this.log = opts.log ?? logger("cron");
+    this.store = new CronStore(opts.storePath, { log: this.log });
+    this.bus = opts.bus;
+    this.maxCatchUp = Math.max(0, opts.maxCatchUp);
+    this.now = opts.now ?? (() => Date.now());
+    this.pollIntervalMs = Math.max(10, opts.pollIntervalMs ?? 2000);
+    this.maxTimerMs = Math.min(MAX_TIMER_MS, Math.max(1, opts.maxTimerMs ?? MAX_TIMER_MS));
+  }
+
+  /** The file that tells `palaver cron` a gateway is running this store. */
+  static pidPath(storePath: string): string {
+    return `${storePath}.pid`;
+  }
+
+  /** Whether a live process (other than this one) runs a started service on this store. */
+  static async runningElsewhere(storePath: string): Promise<boolean> {
+    let text: string;
+    try {
+      text = await readFile(CronService.pidPath(storePath), "utf8");
+    } catch {
+      return false;
+    }
+    const pid = Number(text.trim());
+    return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isProcessAlive(pid);
+  }
+
+  /** Loads the jobs, runs the missed ones, arms the timer and starts watching the file. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await mkdir(dirname(this.store.path), { recursive: true });
+    await writeFile(CronService.pidPath(this.store.path), String(process.pid)).catch((err: unknown) =>
+      this.log.warn({ err }, "cron: cannot write the pid file; `palaver cron run` will not see the gateway"),
+    );
+    await this.enqueue(() => this.catchUp());
+    this.schedulePoll();
+  }
+
+  /** Stops the timers and waits for a running operation to finish. */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    clearTimeout(this.timer);
+    clearTimeout(this.pollTimer);
+    this.timer = this.pollTimer = undefined;
+    await this.idle();
+    const pidPath = CronService.pidPath(this.store.path);
+    const owner = await readFile(pidPath, "utf8").catch(() => "");
+    if (owner.trim() === String(process.pid)) await unlink(pidPath).catch(() => undefined);
+  }
+
+  /** Resolves when no operation (firing, reload, change) is running or queued. */
+  async idle(): Promise<void> {
+    for (let i = 0; i < 100; i++) {
+      const tail = this.tail;
+      await tail;
+      if (tail === this.tail) return;
+    }
+  }
+
+  async add(input: AddJobInput): Promise<CronJob> {
+    return this.enqueue(async () => {
+      const now = this.now();
+      const nextRunAtMs = nextRun(input.schedule, now);
+      if (nextRunAtMs === null) throw new PalaverError("this schedule never runs (is the time in the past?)");
+      const { result: job, ...written } = await this.store.update((snap) => {
+        const job: CronJob = {
+          id: newId(new Set([...snap.jobs.map((j) => j.id), ...snap.invalid.map(idOf)])),
+          name: input.name?.trim() || input.message.slice(0, 30),
+          enabled: true,
+          schedule: input.schedule,
+          payload: {
+            kind: "agent_turn",
+            message: input.message,
+            deliver: true,
+            channel: input.channel,
+            to: input.to,
+            ...(input.sessionKey ? { sessionKey: input.sessionKey } : {}),
+            ...(input.metadata && Object.keys(input.metadata).length ? { metadata: input.metadata } : {}),
+          },
+          state: { nextRunAtMs, lastRunAtMs: null, lastStatus: null, lastError: null },
+          createdAtMs: now,
+          updatedAtMs: now,
+          deleteAfterRun: input.deleteAfterRun ?? input.schedule.kind === "at",
+        };
+        snap.jobs.push(job);
+        return job;
+      });
+      this.adopt(written);
+      this.log.info(
+        { id: job.id, name: job.name, schedule: describeSchedule(job.schedule) },
+        "cron job added",
+      );
+      return job;
+    });
+  }
+
+  /** The jobs (optionally of one chat), soonest first; read from the file as it is now. */
+  async list(filter: JobFilter = {}): Promise<CronJob[]> {
+    const snapshot = await this.store.read();
+    return sortJobs(snapshot.jobs.filter((j) => matches(j, filter)));
+  }
+
+  async get(id: string): Promise<CronJob | undefined> {
+    return (await this.store.read()).jobs.find((j) => j.id === id);
+  }
+
+  /** Removes a job (only when it belongs to the chat in `filter`, if given); false when there is none. */
+  async remove(id: string, filter: JobFilter = {}): Promise<boolean> {
+    return this.enqueue(async () => {
+      const { result, ...written } = await this.store.update((snap) => {
+        const index = snap.jobs.findIndex((j) => j.id === id && matches(j, filter));
+        if (index < 0) return false;
+        snap.jobs.splice(index, 1);
+        return true;
+      });
+      this.adopt(written);
+      if (result) this.log.info({ id }, "cron job removed");
+      return result;
+    });
+  }
+
+  /** Fires a job now, in this process. */
+  async run(id: string, opts: RunOptions = {}): Promise<CronJob> {
+    return this.enqueue(async () => {
+      const now = this.now();
+      const { result, ...written } = await this.store.update((snap) => {
+        const job = snap.jobs.find((j) => j.id === id);
+        if (!job) return undefined;
+        const copy = structuredClone(job);
+        this.fire(snap, job, now, { explicit: true, keepSchedule: opts.keepSchedule });
+        return copy;
+      });
+      this.adopt(written);
+      if (!result) throw new PalaverError(`no cron job with id ${id}`);
+      return result;
+    });
+  }
+
+  /**
+   * Asks the service running in another process (the gateway) to fire a job:
+   * marks it due now in the file, which that service picks up on its next poll.
+   */
+  async requestRun(id: string): Promise<CronJob> {
+    const now = this.now();
+    const { result } = await this.store.update((snap) => {
+      const job = snap.jobs.find((j) => j.id === id);
+      if (!job) return undefined;
+      job.enabled = true;
+      job.state.nextRunAtMs = now;
+      job.updatedAtMs = now;
+      return structuredClone(job);
+    });
+    if (!result) throw new PalaverError(`no cron job with id ${id}`);
+    return result;
+  }
+
+  /** Reads the file, so it also answers in `palaver chat`, where the service is not started. */
+  async nextJobsFor(
+    channel: string,
+    chatId: string,
+    limit: number,
+  ): Promise<{ id: string; description: string; nextRunAt: Date }[]> {
+    const jobs = await this.list({ channel, chatId });
+    return jobs
+      .filter((j) => j.enabled)
+      .filter((j) => j.state.nextRunAtMs != null)
+      .slice(0, Math.max(0, limit))
+      .map((j) => ({ id: j.id, description: j.name, nextRunAt: new Date(j.state.nextRunAtMs!) }));
+  }
+
+  // ── internals ──────────────────────────────────────────────
+
+  /** Runs `fn` after everything queued before it; its failure is the caller's, not the chain's. */
+  private enqueue<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Takes a snapshot as the service's view of the file and re-arms the timer.
+   * `signature` is the file's as it was when the snapshot was read (or written).
+   */
+  private adopt({ snapshot, signature }: { snapshot: StoreSnapshot; signature: string | null }): void {
+    this.jobs = snapshot.jobs;
+    this.signature = signature;
+    for (const [id, at] of this.published) {
+      if (this.jobs.find((j) => j.id === id)?.state.nextRunAtMs !== at) this.published.delete(id);
+    }
+    this.arm();
+  }
+
+  private async catchUp(): Promise<void> {
+    const now = this.now();
+    try {
+      await this.catchUpAt(now);
+    } catch (err) {
+      // The gateway runs without cron rather than not at all; the timer tries again.
+      this.log.error(
+        { err },
+        `cron: loading the jobs failed; trying again in ${RETRY_AFTER_FAILURE_MS / 1000} s`,
+      );
+      this.retryAt = now + RETRY_AFTER_FAILURE_MS;
+      // The next poll reloads, whatever the file's signature.
+      this.adopt({ snapshot: await this.store.read().catch(() => emptySnapshot()), signature: "unknown" });
+    }
+  }
+
+  private async catchUpAt(now: number): Promise<void> {
+    const written = await this.store.update((snap) => {
+      this.fillNextRuns(snap, now);
+      const due = sortJobs(snap.jobs.filter((j) => isDue(j, now)));
+      for (const [i, job] of due.entries()) {
+        const dueAt = job.state.nextRunAtMs!;
+        if (i < this.maxCatchUp) {
+          const late = now - dueAt > LATE_GRACE_MS ? dueAt : undefined;
+          this.fire(snap, job, now, { lateSince: late });
+        } else {
+          this.skipMissed(job, now, dueAt);
+        }
+      }
+    });
+    this.adopt(written);
+  }
+
+  /** Fires whatever is due now. */
+  private async fireDue(): Promise<void> {
+    if (!this.started) return;
+    const now = this.now();
+    try {
+      const written = await this.store.update((snap) => {
+        this.fillNextRuns(snap, now);
+        for (const job of sortJobs(snap.jobs.filter((j) => isDue(j, now)))) this.fire(snap, job, now);
+      });
+      this.retryAt = 0;
+      this.adopt(written);
+    } catch (err) {
+      this.log.error(
+        { err },
+        `cron: updating the jobs file failed; trying again in ${RETRY_AFTER_FAILURE_MS / 1000} s`,
+      );
+      this.retryAt = this.now() + RETRY_AFTER_FAILURE_MS;
+      this.arm();
+    }
+  }
+
+  /** Reloads when the file changed under us (`palaver cron` in another process, a hand edit). */
+  private async checkForChanges(): Promise<void> {
+    if (!this.started) return;
+    try {
+      const signature = await this.store.signature();
+      if (signature === this.signature) return;
+      // Read after the stat: a change in between is seen again by the next poll, never missed.
+      const snapshot = await this.store.read();
+      this.log.debug({ jobs: snapshot.jobs.length }, "cron jobs file changed; reloaded");
+      this.adopt({ snapshot, signature });
+      // A job written without a next run (by hand, or by nanobot) gets one.
+      if (snapshot.jobs.some((j) => needsNextRun(j))) await this.fireDue();
+    } catch (err) {
+      this.log.warn({ err }, "cron: checking the jobs file for changes failed");
+    }
+  }
+
+  private schedulePoll(): void {
+    if (!this.started) return;
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = undefined;
+      void this.enqueue(() => this.checkForChanges()).finally(() => this.schedulePoll());
+    }, this.pollIntervalMs);
+  }
+
+  /** One timer, for the earliest due job; waits longer than setTimeout allows are chunked. */
+  private arm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.started) return;
+    let next = Infinity;
+    for (const job of this.jobs) {
+      if (job.enabled && job.state.nextRunAtMs != null) next = Math.min(next, job.state.nextRunAtMs);
+    }
+    if (next === Infinity) return;
+    next = Math.max(next, this.retryAt);
+    const delay = Math.min(Math.max(0, next - this.now()), this.maxTimerMs);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // Only the end of the last chunk does any work; earlier ones just wait again.
+      if (this.now() >= next) void this.enqueue(() => this.fireDue());
+      else this.arm();
+    }, delay);
+  }
+
+  /** Jobs enabled but without a next run (written by hand or by nanobot) get one. */
+  private fillNextRuns(snap: StoreSnapshot, now: number): void {
+    for (const job of snap.jobs) {
+      if (!needsNextRun(job)) continue;
+      job.state.nextRunAtMs = nextRun(job.schedule, now);
+      if (job.state.nextRunAtMs === null) {
+        this.log.warn(
+          { id: job.id, schedule: describeSchedule(job.schedule) },
+          "cron job never runs; left as it is",
+        );
+      }
+    }
+  }
+
+  /** Publishes the job's turn and records the run in `job` (removing it from `snap` if it was one-shot). */
+  private fire(
+    snap: StoreSnapshot,
+    job: CronJob,
+    now: number,
+    opts: { lateSince?: number; keepSchedule?: boolean; explicit?: boolean } = {},
+  ): void {
+    const occurrence = job.state.nextRunAtMs ?? now;
+    const alreadyPublished = !opts.explicit && this.published.get(job.id) === occurrence;
+    const target = deliveryTarget(job.payload);
+    let status: "ok" | "error" | "skipped" = "ok";
+    let error: string | null = null;
+    if (job.payload.kind !== "agent_turn") {
+      status = "skipped";
+      error = `payload kind "${job.payload.kind}" is not run by palaver`;
+    } else if (!target) {
+      status = "skipped";
+      error = "no chat to deliver to (payload.channel / payload.to are missing)";
+    } else if (!alreadyPublished) {
+      try {
+        this.bus.publishInbound(
+          systemMessage({
+            senderId: "cron",
+            content: jobPrompt(job, opts.lateSince),
+            origin: {
+              channel: target.channel,
+              chatId: target.chatId,
+              ...(target.sessionKey ? { sessionKey: target.sessionKey } : {}),
+              ...(target.metadata ? { metadata: target.metadata } : {}),
+            },
+            sessionKey: `cron:${job.id}`,
+            metadata: { cronJobId: job.id },
+          }),
+        );
+        if (!opts.explicit) this.published.set(job.id, occurrence);
+      } catch (err) {
+        status = "error";
+        error = errorMessage(err);
+      }
+    }
+    if (status === "ok") {
+      this.log.info({ id: job.id, name: job.name, late: opts.lateSince !== undefined }, "cron job fired");
+    } else {
+      this.log.warn({ id: job.id, name: job.name, problem: error }, "cron job not run");
+    }
+    job.state.lastRunAtMs = now;
+    job.state.lastStatus = status;
+    job.state.lastError = error;
+    job.updatedAtMs = now;
+    if (opts.keepSchedule) return;
+    this.advance(snap, job, now);
+  }
+
+  /** A missed run beyond maxCatchUp: recorded as skipped, the schedule moves on. */
+  private skipMissed(job: CronJob, now: number, dueAt: number): void {
+    this.log.warn(
+      { id: job.id, name: job.name, dueAt: new Date(dueAt).toISOString(), maxCatchUp: this.maxCatchUp },
+      "cron job missed while palaver was not running; skipped (more missed jobs than cron.maxCatchUp)",
+    );
+    job.state.lastStatus = "skipped";
+    job.state.lastError = `missed at ${formatTime(dueAt, job.schedule.tz ?? undefined)} while palaver was not running`;
+    job.updatedAtMs = now;
+    if (job.schedule.kind === "at") {
+      // Kept (disabled) rather than deleted, so `cron list` shows what was missed.
+      job.enabled = false;
+      job.state.nextRunAtMs = null;
+    } else {
+      job.state.nextRunAtMs = nextRun(job.schedule, now);
+    }
+  }
+
+  private advance(snap: StoreSnapshot, job: CronJob, now: number): void {
+    if (job.schedule.kind === "at") {
+      if (job.deleteAfterRun) {
+        snap.jobs.splice(snap.jobs.indexOf(job), 1);
+      } else {
+        job.enabled = false;
+        job.state.nextRunAtMs = null;
+      }
+      return;
+    }
+    job.state.nextRunAtMs = nextRun(job.schedule, now);
+  }
+}
+
+/** What the model reads when a job fires. */
+export function jobPrompt(job: CronJob, lateSince?: number): string {
+  const late =
+    lateSince !== undefined
+      ? `\n(This was due at ${formatTime(lateSince, job.schedule.tz ?? undefined)} but palaver was not running then.)`
+      : "";
+  return (
+    `[Scheduled task "${job.name}" (job ${job.id})]${late}\n${job.payload.message}\n\n` +
+    "Do this now and reply to the user with the result; for a plain reminder just remind them."
+  );
+}
+
+function isDue(job: CronJob, now: number): boolean {
+  return job.enabled && job.state.nextRunAtMs != null && job.state.nextRunAtMs <= now;
+}
+
+function needsNextRun(job: CronJob): boolean {
+  return job.enabled && job.state.nextRunAtMs == null && job.schedule.kind !== "at";
+}
+
+function matches(job: CronJob, filter: JobFilter): boolean {
+  const target = deliveryTarget(job.payload);
+  if (filter.channel !== undefined && target?.channel !== filter.channel) return false;
+  if (filter.chatId !== undefined && target?.chatId !== filter.chatId) return false;
+  return true;
+}
+
+function sortJobs(jobs: CronJob[]): CronJob[] {
+  return [...jobs].sort((a, b) => (a.state.nextRunAtMs ?? Infinity) - (b.state.nextRunAtMs ?? Infinity));
+}
+
+function idOf(entry: unknown): string | undefined {
+  const id = entry && typeof entry === "object" ? (entry as { id?: unknown }).id : undefined;
+  return typeof id === "string" ? id : undefined;
+}
+
+/** 8 hex characters, like nanobot's `str(uuid4())[:8]`, unique in the file. */
+function newId(taken: Set<string | undefined>): string {
+  for (let i = 0; i < MAX_ID_ATTEMPTS; i++) {
+    const id = randomUUID().slice(0, 8);
+    if (!taken.has(id)) return id;
+  }
+  throw new PalaverError("could not find a free cron job id");
+}

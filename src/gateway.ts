@@ -1,0 +1,92 @@
+/**
+ * The daemon: channels, agent loop, cron and heartbeat running together.
+ * Start order: agent, scheduler, heartbeat, then channels (so nothing arrives
+ * before it can be handled). Stop order: intake closed, running turns
+ * finished (bounded), background work settled, then channels stopped in
+ * reverse order so the last replies still go out.
+ */
+import { MessageBus } from "./bus/bus.js";
+import { createAgent, type Agent } from "./agent/index.js";
+import { ChannelManager } from "./channels/manager.js";
+import { createEnabledChannels, PLATFORMS, type ChannelFactory } from "./channels/registry.js";
+import type { LoadedConfig } from "./config/load.js";
+import { cronStorePath } from "./config/paths.js";
+import { createWorkspace } from "./config/workspace.js";
+import { HeartbeatService } from "./heartbeat/heartbeat.js";
+import type { Provider } from "./llm/types.js";
+import { logger, type Logger } from "./log.js";
+
+export interface GatewayOptions {
+  loaded: Pick<LoadedConfig, "config" | "path" | "workspace">;
+  /** Replaces the configured LLM provider (tests). */
+  provider?: Provider;
+  /** Replaces the platform registry (tests inject loopback channels). */
+  platforms?: Partial<Record<string, ChannelFactory | undefined>>;
+  log?: Logger;
+}
+
+export class Gateway {
+  readonly bus = new MessageBus();
+  readonly agent: Agent;
+  readonly channels: ChannelManager;
+  readonly heartbeat: HeartbeatService;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: GatewayOptions) {
+    const { config, workspace, path } = opts.loaded;
+    this.log = opts.log ?? logger("gateway");
+    this.agent = createAgent({
+      config,
+      workspace,
+      bus: this.bus,
+      cronStorePath: cronStorePath(path),
+      provider: opts.provider,
+    });
+    this.channels = new ChannelManager({
+      bus: this.bus,
+      sendProgress: config.channels.sendProgress,
+      sendToolHints: config.channels.sendToolHints,
+    });
+    this.heartbeat = new HeartbeatService({
+      workspace,
+      provider: this.agent.provider,
+      bus: this.bus,
+      enabled: config.gateway.heartbeat.enabled,
+      intervalSeconds: config.gateway.heartbeat.intervalSeconds,
+      lastActiveChat: () => this.agent.loop.lastActiveChat,
+    });
+  }
+
+  async start(): Promise<void> {
+    const { config, workspace } = this.opts.loaded;
+    createWorkspace(workspace);
+    this.agent.loop.start();
+    if (config.cron.enabled) await this.agent.cron.start();
+    this.heartbeat.start();
+
+    const enabled = await createEnabledChannels(
+      { config, workspace, log: this.log },
+      this.opts.platforms ?? PLATFORMS,
+    );
+    for (const { channel, allowFrom } of enabled) this.channels.add(channel, { allowFrom });
+    if (enabled.length === 0) {
+      this.log.warn(
+        "no channels are running: enable one in the config (channels.telegram.enabled, ...) " +
+          "or use `palaver chat` to talk in the terminal; cron and heartbeat still run",
+      );
+    }
+    await this.channels.start();
+    this.log.info(
+      { workspace, model: this.agent.provider.model, channels: this.channels.status() },
+      "gateway running",
+    );
+  }
+
+  /** Graceful stop: no new messages, running turns finish (up to graceMs), everything persisted. */
+  async stop(graceMs: number): Promise<void> {
+    this.channels.closeIntake();
+    this.heartbeat.stop();
+    await this.agent.shutdown(graceMs);
+    await this.channels.stop();
+  }
+}

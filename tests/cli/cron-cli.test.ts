@@ -1,0 +1,263 @@
+/**
+ * `palaver cron` run as real child processes (tests/cli/run-cron-cli.ts), with
+ * HOME and PALAVER_CONFIG in a temp folder. A "gateway" is a CronService
+ * started in this test process on the same job file.
+ */
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { InboundMessage } from "../../src/bus/types.js";
+import { cronStorePath } from "../../src/config/paths.js";
+import { CronService } from "../../src/cron/service.js";
+import type { CronJob } from "../../src/cron/types.js";
+import { FakeOpenAI } from "../fakes/openai-server.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+const ENTRY = join(ROOT, "tests", "cli", "run-cron-cli.ts");
+
+let dir: string;
+let home: string;
+let configPath: string;
+let storePath: string;
+let gateway: CronService | undefined;
+let fake: FakeOpenAI | undefined;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-cron-cli-"));
+  home = join(dir, "home");
+  await mkdir(home);
+  configPath = join(dir, "conf", "config.json");
+  await mkdir(dirname(configPath));
+  await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
+  storePath = cronStorePath(configPath);
+});
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+  await fake?.close();
+  fake = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[]): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
+  Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, PALAVER_TEST: "1", NO_COLOR: "1" });
+  env.PALAVER_LOG_LEVEL = "silent";
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", TSX, ENTRY, "cron", ...args], {
+      cwd: dir,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 15_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function jobsOnDisk(): Promise<CronJob[]> {
+  try {
+    return (JSON.parse(await readFile(storePath, "utf8")) as { jobs: CronJob[] }).jobs;
+  } catch {
+    return [];
+  }
+}
+
+async function waitFor(check: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// Each child process takes about a second to start (more when the whole suite runs).
+describe("palaver cron add / list / remove", { timeout: 90_000 }, () => {
+  it("adds jobs to <config folder>/cron/jobs.json and lists them", async () => {
+    const added = await cli([
+      "add",
+      "--message",
+      "water the plants",
+      "--every",
+      "3600",
+      "--channel",
+      "telegram",
+      "--to",
+      "42",
+    ]);
+    expect(added.stderr).toBe("");
+    expect(added.code).toBe(0);
+    expect(added.stdout).toMatch(
+      /^Added job [0-9a-f]{8} \(water the plants\): every 1h, next run .*, to telegram:42\n/,
+    );
+    expect(added.stdout).toContain("The gateway is not running");
+    const cronAdd = await cli([
+      "add",
+      "--message",
+      "stand-up",
+      "--cron",
+      "0 9 * * 1-5",
+      "--tz",
+      "Europe/Paris",
+      "--channel",
+      "slack",
+      "--to",
+      "C1",
+      "--name",
+      "standup",
+    ]);
+    expect(cronAdd.code).toBe(0);
+
+    const jobs = await jobsOnDisk();
+    expect(jobs.map((j) => [j.name, j.schedule.kind, j.payload.channel, j.payload.to])).toEqual([
+      ["water the plants", "every", "telegram", "42"],
+      ["standup", "cron", "slack", "C1"],
+    ]);
+
+    const list = await cli(["list"]);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+SCHEDULE\s+NEXT RUN\s+CHAT\s+LAST$/);
+    expect(lines.slice(1).join("\n")).toContain("standup");
+    expect(list.stdout).toContain("cron 0 9 * * 1-5 (Europe/Paris)");
+    expect(list.stdout).toContain("telegram:42");
+
+    const json = await cli(["list", "--json"]);
+    const parsed = JSON.parse(json.stdout) as CronJob[];
+    expect(parsed.map((j) => j.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+
+    const removed = await cli(["remove", jobs[0]!.id]);
+    expect(removed).toMatchObject({ code: 0, stdout: `Removed job ${jobs[0]!.id}\n` });
+    expect((await jobsOnDisk()).map((j) => j.name)).toEqual(["standup"]);
+
+    const missing = await cli(["remove", "deadbeef"]);
+    expect(missing).toMatchObject({ code: 1, stderr: "palaver: no cron job with id deadbeef\n" });
+  });
+
+  it("an empty list says how to add a job", async () => {
+    const list = await cli(["list"]);
+    expect(list).toMatchObject({ code: 0 });
+    expect(list.stdout).toContain("No cron jobs");
+  });
+
+  it("refuses bad schedules with exit code 1 and one clear line", async () => {
+    const base = ["add", "--message", "x", "--channel", "telegram", "--to", "1"];
+    const cases: [string[], string][] = [
+      [[], "palaver: no schedule: give one of --every, --cron or --at\n"],
+      [
+        ["--every", "60", "--cron", "0 9 * * *"],
+        "palaver: more than one schedule (--every and --cron): give only one of --every, --cron or --at\n",
+      ],
+      [
+        ["--cron", "0 9 * * *", "--tz", "Mars/Base"],
+        'palaver: unknown timezone "Mars/Base": use an IANA name such as "Europe/Paris"\n',
+      ],
+      [["--at", "2001-01-01T00:00:00Z"], "is in the past"],
+      [["--every", "soon"], 'palaver: --every must be a whole number of seconds (got "soon")\n'],
+      [["--cron", "0 9 * *"], "expected 5 fields"],
+    ];
+    const runs = await Promise.all(cases.map(([extra]) => cli([...base, ...extra])));
+    runs.forEach((run, i) => {
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toContain(cases[i]![1]);
+    });
+    expect(await jobsOnDisk()).toEqual([]);
+  });
+});
+
+describe("palaver cron run", { timeout: 60_000 }, () => {
+  it("with a gateway running, asks it to run the job (it fires within a poll)", async () => {
+    const published: InboundMessage[] = [];
+    gateway = new CronService({
+      storePath,
+      bus: { publishInbound: (m) => published.push(m) },
+      maxCatchUp: 5,
+      log: pino({ level: "silent" }),
+      pollIntervalMs: 50,
+    });
+    await gateway.start();
+    const job = await gateway.add({
+      message: "report",
+      schedule: { kind: "cron", expr: "0 9 * * *", tz: "UTC" },
+      channel: "slack",
+      to: "C1",
+    });
+    const run = await cli(["run", job.id]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      `Asked the running gateway to run job ${job.id} now; the reply goes to slack:C1.\n`,
+    );
+    await waitFor(() => published.length === 1);
+    expect(published[0]).toMatchObject({ chatId: "slack:C1", sessionKey: `cron:${job.id}` });
+  });
+
+  it("without a gateway, runs the turn here and prints the reply (not delivered)", async () => {
+    fake = await FakeOpenAI.start();
+    fake.enqueue({ content: "Time to water the plants!" });
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: {
+          defaults: {
+            workspace: join(dir, "ws"),
+            provider: "custom",
+            model: "fake-model",
+            llm: { maxRetries: 0, timeout: 5 },
+          },
+        },
+        providers: { custom: { apiKey: "test-key", apiBase: fake.baseURL } },
+      }),
+    );
+    const added = await cli([
+      "add",
+      "--message",
+      "remind me to water the plants",
+      "--every",
+      "3600",
+      "--channel",
+      "telegram",
+      "--to",
+      "42",
+    ]);
+    const [job] = await jobsOnDisk();
+    expect(added.code).toBe(0);
+
+    const run = await cli(["run", job!.id]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("Time to water the plants!\n");
+    expect(run.stderr).toContain(
+      "(not delivered to telegram:42: the channels only run in the gateway, which is not running)",
+    );
+    const sent = JSON.stringify(fake.requests[0]!.body.messages);
+    expect(sent).toContain(`[Scheduled task \\"remind me to water the plants\\" (job ${job!.id})]`);
+
+    // Recorded, but the schedule is left as it was.
+    const [after] = await jobsOnDisk();
+    expect(after!.state.nextRunAtMs).toBe(job!.state.nextRunAtMs);
+    expect(after!.state.lastStatus).toBe("ok");
+  });
+
+  it("an unknown id is an error", async () => {
+    expect(await cli(["run", "deadbeef"])).toMatchObject({
+      code: 1,
+      stderr: "palaver: no cron job with id deadbeef\n",
+    });
+  });
+});

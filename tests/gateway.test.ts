@@ -1,0 +1,140 @@
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigSchema } from "../src/config/schema.js";
+import { Gateway } from "../src/gateway.js";
+import { createProvider } from "../src/llm/openai-provider.js";
+import { FakeOpenAI, lastUserText } from "./fakes/openai-server.js";
+import { TestChannel } from "./helpers/test-channel.js";
+
+const ROOT = join(import.meta.dirname, "..");
+const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+
+let dir: string;
+let fake: FakeOpenAI;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-gateway-"));
+  fake = await FakeOpenAI.start();
+});
+afterEach(async () => {
+  await fake.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function configFor(extra: Record<string, unknown> = {}) {
+  return ConfigSchema.parse({
+    agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
+    providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+    channels: { telegram: { enabled: true, allowFrom: ["42"] } },
+    gateway: { heartbeat: { enabled: false } },
+    ...extra,
+  });
+}
+
+describe("Gateway (in process, a loopback channel in place of Telegram)", () => {
+  it("answers through the channel and, stopped during a slow turn, finishes it before exiting", async () => {
+    const config = configFor();
+    const channel = new TestChannel("telegram");
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => channel },
+    });
+    await gateway.start();
+    try {
+      fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}`, delayMs: 400 }));
+      channel.receive({ content: "hello", senderId: "42" });
+      channel.receive({ content: "let me in", senderId: "7" });
+      await waitFor(() => fake.requests.length === 1);
+
+      await gateway.stop(5000); // SIGTERM while the turn waits on the LLM
+      expect(channel.sent.map((m) => m.content)).toEqual([
+        expect.stringMatching(/Your telegram user id is 7/),
+        "re: hello",
+      ]);
+      expect(channel.stopped).toBe(true);
+      const session = await readFile(join(dir, "ws", "sessions", "telegram_chat-1.jsonl"), "utf8");
+      expect(session).toContain('"content":"re: hello"');
+    } finally {
+      await gateway.stop(100);
+    }
+  });
+});
+
+describe("palaver gateway (child process)", () => {
+  it("finishes the turn in flight on SIGTERM, persists it and exits 0", async () => {
+    // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
+        providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+        gateway: { heartbeat: { enabled: false } },
+      }),
+    );
+    const due = Date.now() - 60_000;
+    await mkdir(join(dir, "cron"), { recursive: true });
+    await writeFile(
+      join(dir, "cron", "jobs.json"),
+      JSON.stringify({
+        version: 1,
+        jobs: [
+          {
+            id: "job00001",
+            name: "stretch",
+            enabled: true,
+            schedule: { kind: "at", atMs: due },
+            payload: {
+              kind: "agent_turn",
+              message: "Remind me to stretch",
+              deliver: true,
+              channel: "telegram",
+              to: "1",
+            },
+            state: { nextRunAtMs: due },
+            createdAtMs: due - 1000,
+            updatedAtMs: due - 1000,
+            deleteAfterRun: true,
+          },
+        ],
+      }),
+    );
+    fake.setHandler(() => ({ content: "Time to stretch!", delayMs: 1000 }));
+
+    const child = spawn(
+      process.execPath,
+      ["--import", TSX, join(ROOT, "src/main.ts"), "gateway", "--config", configPath],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: dir },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    try {
+      await waitFor(() => fake.requests.length === 1, 10_000);
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      clearTimeout(killer);
+    }
+    const session = await readFile(join(dir, "ws", "sessions", "cron_job00001.jsonl"), "utf8");
+    expect(session).toContain("Time to stretch!");
+    expect(stderr).toMatch(/stopped/);
+  });
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
