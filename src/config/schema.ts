@@ -5,10 +5,11 @@
  * and a test keeps the two equal.
  */
 import { z } from "zod";
+import { DiscordConfigSchema } from "../channels/discord/config.js";
+import { SlackConfigSchema } from "../channels/slack/config.js";
+import { TelegramConfigSchema } from "../channels/telegram/config.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
-const idList = z.array(z.union([z.string(), z.number()]).transform(String)).default([]);
-const groupPolicy = z.enum(["mention", "open", "allowlist"]).default("mention");
 
 export const ProviderConfigSchema = z.object({
   apiKey: z.string().default("").describe("API key. Prefer PALAVER_PROVIDERS__NAME__API_KEY in .env."),
@@ -114,46 +115,26 @@ export const ToolsSchema = z.object({
   mcpServers: z.record(z.string(), McpServerSchema).default({}),
 });
 
-const channelBase = {
-  enabled: z.boolean().default(false),
-  allowFrom: idList.describe('User ids allowed to talk to the bot. "*" allows everybody; empty, nobody.'),
-};
-
 export const ChannelsSchema = z.object({
   sendProgress: z.boolean().default(true),
   sendToolHints: z.boolean().default(false),
-  telegram: z
-    .object({
-      ...channelBase,
-      token: z.string().default(""),
-      proxy: z.string().nullable().default(null),
-      replyToMessage: z.boolean().default(false),
-      groupPolicy,
-      groupAllowFrom: idList,
-    })
-    .prefault({}),
-  slack: z
-    .object({
-      ...channelBase,
-      mode: z.enum(["socket", "http"]).default("socket"),
-      botToken: z.string().default(""),
-      appToken: z.string().default(""),
-      signingSecret: z.string().default(""),
-      replyInThread: z.boolean().default(true),
-      reactEmoji: z.string().default("eyes"),
-      groupPolicy,
-      groupAllowFrom: idList,
-    })
-    .prefault({}),
-  discord: z
-    .object({
-      ...channelBase,
-      token: z.string().default(""),
-      replyToMessage: z.boolean().default(false),
-      groupPolicy,
-      groupAllowFrom: idList,
-    })
-    .prefault({}),
+  maxMediaBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(20 * 1024 * 1024)
+    .describe("Largest attachment downloaded from a chat; bigger ones are refused with a message."),
+  telegram: TelegramConfigSchema.prefault({}),
+  slack: SlackConfigSchema.prefault({}),
+  discord: DiscordConfigSchema.prefault({}),
+});
+
+export const TranscriptionSchema = z.object({
+  provider: z
+    .string()
+    .default("")
+    .describe('A key of "providers" whose API has /audio/transcriptions (e.g. openai, groq); empty: off.'),
+  model: z.string().default("whisper-1"),
 });
 
 const HeartbeatSchema = z
@@ -187,6 +168,7 @@ export const ConfigSchema = z.object({
   channels: ChannelsSchema.prefault({}),
   gateway: GatewaySchema.prefault({}),
   cron: CronSchema.prefault({}),
+  transcription: TranscriptionSchema.prefault({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

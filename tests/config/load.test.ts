@@ -458,6 +458,7 @@ describe("configJsonSchema", () => {
       "channels",
       "gateway",
       "cron",
+      "transcription",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });

@@ -1,0 +1,59 @@
+/**
+ * Splitting long replies for platforms with a message length limit
+ * (Telegram 4096, Discord 2000, Slack ~40k). Pure. Splits at paragraph, then
+ * line, then word boundaries, and keeps fenced code blocks valid: a block cut
+ * in two is closed at the end of one chunk and reopened (same language) at
+ * the start of the next.
+ */
+
+const FENCE_CLOSE = "\n```";
+/** A break point is only taken when it keeps at least this share of the budget in the chunk. */
+const MIN_FILL = 0.3;
+const MAX_CHUNKS = 10_000;
+
+export function splitMessage(text: string, maxLength: number): string[] {
+  if (text.length <= maxLength) return [text];
+  const chunks: string[] = [];
+  let rest = text;
+  let reopen = "";
+  for (let n = 0; rest.length > 0 && n < MAX_CHUNKS; n++) {
+    const prefix = reopen ? `${reopen}\n` : "";
+    if (prefix.length + rest.length <= maxLength) {
+      chunks.push(prefix + rest);
+      break;
+    }
+    // Room for the prefix and a fence close that this chunk may need.
+    const budget = Math.max(1, maxLength - prefix.length - FENCE_CLOSE.length);
+    const cut = breakPoint(rest, budget);
+    const chunk = prefix + rest.slice(0, cut).trimEnd();
+    rest = rest.slice(cut).replace(/^\n+/, "");
+    const open = openFence(chunk);
+    chunks.push(open ? chunk + FENCE_CLOSE : chunk);
+    reopen = open ?? "";
+  }
+  return chunks.filter((c) => c.trim().length > 0);
+}
+
+/** Where to cut `text` so the first part is at most `budget` characters. */
+function breakPoint(text: string, budget: number): number {
+  const window = text.slice(0, budget + 1);
+  const minimum = Math.floor(budget * MIN_FILL);
+  for (const separator of ["\n\n", "\n", " "]) {
+    const at = window.lastIndexOf(separator, budget - separator.length);
+    if (at >= minimum && at > 0) return separator === " " ? at + 1 : at;
+  }
+  // No good boundary: cut hard, but never between the halves of a surrogate pair.
+  const code = text.charCodeAt(budget - 1);
+  return code >= 0xd800 && code <= 0xdbff ? budget - 1 : budget;
+}
+
+/** The opening fence line (e.g. "```ts") when `text` ends inside a fenced code block. */
+export function openFence(text: string): string | null {
+  let open: string | null = null;
+  for (const line of text.split("\n")) {
+    const fence = /^\s*(```|~~~)/.exec(line);
+    if (!fence) continue;
+    open = open === null ? line.trim() : null;
+  }
+  return open;
+}
