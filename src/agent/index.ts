@@ -9,7 +9,7 @@ import { builtinSkillsDir } from "../config/paths.js";
 import type { Config } from "../config/schema.js";
 import { CronService } from "../cron/service.js";
 import { isNothingToDo } from "../heartbeat/heartbeat.js";
-import { createProvider } from "../llm/openai-provider.js";
+import { createLlm } from "../llm/resilient.js";
 import type { Provider } from "../llm/types.js";
 import { SessionStore } from "../sessions/store.js";
 import { MemoryConsolidator } from "./consolidation.js";
@@ -51,7 +51,7 @@ export interface CreateAgentOptions {
 
 export function createAgent({ config, workspace, bus, cronStorePath, provider }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
-  const llm = provider ?? createProvider(config);
+  const llm = provider ?? createLlm(config);
   const sessions = new SessionStore(join(workspace, "sessions"));
   const memory = new MemoryFiles(workspace);
   const subagents = new SubagentManager({

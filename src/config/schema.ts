@@ -38,8 +38,19 @@ export const AgentDefaultsSchema = z.object({
       maxRetries: z.number().int().min(0).max(10).default(3),
       retryBaseDelay: seconds(1).describe("Seconds before the first retry; doubles each time."),
       retryMaxDelay: seconds(30),
+      breakerThreshold: z
+        .number()
+        .int()
+        .positive()
+        .default(3)
+        .describe("Failed calls in a row after which a model is skipped for breakerCooldown seconds."),
+      breakerCooldown: seconds(60),
     })
     .prefault({}),
+  fallbackModels: z
+    .array(z.string())
+    .default([])
+    .describe("Models of the same provider tried in order when the model above keeps failing."),
 });
 
 export const AgentsSchema = z.object({ defaults: AgentDefaultsSchema.prefault({}) });

@@ -404,6 +404,7 @@ const REASONS: Record<Exclude<LlmErrorKind, "auth" | "bad_request" | "aborted">,
   network: "could not connect to it",
   timeout: "it took too long to answer",
   invalid_response: "it sent an answer I could not read",
+  unavailable: "it has been failing, so I'm giving it a short break",
 };
 
 /** A plain-words sentence for the chat: no stack, no secrets, no raw server dump. */
@@ -432,7 +433,8 @@ export function userFacingLlmError(err: unknown): string {
     case "server":
     case "network":
     case "timeout":
-    case "invalid_response": {
+    case "invalid_response":
+    case "unavailable": {
       const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
       const later = err.kind === "rate_limit" ? "in a minute" : "in a moment";
       return `Sorry — I couldn't reach the language model (${REASONS[err.kind]})${tries}. Please try again ${later}.`;

@@ -24,7 +24,16 @@ export class ConfigError extends PalaverError {
 export class ChannelError extends PalaverError {}
 
 export type LlmErrorKind =
-  "rate_limit" | "server" | "network" | "timeout" | "auth" | "bad_request" | "aborted" | "invalid_response";
+  | "rate_limit"
+  | "server"
+  | "network"
+  | "timeout"
+  | "auth"
+  | "bad_request"
+  | "aborted"
+  | "invalid_response"
+  /** Not tried: the circuit breaker has paused this model after repeated failures. */
+  | "unavailable";
 
 export interface LlmErrorOptions extends ErrorOptions {
   status?: number;

@@ -10,7 +10,7 @@ import { createAgent, type Agent } from "../../src/agent/index.js";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema, type Config } from "../../src/config/schema.js";
-import { createProvider } from "../../src/llm/openai-provider.js";
+import { createLlm } from "../../src/llm/resilient.js";
 import type { Provider } from "../../src/llm/types.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 
@@ -56,7 +56,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     workspace,
     bus,
     cronStorePath: join(workspace, "state", "cron", "jobs.json"),
-    provider: opts.provider ?? createProvider(config),
+    provider: opts.provider ?? createLlm(config),
   });
   const outbound: OutboundMessage[] = [];
   const waiters = new Map<string, ((msg: OutboundMessage) => void)[]>();
