@@ -5,13 +5,15 @@
  * finished (bounded), background work settled, then channels stopped in
  * reverse order so the last replies still go out.
  */
+import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./agent/index.js";
 import { ChannelManager } from "./channels/manager.js";
 import { createEnabledChannels, PLATFORMS, type ChannelFactory } from "./channels/registry.js";
 import type { LoadedConfig } from "./config/load.js";
-import { cronStorePath } from "./config/paths.js";
+import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
+import { JOURNAL_ID, Journal } from "./daemon/journal.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
 import type { Provider } from "./llm/types.js";
 import { logger, type Logger } from "./log.js";
@@ -30,22 +32,29 @@ export class Gateway {
   readonly agent: Agent;
   readonly channels: ChannelManager;
   readonly heartbeat: HeartbeatService;
+  readonly journal: Journal;
   private readonly log: Logger;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
+    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"));
     this.agent = createAgent({
       config,
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
       provider: opts.provider,
+      onHandled: (msg) => {
+        const id = msg.metadata?.[JOURNAL_ID];
+        if (typeof id === "string") this.journal.markDone(id);
+      },
     });
     this.channels = new ChannelManager({
       bus: this.bus,
       sendProgress: config.channels.sendProgress,
       sendToolHints: config.channels.sendToolHints,
+      journal: this.journal,
     });
     this.heartbeat = new HeartbeatService({
       workspace,
@@ -60,7 +69,14 @@ export class Gateway {
   async start(): Promise<void> {
     const { config, workspace } = this.opts.loaded;
     createWorkspace(workspace);
+    const unfinished = this.journal.open();
     this.agent.loop.start();
+    // What an earlier run took in but never finished, oldest first, before anything new arrives.
+    for (const { id, msg } of unfinished.inbound) {
+      this.bus.publishInbound({ ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } });
+    }
+    if (unfinished.inbound.length)
+      this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");
     if (config.cron.enabled) await this.agent.cron.start();
     this.heartbeat.start();
 
@@ -76,6 +92,7 @@ export class Gateway {
       );
     }
     await this.channels.start();
+    this.channels.resend(unfinished.outbound);
     this.log.info(
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",
@@ -87,6 +104,8 @@ export class Gateway {
     this.channels.closeIntake();
     this.heartbeat.stop();
     await this.agent.shutdown(graceMs);
-    await this.channels.stop();
+    // Last replies get a moment to go out; what cannot, stays in the journal for the next start.
+    await this.channels.stop(Math.min(Math.max(graceMs, 1000), 5000));
+    this.journal.close();
   }
 }

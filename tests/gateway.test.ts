@@ -64,6 +64,66 @@ describe("Gateway (in process, a loopback channel in place of Telegram)", () => 
   });
 });
 
+describe("Gateway restarts (journal)", () => {
+  function gatewayWith(channel: TestChannel) {
+    const config = configFor();
+    return new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => channel },
+    });
+  }
+
+  it("answers exactly once a message whose turn was cut off, and ignores its redelivery", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}`, delayMs: 3000 }));
+    const before = new TestChannel("telegram");
+    const first = gatewayWith(before);
+    await first.start();
+    before.receive({ content: "hello", senderId: "42", metadata: { messageId: 99 } });
+    await waitFor(() => fake.requests.length === 1);
+    await first.stop(0); // the turn is aborted: no reply, not done
+    expect(before.sent).toEqual([]);
+
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const after = new TestChannel("telegram");
+    const second = gatewayWith(after);
+    await second.start();
+    try {
+      await waitFor(() => after.sent.length === 1);
+      after.receive({ content: "hello", senderId: "42", metadata: { messageId: 99 } }); // the platform redelivers
+      await second.agent.loop.idle();
+      await second.channels.flush(1000);
+      expect(after.sent.map((m) => m.content)).toEqual(["re: hello"]);
+      expect(fake.requests.filter((r) => lastUserText(r) === "hello")).toHaveLength(2); // 1 cut off + 1 answered
+    } finally {
+      await second.stop(1000);
+    }
+  });
+
+  it("delivers after a restart a reply the platform refused before", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const down = new TestChannel("telegram", { failSends: Infinity });
+    const first = gatewayWith(down);
+    await first.start();
+    down.receive({ content: "ping", senderId: "42", metadata: { messageId: 1 } });
+    await waitFor(() => down.sendAttempts >= 1);
+    await first.stop(100);
+    expect(down.sent).toEqual([]);
+
+    const up = new TestChannel("telegram");
+    const second = gatewayWith(up);
+    await second.start();
+    try {
+      await waitFor(() => up.sent.length === 1);
+      await second.channels.flush(1000);
+      expect(up.sent.map((m) => m.content)).toEqual(["re: ping"]);
+      expect(fake.requests).toHaveLength(1); // the turn is not run again
+    } finally {
+      await second.stop(1000);
+    }
+  });
+});
+
 describe("palaver gateway (child process)", () => {
   it("finishes the turn in flight on SIGTERM, persists it and exits 0", async () => {
     // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.

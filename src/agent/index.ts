@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import type { MessageBus } from "../bus/bus.js";
+import type { InboundMessage } from "../bus/types.js";
 import { builtinSkillsDir } from "../config/paths.js";
 import type { Config } from "../config/schema.js";
 import { CronService } from "../cron/service.js";
@@ -47,9 +48,18 @@ export interface CreateAgentOptions {
   cronStorePath: string;
   /** Replaces the configured provider (tests, benchmarks). */
   provider?: Provider;
+  /** Called when a message's turn has ended (the gateway's journal marks it done). */
+  onHandled?: (msg: InboundMessage) => void;
 }
 
-export function createAgent({ config, workspace, bus, cronStorePath, provider }: CreateAgentOptions): Agent {
+export function createAgent({
+  config,
+  workspace,
+  bus,
+  cronStorePath,
+  provider,
+  onHandled,
+}: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
   const sessions = new SessionStore(join(workspace, "sessions"));
@@ -86,6 +96,7 @@ export function createAgent({ config, workspace, bus, cronStorePath, provider }:
     subagents,
     schedule: cron,
     isNothingToDo,
+    onHandled,
     settings: {
       workspace,
       model: llm.model,

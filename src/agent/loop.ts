@@ -53,6 +53,8 @@ export interface AgentLoopDeps {
   schedule?: ScheduleView;
   /** Replies to background work that mean "nothing to report" are not delivered (heartbeat). */
   isNothingToDo?: (reply: string) => boolean;
+  /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done. */
+  onHandled?: (msg: InboundMessage) => void;
   log?: Logger;
 }
 
@@ -147,6 +149,7 @@ export class AgentLoop {
       this.lastActive = { channel: msg.channel, chatId: msg.chatId, sessionKey: key, metadata: msg.metadata };
       if (parseCommand(msg.content)?.name === "stop") {
         this.stop(key, msg);
+        this.deps.onHandled?.(msg);
         return;
       }
     }
@@ -179,6 +182,8 @@ export class AgentLoop {
         } finally {
           lane.current = null;
           release();
+          // A turn cut off by shutdown is not done: the journal replays it at the next start.
+          if (!(controller.signal.aborted && !this.accepting)) this.deps.onHandled?.(msg);
         }
       }
     } finally {

@@ -7,6 +7,7 @@
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import { backoffDelay, sleep } from "../llm/retry.js";
+import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journal.js";
 import { logger, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
@@ -29,6 +30,11 @@ export interface ChannelManagerOptions {
   retryBaseMs?: number;
   retryMaxMs?: number;
   notices?: NoticeLimiter;
+  /** Durable inbox/outbox: admitted messages and final replies are journaled (see daemon/journal.ts). */
+  journal?: Journal;
+  /** How long a final reply that fails to send is retried before it is given up (default 10 min). */
+  outboxRetryMs?: number;
+  outboxRetryBaseMs?: number;
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -159,14 +165,32 @@ export class ChannelManager {
 
   private admit(entry: Entry, msg: InboundMessage): void {
     const name = entry.channel.name;
+    if (!isAllowed(msg, entry.options.allowFrom)) {
+      this.refuse(entry, msg);
+      return;
+    }
+    const journal = this.opts.journal;
+    const id = journal ? journal.recordInbound(msg) : undefined;
+    if (id === null) {
+      this.log.info(
+        { channel: name, chatId: msg.chatId, messageId: msg.metadata?.messageId },
+        "duplicate delivery ignored",
+      );
+      return;
+    }
     if (!this.intakeOpen) {
-      this.log.warn({ channel: name, chatId: msg.chatId }, "message arrived while shutting down; not taken");
+      // Journaled, so the next start answers it; without a journal it is lost, and we say so.
+      this.log.warn(
+        { channel: name, chatId: msg.chatId, kept: id !== undefined },
+        "message arrived while shutting down",
+      );
       return;
     }
-    if (isAllowed(msg, entry.options.allowFrom)) {
-      this.opts.bus.publishInbound(msg);
-      return;
-    }
+    this.opts.bus.publishInbound(id ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } } : msg);
+  }
+
+  private refuse(entry: Entry, msg: InboundMessage): void {
+    const name = entry.channel.name;
     const notify = this.notices.shouldNotify(name, msg.senderId);
     this.log.warn(
       { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
@@ -182,6 +206,21 @@ export class ChannelManager {
     }
   }
 
+  /** Sends the final replies an earlier run had not delivered (from the journal). */
+  resend(pending: PendingOutbound[]): void {
+    for (const { id, msg } of pending) {
+      const entry = this.entries.get(msg.channel);
+      if (entry) this.enqueueSend(entry, msg, id);
+      else {
+        this.log.warn(
+          { channel: msg.channel, chatId: msg.chatId },
+          "undelivered reply for a channel that is not enabled; dropped",
+        );
+        this.opts.journal?.markDropped(id, "channel not enabled");
+      }
+    }
+  }
+
   private route(msg: OutboundMessage): void {
     const entry = this.entries.get(msg.channel);
     if (!entry) {
@@ -190,17 +229,58 @@ export class ChannelManager {
       return;
     }
     if (!wanted(msg, entry.options, this.opts)) return;
-    this.enqueueSend(entry, msg);
+    // Final replies go through the outbox; progress and hints are worth nothing later.
+    const outboxId = (msg.kind ?? "final") === "final" ? this.opts.journal?.recordOutbound(msg) : undefined;
+    this.enqueueSend(entry, msg, outboxId);
   }
 
-  private enqueueSend(entry: Entry, msg: OutboundMessage): void {
+  private enqueueSend(entry: Entry, msg: OutboundMessage, outboxId?: string): void {
     const key = `${msg.channel}:${msg.chatId}`;
     const previous = this.sending.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.sendOne(entry, msg));
+    const next = previous.then(() =>
+      outboxId ? this.deliver(entry, msg, outboxId) : this.sendOne(entry, msg),
+    );
     this.sending.set(key, next);
     void next.finally(() => {
       if (this.sending.get(key) === next) this.sending.delete(key);
     });
+  }
+
+  /**
+   * Sends a journaled final reply, retrying with backoff for a bounded time
+   * (the chat's later messages wait, so order is kept). Stopping the manager
+   * ends the retries but leaves the reply in the journal for the next start.
+   */
+  private async deliver(entry: Entry, msg: OutboundMessage, outboxId: string): Promise<void> {
+    const journal = this.opts.journal;
+    const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
+    const signal = this.lifetime.signal;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await entry.channel.send(msg);
+        journal?.markSent(outboxId);
+        return;
+      } catch (err) {
+        const delayMs = backoffDelay(attempt, this.opts.outboxRetryBaseMs ?? 1000, 60_000);
+        if (Date.now() + delayMs > deadline) {
+          this.log.error(
+            { err, channel: msg.channel, chatId: msg.chatId },
+            "reply could not be delivered; giving up",
+          );
+          journal?.markDropped(outboxId, errorMessage(err));
+          return;
+        }
+        this.log.warn(
+          { err, channel: msg.channel, chatId: msg.chatId, retryInMs: Math.round(delayMs) },
+          "sending failed; will retry",
+        );
+        try {
+          await sleep(delayMs, signal);
+        } catch {
+          return; // shutting down: the journal keeps it for the next start
+        }
+      }
+    }
   }
 
   private async sendOne(entry: Entry, msg: OutboundMessage): Promise<void> {

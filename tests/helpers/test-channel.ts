@@ -5,12 +5,19 @@ import type { Channel, InboundSink } from "../../src/channels/types.js";
 export class TestChannel implements Channel {
   readonly sent: OutboundMessage[] = [];
   startAttempts = 0;
+  sendAttempts = 0;
   stopped = false;
   private sink: InboundSink | null = null;
 
   constructor(
     readonly name: string,
-    private readonly opts: { failStarts?: number; sendDelayMs?: number; onStop?: () => void } = {},
+    private readonly opts: {
+      failStarts?: number;
+      /** The first N sends fail like a platform that is down (Infinity: all). */
+      failSends?: number;
+      sendDelayMs?: number;
+      onStop?: () => void;
+    } = {},
   ) {}
 
   async start(bus: InboundSink): Promise<void> {
@@ -26,7 +33,9 @@ export class TestChannel implements Channel {
   }
 
   async send(msg: OutboundMessage): Promise<void> {
+    this.sendAttempts++;
     if (this.opts.sendDelayMs) await new Promise((r) => setTimeout(r, this.opts.sendDelayMs));
+    if (this.sendAttempts <= (this.opts.failSends ?? 0)) throw new Error("502 Bad Gateway");
     this.sent.push(msg);
   }
 

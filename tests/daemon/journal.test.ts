@@ -1,0 +1,161 @@
+import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MessageBus } from "../../src/bus/bus.js";
+import type { InboundMessage } from "../../src/bus/types.js";
+import { ChannelManager } from "../../src/channels/manager.js";
+import { Journal, JOURNAL_ID } from "../../src/daemon/journal.js";
+import { TestChannel } from "../helpers/test-channel.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-journal-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const inbound = (messageId: number, content = `m${messageId}`): InboundMessage => ({
+  channel: "telegram",
+  senderId: "1",
+  chatId: "10",
+  content,
+  metadata: { messageId },
+});
+
+describe("Journal", () => {
+  it("replays unfinished messages and unsent replies after a restart, oldest first", () => {
+    const path = join(dir, "j.jsonl");
+    const a = new Journal(path);
+    a.open();
+    const first = a.recordInbound(inbound(1))!;
+    const second = a.recordInbound(inbound(2))!;
+    a.recordInbound(inbound(3));
+    a.markDone(second);
+    const out = a.recordOutbound({ channel: "telegram", chatId: "10", content: "reply" });
+    a.recordOutbound({ channel: "telegram", chatId: "10", content: "sent one" });
+    a.markSent(a.recordOutbound({ channel: "telegram", chatId: "10", content: "gone" }));
+    // no close(): as after a crash
+
+    const b = new Journal(path);
+    const pending = b.open();
+    expect(pending.inbound.map((p) => p.msg.content)).toEqual(["m1", "m3"]);
+    expect(pending.inbound[0]!.id).toBe(first);
+    expect(pending.outbound.map((p) => p.msg.content)).toEqual(["reply", "sent one"]);
+    expect(pending.outbound[0]!.id).toBe(out);
+    b.close();
+  });
+
+  it("never admits the same platform message twice, across restarts too", () => {
+    const path = join(dir, "j.jsonl");
+    const a = new Journal(path);
+    a.open();
+    const id = a.recordInbound(inbound(7))!;
+    expect(a.recordInbound(inbound(7))).toBeNull();
+    a.markDone(id);
+    a.close();
+    const b = new Journal(path);
+    b.open();
+    expect(b.recordInbound(inbound(7))).toBeNull();
+    expect(b.recordInbound(inbound(8))).not.toBeNull();
+    // Messages without a platform id cannot be de-duplicated and are always admitted.
+    const noId: InboundMessage = { channel: "cli", senderId: "u", chatId: "d", content: "x" };
+    expect(b.recordInbound(noId)).not.toBeNull();
+    expect(b.recordInbound(noId)).not.toBeNull();
+    b.close();
+  });
+
+  it("skips a torn last line", async () => {
+    const path = join(dir, "j.jsonl");
+    const a = new Journal(path);
+    a.open();
+    a.recordInbound(inbound(1));
+    a.close();
+    await appendFile(path, '{"t":"in","id":"x","msg":{"chan');
+    const b = new Journal(path);
+    expect(b.open().inbound.map((p) => p.msg.content)).toEqual(["m1"]);
+    b.close();
+  });
+
+  it("compacts so the file does not grow without bound", async () => {
+    const path = join(dir, "j.jsonl");
+    const j = new Journal(path, { compactEvery: 100, maxSeen: 50 });
+    j.open();
+    for (let i = 0; i < 1000; i++) {
+      j.markDone(j.recordInbound(inbound(i))!);
+      j.markSent(j.recordOutbound({ channel: "telegram", chatId: "10", content: "r" }));
+    }
+    j.recordInbound(inbound(5000, "still pending"));
+    j.close();
+    const lines = (await readFile(path, "utf8")).split("\n").filter(Boolean);
+    expect(lines.length).toBeLessThan(100 + 50 + 1);
+    const again = new Journal(path);
+    expect(again.open().inbound.map((p) => p.msg.content)).toEqual(["still pending"]);
+    again.close();
+  });
+});
+
+describe("ChannelManager with the journal", () => {
+  let manager: ChannelManager;
+  afterEach(async () => {
+    await manager.stop(100);
+  });
+
+  function setup(channel: TestChannel, journal: Journal, outboxRetryMs = 5000) {
+    const bus = new MessageBus();
+    const received: InboundMessage[] = [];
+    bus.onInbound((m) => received.push(m));
+    manager = new ChannelManager({
+      bus,
+      sendProgress: true,
+      sendToolHints: true,
+      journal,
+      outboxRetryMs,
+      outboxRetryBaseMs: 10,
+    });
+    manager.add(channel, { allowFrom: ["*"] });
+    return { bus, received };
+  }
+
+  it("journals admitted messages before they reach the bus and drops redeliveries", async () => {
+    const journal = new Journal(join(dir, "j.jsonl"));
+    journal.open();
+    const channel = new TestChannel("telegram");
+    const { received } = setup(channel, journal);
+    await manager.start();
+    channel.receive({ content: "hi", metadata: { messageId: 1 } });
+    channel.receive({ content: "hi", metadata: { messageId: 1 } });
+    expect(received).toHaveLength(1);
+    expect(received[0]!.metadata?.[JOURNAL_ID]).toEqual(expect.any(String));
+    expect(journal.pending.inbound).toBe(1);
+  });
+
+  it("retries a reply the platform fails to take, then marks it sent exactly once", async () => {
+    const journal = new Journal(join(dir, "j.jsonl"));
+    journal.open();
+    const channel = new TestChannel("telegram", { failSends: 2 });
+    const { bus } = setup(channel, journal);
+    await manager.start();
+    bus.publishOutbound({ channel: "telegram", chatId: "10", content: "important" });
+    expect(journal.pending.outbound).toBe(1);
+    await manager.flush(3000);
+    expect(channel.sendAttempts).toBe(3);
+    expect(channel.sent.map((m) => m.content)).toEqual(["important"]);
+    expect(journal.pending.outbound).toBe(0);
+  });
+
+  it("gives up after the retry budget and says so in the journal", async () => {
+    const journal = new Journal(join(dir, "j.jsonl"));
+    journal.open();
+    const channel = new TestChannel("telegram", { failSends: Infinity });
+    const { bus } = setup(channel, journal, 100);
+    await manager.start();
+    bus.publishOutbound({ channel: "telegram", chatId: "10", content: "doomed" });
+    await manager.flush(3000);
+    expect(channel.sent).toEqual([]);
+    expect(journal.pending.outbound).toBe(0);
+    journal.close();
+    expect(await readFile(join(dir, "j.jsonl"), "utf8")).toContain('"t":"dropped"');
+  });
+});
