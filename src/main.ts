@@ -7,6 +7,7 @@ import { registerChatCommand } from "./cli/chat.js";
 import { addCommonOptions } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
 import { registerCronCommand } from "./cli/cron.js";
+import { registerMcpCommand } from "./cli/mcp.js";
 import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerStatusCommand } from "./cli/status.js";
@@ -35,5 +36,6 @@ registerOnboardCommand(program);
 registerStatusCommand(program);
 registerConfigCommand(program);
 registerCronCommand(program);
+registerMcpCommand(program);
 
 await program.parseAsync();

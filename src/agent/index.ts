@@ -5,17 +5,18 @@
  */
 import { join } from "node:path";
 import type { MessageBus } from "../bus/bus.js";
-import type { InboundMessage } from "../bus/types.js";
 import { builtinSkillsDir } from "../config/paths.js";
 import type { Config } from "../config/schema.js";
 import { CronService } from "../cron/service.js";
 import { isNothingToDo } from "../heartbeat/heartbeat.js";
 import { createLlm } from "../llm/resilient.js";
+import { McpManager } from "../mcp/manager.js";
+import { mcpStatusLines } from "../mcp/status.js";
 import type { Provider } from "../llm/types.js";
 import { SessionStore } from "../sessions/store.js";
 import { MemoryConsolidator } from "./consolidation.js";
 import { ContextBuilder } from "./context.js";
-import { AgentLoop } from "./loop.js";
+import { AgentLoop, type AgentLoopDeps } from "./loop.js";
 import { MemoryFiles } from "./memory.js";
 import { SubagentManager } from "./subagents.js";
 import { createCronTool } from "./tools/cron.js";
@@ -32,6 +33,8 @@ export interface Agent {
   consolidator: MemoryConsolidator;
   /** The job store and scheduler; the gateway starts it, elsewhere only the cron tool uses it. */
   cron: CronService;
+  /** MCP servers; they connect in the background as soon as the agent is created. */
+  mcp: McpManager;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -49,7 +52,7 @@ export interface CreateAgentOptions {
   /** Replaces the configured provider (tests, benchmarks). */
   provider?: Provider;
   /** Called when a message's turn has ended (the gateway's journal marks it done). */
-  onHandled?: (msg: InboundMessage) => void;
+  onHandled?: AgentLoopDeps["onHandled"];
 }
 
 export function createAgent({
@@ -84,6 +87,14 @@ export function createAgent({
   const tools = createDefaultTools(config, workspace);
   tools.register(createSpawnTool(subagents));
   tools.register(createCronTool(cron));
+  const mcp = new McpManager({
+    servers: config.tools.mcpServers,
+    registry: tools,
+    workspace,
+    maxResultChars: config.tools.toolResultMaxChars,
+  });
+  // Never awaited: a slow or broken MCP server must not delay startup or the first reply.
+  mcp.startInBackground();
 
   const loop = new AgentLoop({
     bus,
@@ -97,6 +108,7 @@ export function createAgent({
     schedule: cron,
     isNothingToDo,
     onHandled,
+    statusLines: () => mcpStatusLines(mcp.status()),
     settings: {
       workspace,
       model: llm.model,
@@ -115,11 +127,13 @@ export function createAgent({
     subagents,
     consolidator,
     cron,
+    mcp,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
       await consolidator.drain(Math.min(graceMs, 10_000));
       await cron.stop();
+      await mcp.shutdown();
     },
   };
 }

@@ -53,8 +53,10 @@ export interface AgentLoopDeps {
   schedule?: ScheduleView;
   /** Replies to background work that mean "nothing to report" are not delivered (heartbeat). */
   isNothingToDo?: (reply: string) => boolean;
-  /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done. */
-  onHandled?: (msg: InboundMessage) => void;
+  /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done, metrics count it. */
+  onHandled?: (msg: InboundMessage, report: TurnReport) => void;
+  /** Extra /status lines (MCP servers ...). */
+  statusLines?: () => string[];
   log?: Logger;
 }
 
@@ -64,6 +66,14 @@ interface Lane {
   /** The turn in progress, if any. */
   current: AbortController | null;
   draining: Promise<void> | null;
+}
+
+/** How a message's handling ended, for the journal and metrics. */
+export interface TurnReport {
+  outcome: "replied" | "failed" | "stopped" | "command";
+  durationMs: number;
+  /** Tool calls the turn made and whether each succeeded. */
+  tools: { name: string; ok: boolean }[];
 }
 
 export const NO_REPLY = "I've finished, but I have nothing to add.";
@@ -149,7 +159,7 @@ export class AgentLoop {
       this.lastActive = { channel: msg.channel, chatId: msg.chatId, sessionKey: key, metadata: msg.metadata };
       if (parseCommand(msg.content)?.name === "stop") {
         this.stop(key, msg);
-        this.deps.onHandled?.(msg);
+        this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
         return;
       }
     }
@@ -173,8 +183,10 @@ export class AgentLoop {
         const release = await this.slots.acquire();
         const controller = new AbortController();
         lane.current = controller;
+        const started = performance.now();
+        let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
-          await this.handle(msg, controller.signal);
+          report = await this.handle(msg, controller.signal);
         } catch (err) {
           // One bad message never stops the loop.
           this.log.error({ err, session: lane.key }, "message handling failed");
@@ -183,7 +195,9 @@ export class AgentLoop {
           lane.current = null;
           release();
           // A turn cut off by shutdown is not done: the journal replays it at the next start.
-          if (!(controller.signal.aborted && !this.accepting)) this.deps.onHandled?.(msg);
+          if (!(controller.signal.aborted && !this.accepting)) {
+            this.deps.onHandled?.(msg, { ...report, durationMs: performance.now() - started });
+          }
         }
       }
     } finally {
@@ -204,14 +218,14 @@ export class AgentLoop {
     this.reply(msg, stopped.length ? `Stopped ${stopped.join(" and ")}.` : "Nothing is running.");
   }
 
-  private async handle(msg: InboundMessage, signal: AbortSignal): Promise<void> {
+  private async handle(msg: InboundMessage, signal: AbortSignal): Promise<Omit<TurnReport, "durationMs">> {
     // Background work may write "/..." text; only people run commands.
     const command = msg.channel === SYSTEM_CHANNEL ? null : parseCommand(msg.content);
     if (command) {
       await this.runCommand(command, msg);
-      return;
+      return { outcome: "command", tools: [] };
     }
-    await this.runConversationTurn(msg, signal);
+    return this.runConversationTurn(msg, signal);
   }
 
   private async runCommand(command: ParsedCommand, msg: InboundMessage): Promise<void> {
@@ -269,6 +283,7 @@ export class AgentLoop {
         ? `Background tasks: ${subagents.map((s) => `${s.label} (${s.id})`).join(", ")}`
         : "Background tasks: none",
     );
+    lines.push(...(this.deps.statusLines?.() ?? []));
     if (this.deps.schedule) {
       const jobs = await this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
       lines.push(
@@ -280,7 +295,10 @@ export class AgentLoop {
     return lines.join("\n");
   }
 
-  private async runConversationTurn(msg: InboundMessage, signal: AbortSignal): Promise<void> {
+  private async runConversationTurn(
+    msg: InboundMessage,
+    signal: AbortSignal,
+  ): Promise<Omit<TurnReport, "durationMs">> {
     const { settings, sessions, context, provider, tools, bus } = this.deps;
     const session = await sessions.get(sessionKeyOf(msg));
     // Background work runs its turn for the chat it came from: tools and replies target that chat.
@@ -320,25 +338,27 @@ export class AgentLoop {
       // A stopped or failed turn saves nothing, so the session stays clean.
       if (signal.aborted) {
         this.log.info({ session: session.key }, "turn cancelled");
-        return;
+        return { outcome: "stopped", tools: [] };
       }
       if (err instanceof LlmError) {
         this.log.error({ err, session: session.key }, "LLM call failed");
         this.reply(msg, userFacingLlmError(err));
-        return;
+        return { outcome: "failed", tools: [] };
       }
       throw err;
     }
 
     await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
     this.deps.archiver?.maybeConsolidate(session);
-    if (ctx.turn.sentToOriginChat) return;
+    const report = { outcome: "replied" as const, tools: toolOutcomes(result.messages) };
+    if (ctx.turn.sentToOriginChat) return report;
     const content = result.content?.trim() ? result.content : NO_REPLY;
     if (msg.channel === SYSTEM_CHANNEL && this.deps.isNothingToDo?.(result.content ?? "")) {
       this.log.info({ session: session.key, from: msg.senderId }, "background turn had nothing to report");
-      return;
+      return report;
     }
     this.reply(msg, content);
+    return report;
   }
 
   private async saveTurn(
@@ -367,4 +387,14 @@ export class AgentLoop {
       metadata: origin.metadata,
     });
   }
+}
+
+/** Each tool call of a turn and whether it succeeded (tool errors come back as "Error: ..." text). */
+function toolOutcomes(messages: ChatMessage[]): { name: string; ok: boolean }[] {
+  return messages
+    .filter((m) => m.role === "tool")
+    .map((m) => ({
+      name: m.name ?? "?",
+      ok: !(typeof m.content === "string" && m.content.startsWith("Error:")),
+    }));
 }
