@@ -13,8 +13,11 @@ import { createEnabledChannels, PLATFORMS, type ChannelFactory } from "./channel
 import type { LoadedConfig } from "./config/load.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
+import { evaluateReadiness, HealthServer } from "./daemon/health.js";
 import { JOURNAL_ID, Journal } from "./daemon/journal.js";
+import { Metrics } from "./daemon/metrics.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
+import { createLlm, ResilientProvider } from "./llm/resilient.js";
 import type { Provider } from "./llm/types.js";
 import { logger, type Logger } from "./log.js";
 
@@ -24,6 +27,8 @@ export interface GatewayOptions {
   provider?: Provider;
   /** Replaces the platform registry (tests inject loopback channels). */
   platforms?: Partial<Record<string, ChannelFactory | undefined>>;
+  /** Backoff of a channel that fails to start (default 2 s doubling to 5 min). */
+  channelRetryBaseMs?: number;
   log?: Logger;
 }
 
@@ -33,28 +38,40 @@ export class Gateway {
   readonly channels: ChannelManager;
   readonly heartbeat: HeartbeatService;
   readonly journal: Journal;
+  readonly metrics: Metrics;
+  readonly health: HealthServer;
   private readonly log: Logger;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
     this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"));
+    this.metrics = new Metrics({
+      queueDepth: () => this.agent.loop.pending,
+      activeTurns: () => this.agent.loop.activeTurns,
+      activeSubagents: () => this.agent.subagents.active,
+    });
+    const llm = opts.provider ?? createLlm(config);
     this.agent = createAgent({
       config,
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
-      provider: opts.provider,
-      onHandled: (msg) => {
+      provider: this.metrics.meter(llm),
+      onHandled: (msg, report) => {
         const id = msg.metadata?.[JOURNAL_ID];
         if (typeof id === "string") this.journal.markDone(id);
+        this.metrics.turn(report);
       },
     });
+    this.bus.onInbound((msg) => this.metrics.inbound(msg));
+    this.bus.onOutbound((msg) => this.metrics.outbound(msg));
     this.channels = new ChannelManager({
       bus: this.bus,
       sendProgress: config.channels.sendProgress,
       sendToolHints: config.channels.sendToolHints,
       journal: this.journal,
+      ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({
       workspace,
@@ -64,11 +81,23 @@ export class Gateway {
       intervalSeconds: config.gateway.heartbeat.intervalSeconds,
       lastActiveChat: () => this.agent.loop.lastActiveChat,
     });
+    this.health = new HealthServer({
+      host: config.gateway.host,
+      port: config.gateway.port,
+      metrics: this.metrics,
+      readiness: () =>
+        evaluateReadiness(this.channels.status(), {
+          lastSuccessAt: this.metrics.lastLlmSuccessAt,
+          lastFailureAt: this.metrics.lastLlmFailureAt,
+          ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
+        }),
+    });
   }
 
   async start(): Promise<void> {
     const { config, workspace } = this.opts.loaded;
     createWorkspace(workspace);
+    await this.health.start();
     const unfinished = this.journal.open();
     this.agent.loop.start();
     // What an earlier run took in but never finished, oldest first, before anything new arrives.
@@ -107,5 +136,6 @@ export class Gateway {
     // Last replies get a moment to go out; what cannot, stays in the journal for the next start.
     await this.channels.stop(Math.min(Math.max(graceMs, 1000), 5000));
     this.journal.close();
+    await this.health.stop();
   }
 }

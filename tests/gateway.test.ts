@@ -29,7 +29,7 @@ function configFor(extra: Record<string, unknown> = {}) {
     agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
     providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
     channels: { telegram: { enabled: true, allowFrom: ["42"] } },
-    gateway: { heartbeat: { enabled: false } },
+    gateway: { heartbeat: { enabled: false }, port: 0 },
     ...extra,
   });
 }
@@ -133,7 +133,7 @@ describe("palaver gateway (child process)", () => {
       JSON.stringify({
         agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
         providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
-        gateway: { heartbeat: { enabled: false } },
+        gateway: { heartbeat: { enabled: false }, port: 0 },
       }),
     );
     const due = Date.now() - 60_000;

@@ -109,6 +109,11 @@ export class AgentLoop {
     return n;
   }
 
+  /** Turns running now (metrics). */
+  get activeTurns(): number {
+    return this.slots.inUse;
+  }
+
   /** Resolves when every lane is empty (used by `chat -m`, tests and shutdown). */
   async idle(): Promise<void> {
     for (let round = 0; round < 1000; round++) {

@@ -119,6 +119,11 @@ export class SubagentManager implements SubagentControl {
     return n;
   }
 
+  /** Subagents running or waiting for a slot, across all chats (metrics). */
+  get active(): number {
+    return this.entries.size;
+  }
+
   listForSession(sessionKey: string): { id: string; label: string }[] {
     return [...this.entries.values()]
       .filter((e) => e.sessionKey === sessionKey)

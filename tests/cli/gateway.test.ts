@@ -22,6 +22,7 @@ describe("palaver gateway (child process)", () => {
       JSON.stringify({
         agents: { defaults: { workspace: join(dir, "ws"), provider: "custom" } },
         providers: { custom: { apiBase: "http://127.0.0.1:9/v1" } },
+        gateway: { port: 0 },
       }),
     );
     const child = spawn(

@@ -1,0 +1,154 @@
+/**
+ * Prometheus metrics of the daemon (prom-client). The gateway feeds them from
+ * the bus (messages in/out), the loop's turn reports (latency, tool calls)
+ * and a provider wrapper (LLM calls, errors, tokens); gauges are read when
+ * scraped.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import type { TurnReport } from "../agent/loop.js";
+import type { ChatRequest, ChatResponse, Provider } from "../llm/types.js";
+import { LlmError } from "../util/errors.js";
+
+export interface LiveCounts {
+  queueDepth(): number;
+  activeTurns(): number;
+  activeSubagents(): number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly messagesIn: Counter<"channel">;
+  private readonly messagesOut: Counter<"channel" | "kind">;
+  private readonly turnSeconds: Histogram<"outcome">;
+  private readonly llmCalls: Counter<"model">;
+  private readonly llmErrors: Counter<"kind">;
+  private readonly llmTokens: Counter<"type">;
+  private readonly toolCalls: Counter<"tool">;
+  private readonly toolErrors: Counter<"tool">;
+  /** When the LLM last answered / last failed (ms since epoch), for /readyz. */
+  lastLlmSuccessAt: number | undefined;
+  lastLlmFailureAt: number | undefined;
+
+  constructor(live: LiveCounts) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "palaver_" });
+    this.messagesIn = new Counter({
+      name: "palaver_messages_in_total",
+      help: "Messages taken in, per channel",
+      labelNames: ["channel"],
+      registers,
+    });
+    this.messagesOut = new Counter({
+      name: "palaver_messages_out_total",
+      help: "Messages sent out, per channel and kind (final, progress, toolHint)",
+      labelNames: ["channel", "kind"],
+      registers,
+    });
+    this.turnSeconds = new Histogram({
+      name: "palaver_turn_duration_seconds",
+      help: "Time from taking a message off the queue to the end of its turn",
+      labelNames: ["outcome"],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    });
+    this.llmCalls = new Counter({
+      name: "palaver_llm_calls_total",
+      help: "LLM calls (after retries)",
+      labelNames: ["model"],
+      registers,
+    });
+    this.llmErrors = new Counter({
+      name: "palaver_llm_errors_total",
+      help: "LLM calls that failed, by kind",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.llmTokens = new Counter({
+      name: "palaver_llm_tokens_total",
+      help: "Tokens used, prompt and completion",
+      labelNames: ["type"],
+      registers,
+    });
+    this.toolCalls = new Counter({
+      name: "palaver_tool_calls_total",
+      help: "Tool calls by the agent",
+      labelNames: ["tool"],
+      registers,
+    });
+    this.toolErrors = new Counter({
+      name: "palaver_tool_errors_total",
+      help: "Tool calls that returned an error",
+      labelNames: ["tool"],
+      registers,
+    });
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge("palaver_queue_depth", "Messages waiting or running in the agent's lanes", () => live.queueDepth());
+    gauge("palaver_active_turns", "Turns running now", () => live.activeTurns());
+    gauge("palaver_active_subagents", "Background subagents running now", () => live.activeSubagents());
+  }
+
+  inbound(msg: InboundMessage): void {
+    this.messagesIn.inc({ channel: msg.channel });
+  }
+
+  outbound(msg: OutboundMessage): void {
+    this.messagesOut.inc({ channel: msg.channel, kind: msg.kind ?? "final" });
+  }
+
+  turn(report: TurnReport): void {
+    this.turnSeconds.observe({ outcome: report.outcome }, report.durationMs / 1000);
+    for (const tool of report.tools) {
+      this.toolCalls.inc({ tool: tool.name });
+      if (!tool.ok) this.toolErrors.inc({ tool: tool.name });
+    }
+  }
+
+  /** Wraps a provider so every call is counted. */
+  meter(provider: Provider): Provider {
+    const llmCalls = this.llmCalls;
+    const llmErrors = this.llmErrors;
+    const llmTokens = this.llmTokens;
+    const metrics = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the wrapper reports here
+    return {
+      get model() {
+        return provider.model;
+      },
+      async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
+        llmCalls.inc({ model: req.model ?? provider.model });
+        try {
+          const response = await provider.chat(req, signal);
+          metrics.lastLlmSuccessAt = Date.now();
+          if (response.usage) {
+            llmTokens.inc({ type: "prompt" }, response.usage.promptTokens);
+            llmTokens.inc({ type: "completion" }, response.usage.completionTokens);
+          }
+          return response;
+        } catch (err) {
+          const kind = err instanceof LlmError ? err.kind : "other";
+          if (kind !== "aborted") {
+            llmErrors.inc({ kind });
+            metrics.lastLlmFailureAt = Date.now();
+          }
+          throw err;
+        }
+      },
+    };
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

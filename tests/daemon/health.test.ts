@@ -1,0 +1,110 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigSchema } from "../../src/config/schema.js";
+import { evaluateReadiness } from "../../src/daemon/health.js";
+import { Gateway } from "../../src/gateway.js";
+import { createLlm } from "../../src/llm/resilient.js";
+import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
+import { TestChannel } from "../helpers/test-channel.js";
+
+let dir: string;
+let fake: FakeOpenAI;
+let gateway: Gateway | undefined;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-health-"));
+  fake = await FakeOpenAI.start();
+});
+afterEach(async () => {
+  await gateway?.stop(500);
+  gateway = undefined;
+  await fake.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function get(path: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${gateway!.health.port}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Parses Prometheus text into "name{labels}" → value. */
+function parseMetrics(text: string): Map<string, number> {
+  const values = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const match = /^(\S+?)\s+(\S+)$/.exec(line);
+    if (match) values.set(match[1]!, Number(match[2]));
+  }
+  return values;
+}
+
+describe("health endpoints of the gateway", () => {
+  it("serves /healthz, /readyz (503 while a channel is down, 200 after) and /metrics", async () => {
+    const config = ConfigSchema.parse({
+      agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
+      providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+      channels: { telegram: { enabled: true, allowFrom: ["*"] } },
+      gateway: { port: 0, heartbeat: { enabled: false } },
+    });
+    const channel = new TestChannel("telegram", { failStarts: 1 });
+    gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createLlm(config),
+      platforms: { telegram: async () => channel },
+      channelRetryBaseMs: 200,
+    });
+    await gateway.start();
+
+    expect((await get("/healthz")).status).toBe(200);
+    const down = await get("/readyz");
+    expect(down.status).toBe(503);
+    expect(JSON.parse(down.body)).toMatchObject({
+      ready: false,
+      components: {
+        "channel:telegram": { ready: false, error: expect.stringMatching(/bad token/) as unknown },
+      },
+    });
+
+    await waitFor(async () => (await get("/readyz")).status === 200);
+
+    fake.setHandler((req) => ({
+      content: `re: ${lastUserText(req)}`,
+      usage: { prompt_tokens: 10, completion_tokens: 3 },
+    }));
+    channel.receive({ content: "hi", metadata: { messageId: 1 } });
+    await waitFor(() => channel.sent.length === 1);
+    await gateway.agent.loop.idle();
+
+    const metrics = parseMetrics((await get("/metrics")).body);
+    expect(metrics.get('palaver_messages_in_total{channel="telegram"}')).toBe(1);
+    expect(metrics.get('palaver_messages_out_total{channel="telegram",kind="final"}')).toBe(1);
+    expect(metrics.get('palaver_llm_calls_total{model="fake-model"}')).toBeGreaterThanOrEqual(1);
+    expect(metrics.get('palaver_llm_tokens_total{type="prompt"}')).toBe(10);
+    expect(metrics.get('palaver_turn_duration_seconds_count{outcome="replied"}')).toBe(1);
+    expect(metrics.get("palaver_queue_depth")).toBe(0);
+    expect(metrics.has("palaver_process_resident_memory_bytes")).toBe(true);
+
+    expect((await get("/nope")).status).toBe(404);
+  });
+});
+
+describe("evaluateReadiness", () => {
+  it("is not ready when the last LLM call failed or every model's circuit is open", () => {
+    const running = [{ name: "telegram", state: "running" }];
+    expect(evaluateReadiness(running, {}).ready).toBe(true);
+    expect(evaluateReadiness(running, { lastSuccessAt: 2, lastFailureAt: 1 }).ready).toBe(true);
+    expect(evaluateReadiness(running, { lastSuccessAt: 1, lastFailureAt: 2 }).ready).toBe(false);
+    expect(evaluateReadiness(running, { circuits: { a: "open", b: "closed" } }).ready).toBe(true);
+    expect(evaluateReadiness(running, { circuits: { a: "open" } }).ready).toBe(false);
+    expect(evaluateReadiness([{ name: "slack", state: "retrying" }], {}).ready).toBe(false);
+  });
+});
