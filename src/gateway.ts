@@ -9,8 +9,14 @@ import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./agent/index.js";
 import { ChannelManager } from "./channels/manager.js";
-import { createEnabledChannels, PLATFORMS, type ChannelFactory } from "./channels/registry.js";
+import {
+  createEnabledChannels,
+  PLATFORMS,
+  type ChannelFactory,
+  type PlatformName,
+} from "./channels/registry.js";
 import type { LoadedConfig } from "./config/load.js";
+import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
@@ -126,6 +132,38 @@ export class Gateway {
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",
     );
+  }
+
+  /**
+   * Applies a new config (SIGHUP): a chat platform whose section changed is
+   * restarted (or started, or stopped); the others keep running untouched.
+   * Other changes need a restart, and the log says which.
+   */
+  async reload(next: Pick<LoadedConfig, "config">): Promise<void> {
+    const before = this.opts.loaded.config;
+    const after = next.config;
+    const changedPlatforms = (Object.keys(PLATFORMS) as PlatformName[]).filter(
+      (name) => JSON.stringify(before.channels[name]) !== JSON.stringify(after.channels[name]),
+    );
+    const platforms = this.opts.platforms ?? PLATFORMS;
+    for (const name of changedPlatforms) {
+      await this.channels.remove(name);
+      const [created] = await createEnabledChannels(
+        { config: after, workspace: this.opts.loaded.workspace, log: this.log },
+        { [name]: platforms[name] },
+      );
+      if (created) await this.channels.replace(created.channel, { allowFrom: created.allowFrom });
+      this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
+    }
+    const needRestart = Object.keys(after).filter(
+      (key) =>
+        key !== "channels" &&
+        JSON.stringify(before[key as keyof Config]) !== JSON.stringify(after[key as keyof Config]),
+    );
+    if (needRestart.length) {
+      this.log.warn({ sections: needRestart }, "these config changes take effect after a restart");
+    }
+    this.opts.loaded = { ...this.opts.loaded, config: { ...before, channels: after.channels } };
   }
 
   /** Graceful stop: no new messages, running turns finish (up to graceMs), everything persisted. */

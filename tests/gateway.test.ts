@@ -124,6 +124,51 @@ describe("Gateway restarts (journal)", () => {
   });
 });
 
+describe("Gateway.reload (SIGHUP)", () => {
+  it("restarts only the channels whose config section changed", async () => {
+    const made: TestChannel[] = [];
+    const factory = (name: string) => async () => {
+      const channel = new TestChannel(name);
+      made.push(channel);
+      return channel;
+    };
+    const config = configFor({
+      channels: {
+        telegram: { enabled: true, allowFrom: ["42"] },
+        slack: { enabled: true, allowFrom: ["*"] },
+      },
+    });
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: factory("telegram"), slack: factory("slack") },
+    });
+    await gateway.start();
+    try {
+      const [telegram, slack] = made;
+      const next = configFor({
+        channels: {
+          telegram: { enabled: true, allowFrom: ["42", "43"] },
+          slack: { enabled: true, allowFrom: ["*"] },
+        },
+      });
+      await gateway.reload({ config: next });
+
+      expect(made).toHaveLength(3);
+      expect(telegram!.stopped).toBe(true);
+      expect(slack!.stopped).toBe(false);
+      expect(slack!.startAttempts).toBe(1);
+      const newTelegram = made[2]!;
+      fake.setHandler(() => ({ content: "welcome" }));
+      newTelegram.receive({ content: "hi", senderId: "43" }); // newly allowed
+      await waitFor(() => newTelegram.sent.length === 1);
+      expect(newTelegram.sent[0]!.content).toBe("welcome");
+    } finally {
+      await gateway.stop(500);
+    }
+  });
+});
+
 describe("palaver gateway (child process)", () => {
   it("finishes the turn in flight on SIGTERM, persists it and exits 0", async () => {
     // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.

@@ -46,6 +46,8 @@ interface Entry {
   lastError?: string;
   /** The background start-and-retry task. */
   starting?: Promise<void>;
+  /** Ends this channel's start retries (removal); the manager's lifetime ends everyone's. */
+  stopRetrying?: AbortController;
 }
 
 export class ChannelManager {
@@ -88,13 +90,36 @@ export class ChannelManager {
     this.lifetime = new AbortController();
     this.intakeOpen = true;
     this.unsubscribe ??= this.opts.bus.onOutbound((msg) => this.route(msg));
-    const firstAttempts = [...this.entries.values()].map(
-      (entry) =>
-        new Promise<void>((settled) => {
-          entry.starting = this.keepStarting(entry, settled);
-        }),
-    );
-    await Promise.all(firstAttempts);
+    await Promise.all([...this.entries.values()].map((entry) => this.launch(entry)));
+  }
+
+  /** Starts one channel in the background; resolves after its first attempt. */
+  private launch(entry: Entry): Promise<void> {
+    return new Promise<void>((settled) => {
+      entry.starting = this.keepStarting(entry, settled);
+    });
+  }
+
+  /** Replaces (or adds) a channel while the others keep running: config reload. */
+  async replace(channel: Channel, options: ChannelOptions): Promise<void> {
+    await this.remove(channel.name);
+    this.add(channel, options);
+    const entry = this.entries.get(channel.name)!;
+    if (!this.lifetime.signal.aborted && this.unsubscribe) await this.launch(entry);
+  }
+
+  /** Stops and forgets one channel (its queued replies stay in the journal). */
+  async remove(name: string): Promise<void> {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.entries.delete(name);
+    entry.stopRetrying?.abort();
+    await entry.starting;
+    if (entry.state === "running")
+      await entry.channel
+        .stop()
+        .catch((err: unknown) => this.log.warn({ err, channel: name }, "channel did not stop cleanly"));
+    entry.state = "stopped";
   }
 
   /** Stops taking new messages (shutdown step one); replies still go out. */
@@ -133,7 +158,8 @@ export class ChannelManager {
 
   private async keepStarting(entry: Entry, firstAttemptSettled: () => void): Promise<void> {
     const name = entry.channel.name;
-    const signal = this.lifetime.signal;
+    entry.stopRetrying = new AbortController();
+    const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
     const gate: InboundSink = { publishInbound: (msg) => this.admit(entry, msg) };
     for (let attempt = 0; !signal.aborted; attempt++) {
       entry.state = attempt === 0 ? "starting" : "retrying";

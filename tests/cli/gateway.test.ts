@@ -54,6 +54,50 @@ describe("palaver gateway (child process)", () => {
       clearTimeout(killer);
     }
     expect(stderr).toMatch(/no channels are running/);
+  });
+
+  it("keeps running with the old config when SIGHUP finds the new one invalid", async () => {
+    dir = await mkdtemp(join(tmpdir(), "palaver-gw-"));
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws"), provider: "custom" } },
+        providers: { custom: { apiBase: "http://127.0.0.1:9/v1" } },
+        gateway: { port: 0 },
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      ["--import", TSX, join(ROOT, "src/main.ts"), "gateway", "--config", configPath],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH, HOME: dir },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    const seen = (text: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => stderr.includes(text) && resolve();
+        child.stderr.on("data", check);
+        check();
+      });
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    try {
+      await seen("gateway running");
+      await writeFile(configPath, JSON.stringify({ agents: { defaults: { maxTokens: "lots" } } }));
+      child.kill("SIGHUP");
+      await seen("config reload refused");
+      expect(stderr).toMatch(/agents\.defaults\.maxTokens/);
+      expect(child.exitCode).toBeNull();
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      clearTimeout(killer);
+    }
     expect(stderr).toMatch(/stopped/);
   });
 });
