@@ -1,10 +1,11 @@
 /** `npm run bench`: runs every benchmark and prints each result beside its target. */
 import { benchConcurrency } from "./concurrency.js";
+import { benchJournal } from "./journal.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
 import type { BenchResult } from "./types.js";
 
-const benches: (() => Promise<BenchResult>)[] = [benchSessionAppend, benchConcurrency, benchOverhead];
+const benches: (() => Promise<BenchResult>)[] = [benchSessionAppend, benchConcurrency, benchOverhead, benchJournal];
 
 let failed = 0;
 for (const bench of benches) {

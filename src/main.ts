@@ -8,6 +8,7 @@ import { addCommonOptions } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
 import { registerCronCommand } from "./cli/cron.js";
 import { registerMcpCommand } from "./cli/mcp.js";
+import { registerServiceCommand } from "./cli/service.js";
 import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerStatusCommand } from "./cli/status.js";
@@ -37,5 +38,6 @@ registerStatusCommand(program);
 registerConfigCommand(program);
 registerCronCommand(program);
 registerMcpCommand(program);
+registerServiceCommand(program);
 
 await program.parseAsync();

@@ -2,6 +2,13 @@
 import type { Command } from "commander";
 import { Gateway } from "../gateway.js";
 import { loadConfig, secretValues } from "../config/load.js";
+import {
+  notifyReady,
+  notifyReloading,
+  notifyStatus,
+  notifyStopping,
+  startWatchdog,
+} from "../daemon/systemd-notify.js";
 import { logger, registerSecrets } from "../log.js";
 import { ConfigError } from "../util/errors.js";
 import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
@@ -15,6 +22,8 @@ export function registerGatewayCommand(program: Command): void {
     .description("run the assistant daemon: channels, agent, cron and heartbeat")
     .action(async () => {
       const loaded = loadForCli(cmd);
+      // Early: this also removes NOTIFY_SOCKET from the environment tools and MCP servers inherit.
+      void notifyStatus("starting");
       const log = logger("gateway");
       const gateway = new Gateway({ loaded });
       // Timers alone may not hold the event loop open (e.g. cron and heartbeat disabled, no channels).
@@ -27,10 +36,14 @@ export function registerGatewayCommand(program: Command): void {
         );
       process.on("SIGHUP", onHangup);
       await gateway.start();
+      void notifyReady(readyStatus(gateway));
+      const stopWatchdog = startWatchdog();
       const signal = await stopRequested;
+      void notifyStopping("stopping: finishing running turns");
       log.info({ signal }, "shutting down: finishing running turns");
       process.off("SIGHUP", onHangup);
       await gateway.stop(SHUTDOWN_GRACE_MS);
+      stopWatchdog();
       clearInterval(keepAlive);
       log.info("stopped");
     });
@@ -40,23 +53,27 @@ export function registerGatewayCommand(program: Command): void {
 /** SIGHUP: re-read the config; when it is invalid, keep running with the old one and say why. */
 async function reload(gateway: Gateway, configPath: string, workspace: string | undefined): Promise<void> {
   const log = logger("gateway");
-  let next;
+  void notifyReloading("reloading config");
   try {
-    next = loadConfig({ configPath, workspace });
+    const next = loadConfig({ configPath, workspace });
+    for (const warning of next.warnings) log.warn(warning);
+    registerSecrets(secretValues(next.config));
+    log.info("config reloaded");
+    await gateway.reload(next);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      log.error(
-        { problems: err.problems },
-        `config reload refused, keeping the running config: ${err.message}`,
-      );
-      return;
-    }
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    log.error(
+      { problems: err.problems },
+      `config reload refused, keeping the running config: ${err.message}`,
+    );
+  } finally {
+    void notifyReady(readyStatus(gateway));
   }
-  for (const warning of next.warnings) log.warn(warning);
-  registerSecrets(secretValues(next.config));
-  log.info("config reloaded");
-  await gateway.reload(next);
+}
+
+function readyStatus(gateway: Gateway): string {
+  const channels = gateway.channels.status().map((c) => `${c.name} ${c.state}`);
+  return `running: ${channels.length ? channels.join(", ") : "no channels"}`;
 }
 
 function waitForSignal(): Promise<NodeJS.Signals> {
