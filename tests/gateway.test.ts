@@ -1,17 +1,14 @@
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../src/config/schema.js";
 import { Gateway } from "../src/gateway.js";
 import { createProvider } from "../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "./fakes/openai-server.js";
 import { TestChannel } from "./helpers/test-channel.js";
-
-const ROOT = join(import.meta.dirname, "..");
-const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+import { startCli } from "./helpers/cli.js";
+import { waitFor } from "./helpers/wait.js";
 
 let dir: string;
 let fake: FakeOpenAI;
@@ -210,36 +207,12 @@ describe("palaver gateway (child process)", () => {
     );
     fake.setHandler(() => ({ content: "Time to stretch!", delayMs: 1000 }));
 
-    const child = spawn(
-      process.execPath,
-      ["--import", TSX, join(ROOT, "src/main.ts"), "gateway", "--config", configPath],
-      {
-        cwd: dir,
-        env: { PATH: process.env.PATH, HOME: dir },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-    try {
-      await waitFor(() => fake.requests.length === 1, 10_000);
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
-    } finally {
-      clearTimeout(killer);
-    }
+    const run = startCli(["gateway", "--config", configPath], { cwd: dir, env: { HOME: dir } });
+    await waitFor(() => fake.requests.length === 1, 10_000);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
     const session = await readFile(join(dir, "ws", "sessions", "cron_job00001.jsonl"), "utf8");
     expect(session).toContain("Time to stretch!");
-    expect(stderr).toMatch(/stopped/);
+    expect(run.stderr).toMatch(/stopped/);
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { systemMessage } from "../../src/bus/types.js";
 import { lastUserText, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 let h: Harness;
 afterEach(async () => {
@@ -34,14 +35,6 @@ const saveMemory = (history_entry: string, memory_update: string): FakeReply => 
 const finals = () => h.outbound.filter((m) => (m.kind ?? "final") === "final");
 const requestsOf = (kind: Kind) => h.fake!.requests.filter((r) => kindOf(r) === kind);
 const readWs = (path: string) => readFile(join(h.workspace, path), "utf8");
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe("/new", () => {
   it("archives the conversation into MEMORY.md and HISTORY.md, then clears the session", async () => {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MAX_IDENTICAL_CALLS } from "../../src/agent/runner.js";
 import { lastUserText } from "../fakes/openai-server.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 let h: Harness;
 afterEach(async () => {
@@ -210,11 +211,3 @@ describe("agent loop, end to end through the openai SDK", () => {
     expect(lastUserText(h.fake!.requests[0]!)).toBe("/weather Paris");
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -16,6 +16,7 @@ import { ConfigSchema } from "../../src/config/schema.js";
 import { OpenAIProvider } from "../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
 import { startHarness } from "../helpers/agent-harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 let fake: FakeOpenAI;
 let workspace: string;
@@ -75,14 +76,6 @@ function manager(overrides: Partial<SubagentManagerOptions> = {}): SubagentManag
   });
   managers.push(m);
   return m;
-}
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 function captureLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {

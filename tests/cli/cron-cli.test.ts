@@ -3,11 +3,10 @@
  * HOME and PALAVER_CONFIG in a temp folder. A "gateway" is a CronService
  * started in this test process on the same job file.
  */
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
@@ -15,9 +14,10 @@ import { cronStorePath } from "../../src/config/paths.js";
 import { CronService } from "../../src/cron/service.js";
 import type { CronJob } from "../../src/cron/types.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
+import { runCli, type CliResult } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const ENTRY = join(ROOT, "tests", "cli", "run-cron-cli.ts");
 
 let dir: string;
@@ -44,30 +44,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
-  Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, PALAVER_TEST: "1", NO_COLOR: "1" });
-  env.PALAVER_LOG_LEVEL = "silent";
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", TSX, ENTRY, "cron", ...args], {
-      cwd: dir,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 15_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+function cli(args: string[]): Promise<CliResult> {
+  return runCli(["cron", ...args], {
+    cwd: dir,
+    entry: ENTRY,
+    env: { HOME: home, PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent" },
   });
 }
 
@@ -76,14 +57,6 @@ async function jobsOnDisk(): Promise<CronJob[]> {
     return (JSON.parse(await readFile(storePath, "utf8")) as { jobs: CronJob[] }).jobs;
   } catch {
     return [];
-  }
-}
-
-async function waitFor(check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -4,12 +4,11 @@
  * temp folder (nothing touches the real home or /etc), and the rendered units through
  * `systemd-analyze verify` where systemd is installed.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   installWarnings,
@@ -21,9 +20,9 @@ import {
   type UnitValues,
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
+import { runCli, type CliResult } from "../helpers/cli.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const ENTRY = join(ROOT, "tests", "cli", "run-service-cli.ts");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
@@ -253,34 +252,11 @@ describe("palaver service install (child process)", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  interface Run {
-    code: number | null;
-    stdout: string;
-    stderr: string;
-  }
-
-  function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-    const env: NodeJS.ProcessEnv = {};
-    const inherited = /^(PALAVER_|SUDO_|NOTIFY_SOCKET$|XDG_)/;
-    for (const [k, v] of Object.entries(process.env)) if (!inherited.test(k)) env[k] = v;
-    Object.assign(
-      env,
-      { HOME: home, XDG_CONFIG_HOME: xdg, PALAVER_LOG_LEVEL: "warn", NO_COLOR: "1" },
-      extraEnv,
-    );
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ["--import", TSX, ENTRY, ...args], {
-        cwd: dir,
-        env,
-        stdio: ["ignore", "pipe", "pipe"],
-        timeout: 15_000,
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
+  function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+    return runCli(args, {
+      cwd: dir,
+      entry: ENTRY,
+      env: { HOME: home, XDG_CONFIG_HOME: xdg, PALAVER_LOG_LEVEL: "warn", ...extraEnv },
     });
   }
 

@@ -8,6 +8,7 @@ import { Gateway } from "../../src/gateway.js";
 import { createLlm } from "../../src/llm/resilient.js";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
 import { TestChannel } from "../helpers/test-channel.js";
+import { waitFor } from "../helpers/wait.js";
 
 let dir: string;
 let fake: FakeOpenAI;
@@ -26,14 +27,6 @@ afterEach(async () => {
 async function get(path: string): Promise<{ status: number; body: string }> {
   const res = await fetch(`http://127.0.0.1:${gateway!.health.port}${path}`);
   return { status: res.status, body: await res.text() };
-}
-
-async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Parses Prometheus text into "name{labels}" → value. */

@@ -15,6 +15,7 @@ import {
 import { OpenAIProvider } from "../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
 import { startHarness } from "../helpers/agent-harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 const TEMPLATE = join(import.meta.dirname, "../../workspace/HEARTBEAT.md");
 const TASKS = `# Heartbeat Tasks
@@ -87,14 +88,6 @@ function service(overrides: Partial<HeartbeatOptions> = {}): HeartbeatService {
 }
 
 const decide = (args: Record<string, unknown>) => ({ toolCalls: [toolCall("heartbeat", args)] });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe("HeartbeatService.tick", () => {
   it("does nothing without HEARTBEAT.md", async () => {

@@ -2,19 +2,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { stdioServerCommand } from "../fakes/mcp-stdio.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 let h: Harness;
 afterEach(async () => {
   await h?.cleanup();
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("MCP through createAgent", () => {
   it("connects configured servers in the background, lets the model call their tools and shows them in /status", async () => {
@@ -28,7 +21,7 @@ describe("MCP through createAgent", () => {
         },
       },
     });
-    await waitFor(() => h.tools.has("mcp_fake_echo"));
+    await waitFor(() => h.tools.has("mcp_fake_echo"), 15_000);
 
     h.fake!.enqueue(
       { toolCalls: [{ name: "mcp_fake_echo", arguments: { text: "ping" } }] },

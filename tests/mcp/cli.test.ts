@@ -1,16 +1,15 @@
 /** `palaver mcp list` as a real child process (tests/cli/run-mcp-cli.ts), HOME and config in a temp folder. */
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeMcpHttpServer } from "../fakes/mcp-http-server.js";
 import { stdioServerCommand } from "../fakes/mcp-stdio.js";
 import { isAlive } from "./helpers.js";
+import { runCli, type CliResult } from "../helpers/cli.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const ENTRY = join(ROOT, "tests", "cli", "run-mcp-cli.ts");
 
 let dir: string;
@@ -28,28 +27,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
-  Object.assign(env, {
-    HOME: join(dir, "home"),
-    PALAVER_CONFIG: configPath,
-    NO_COLOR: "1",
-    MCP_TEST_TOKEN: "tok-1",
-  });
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", TSX, ENTRY, ...args], {
-      cwd: dir,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 20_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+function cli(args: string[]): Promise<CliResult> {
+  return runCli(args, {
+    cwd: dir,
+    entry: ENTRY,
+    env: { HOME: join(dir, "home"), PALAVER_CONFIG: configPath, MCP_TEST_TOKEN: "tok-1" },
   });
 }
 

@@ -10,6 +10,7 @@ import { ConfigSchema } from "../../../src/config/schema.js";
 import { OpenAIProvider } from "../../../src/llm/openai-provider.js";
 import { FakeOpenAI } from "../../fakes/openai-server.js";
 import { TempDirs, makeContext } from "./helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const temps = new TempDirs();
 let fake: FakeOpenAI;
@@ -54,14 +55,6 @@ afterEach(async () => {
   await fake.close();
   await temps.cleanup();
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const call = (args: Record<string, unknown>) => ({
   id: "call_1",
