@@ -5,7 +5,12 @@ import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
 import type { BenchResult } from "./types.js";
 
-const benches: (() => Promise<BenchResult>)[] = [benchSessionAppend, benchConcurrency, benchOverhead, benchJournal];
+const benches: (() => Promise<BenchResult>)[] = [
+  benchSessionAppend,
+  benchConcurrency,
+  benchOverhead,
+  benchJournal,
+];
 
 let failed = 0;
 for (const bench of benches) {

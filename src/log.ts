@@ -15,6 +15,7 @@ const TOKEN_SHAPES = [
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack bot/user tokens
   /\bxapp-[A-Za-z0-9-]{10,}/g, // Slack app tokens
   /\b\d{6,12}:[A-Za-z0-9_-]{30,}/g, // Telegram bot tokens
+  /\b[MNO][A-Za-z\d_-]{23,27}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,40}\b/g, // Discord bot tokens
   /\bBearer\s+[A-Za-z0-9._~+/-]{12,}=*/gi,
 ];
 const MASK = "[redacted]";

@@ -18,12 +18,10 @@ export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;
 
 export type PlatformName = "telegram" | "slack" | "discord";
 
-export const PLATFORMS: Record<PlatformName, ChannelFactory | undefined> = {
-  // Filled in by the channel issues, e.g.
-  // telegram: async (ctx) => new (await import("./telegram/adapter.js")).TelegramChannel(ctx),
-  telegram: undefined,
-  slack: undefined,
-  discord: undefined,
+export const PLATFORMS: Record<PlatformName, ChannelFactory> = {
+  telegram: async (ctx) => (await import("./telegram/adapter.js")).createTelegramChannel(ctx),
+  slack: async (ctx) => (await import("./slack/adapter.js")).createSlackChannel(ctx),
+  discord: async (ctx) => (await import("./discord/adapter.js")).createDiscordChannel(ctx),
 };
 
 export interface EnabledChannel {

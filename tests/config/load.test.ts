@@ -332,8 +332,6 @@ describe("loadConfig: unknown and snake_case keys", () => {
     const { config, warnings } = load({ configPath: FIXTURE });
     expect(warnings).toEqual([
       "unknown key channels.whatsapp (ignored)",
-      "unknown key channels.discord.gatewayUrl (ignored)",
-      "unknown key channels.discord.intents (ignored)",
       "unknown key channels.feishu (ignored)",
       "unknown key audio (ignored)",
     ]);

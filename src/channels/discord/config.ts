@@ -1,12 +1,52 @@
 import { z } from "zod";
-import { channelBase, groupPolicy, idList } from "../config-common.js";
+import { channelBase, idList } from "../config-common.js";
+
+/** Guilds (1) | GuildMessages (512) | DirectMessages (4096) | MessageContent (32768): nanobot's default. */
+export const DEFAULT_INTENTS = 37377;
+/** nanobot's default gatewayUrl; accepted so a nanobot config loads without warnings. */
+export const NANOBOT_GATEWAY_URL = "wss://gateway.discord.gg/?v=10&encoding=json";
 
 export const DiscordConfigSchema = z.object({
   ...channelBase,
-  token: z.string().default(""),
-  replyToMessage: z.boolean().default(false),
-  groupPolicy,
-  groupAllowFrom: idList,
+  token: z
+    .string()
+    .default("")
+    .describe("The bot token: Developer Portal → your application → Bot → Reset Token."),
+  apiUrl: z
+    .string()
+    .default("")
+    .refine((s) => s === "" || /^https?:\/\/\S+$/.test(s), "must be an http(s) URL, or empty")
+    .describe(
+      "REST API base (discord.js rest.api); empty means https://discord.com/api. The gateway address " +
+        "is asked from <apiUrl>/v10/gateway/bot, so this moves both (a proxy, or a test server).",
+    ),
+  replyToMessage: z.boolean().default(false).describe("Answers quote (reference) the message they answer."),
+  groupPolicy: z
+    .enum(["mention", "open", "allowlist"])
+    .default("mention")
+    .describe(
+      "In servers: answer when @mentioned or replied to (default), to every message (open), " +
+        "or to every message in the groupAllowFrom channels only (allowlist). DMs are always answered.",
+    ),
+  groupAllowFrom: idList.describe(
+    "Channel ids for groupPolicy allowlist; a thread counts as being in its parent channel.",
+  ),
+  gatewayUrl: z
+    .string()
+    .default(NANOBOT_GATEWAY_URL)
+    .describe(
+      "nanobot's key, accepted and not used: discord.js asks apiUrl for the gateway address instead.",
+    ),
+  intents: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(DEFAULT_INTENTS)
+    .describe(
+      "Gateway intents bitfield (nanobot's key). 37377 = servers, server messages, DMs and message " +
+        "content. Without 32768 (Message Content, privileged) the bot sees only the text of DMs and " +
+        "of messages that mention it.",
+    ),
 });
 
 export type DiscordConfig = z.infer<typeof DiscordConfigSchema>;

@@ -1,0 +1,47 @@
+/**
+ * Voice notes → text through an OpenAI-compatible /audio/transcriptions
+ * endpoint (OpenAI, Groq, a local whisper server …), chosen by the top-level
+ * `transcription` config: `provider` names an entry of `providers` (its
+ * apiBase/apiKey are used), `model` the speech model.
+ */
+import { createReadStream } from "node:fs";
+import { basename } from "node:path";
+import OpenAI, { toFile } from "openai";
+import type { Config } from "../../config/schema.js";
+import { resolveProvider } from "../../llm/providers.js";
+import { ChannelError, errorMessage } from "../../util/errors.js";
+
+export interface Transcriber {
+  transcribe(path: string, signal?: AbortSignal): Promise<string>;
+}
+
+const TIMEOUT_MS = 120_000;
+
+/** A transcriber for the configured provider, or null when transcription is off. Throws ConfigError on a bad provider. */
+export function createTranscriber(config: Config): Transcriber | null {
+  const { provider, model } = config.transcription;
+  if (!provider.trim()) return null;
+  // resolveProvider knows every provider's default base URL and says which key is missing.
+  const resolved = resolveProvider({
+    ...config,
+    agents: { defaults: { ...config.agents.defaults, provider: provider.trim(), model } },
+  });
+  const client = new OpenAI({
+    baseURL: resolved.baseURL,
+    apiKey: resolved.apiKey || "not-needed",
+    defaultHeaders: resolved.extraHeaders,
+    timeout: TIMEOUT_MS,
+    maxRetries: 1,
+  });
+  return {
+    async transcribe(path, signal) {
+      try {
+        const file = await toFile(createReadStream(path), basename(path));
+        const result = await client.audio.transcriptions.create({ file, model: resolved.model }, { signal });
+        return result.text.trim();
+      } catch (err) {
+        throw new ChannelError(`transcription failed: ${errorMessage(err)}`, { cause: err });
+      }
+    },
+  };
+}

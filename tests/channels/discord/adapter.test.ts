@@ -1,0 +1,307 @@
+/**
+ * The Discord adapter on its own (real discord.js against FakeDiscord): connection
+ * failures in plain words, rate limits, files, reply references, interactions.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { InboundMessage } from "../../../src/bus/types.js";
+import { MessageBus } from "../../../src/bus/bus.js";
+import {
+  createDiscordChannel,
+  DiscordChannel,
+  type DiscordChannelOptions,
+} from "../../../src/channels/discord/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { DiscordConfigSchema } from "../../../src/channels/discord/config.js";
+import { ChannelManager } from "../../../src/channels/manager.js";
+import { ChannelError } from "../../../src/util/errors.js";
+import { FakeDiscord, type FakeDiscordOptions } from "../../fakes/discord-server.js";
+
+let dir: string;
+let fake: FakeDiscord | undefined;
+let channel: DiscordChannel | undefined;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-discord-adapter-"));
+});
+afterEach(async () => {
+  await channel?.stop();
+  channel = undefined;
+  await fake?.close();
+  fake = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function setup(
+  opts: {
+    fake?: FakeDiscordOptions;
+    discord?: Record<string, unknown>;
+    adapter?: Partial<DiscordChannelOptions>;
+  } = {},
+) {
+  fake = await FakeDiscord.start(opts.fake);
+  const guild = fake.addGuild({ name: "home", channels: ["general"] });
+  const alice = fake.addUser("alice");
+  channel = new DiscordChannel({
+    config: DiscordConfigSchema.parse({
+      enabled: true,
+      token: fake.token,
+      apiUrl: fake.apiUrl,
+      allowFrom: ["*"],
+      ...opts.discord,
+    }),
+    workspace: join(dir, "ws"),
+    maxMediaBytes: 1024 * 1024,
+    connectTimeoutMs: 5000,
+    ...opts.adapter,
+  });
+  const inbound: InboundMessage[] = [];
+  const sink = { publishInbound: (m: InboundMessage) => inbound.push(m) };
+  return { fake, channel, guild, general: guild.channels[0]!, alice, inbound, sink };
+}
+
+const never = () => new AbortController().signal;
+
+describe("createDiscordChannel (the registry's factory)", () => {
+  it("builds the channel from the config, and refuses an empty token in plain words", async () => {
+    const config = ConfigSchema.parse({
+      channels: { discord: { enabled: true, token: "t0k" } },
+    });
+    const ctx = { config, workspace: dir, log: pino({ level: "silent" }) };
+    expect(await createDiscordChannel(ctx)).toBeInstanceOf(DiscordChannel);
+    const empty = ConfigSchema.parse({ channels: { discord: { enabled: true, token: " " } } });
+    await expect(createDiscordChannel({ ...ctx, config: empty })).rejects.toThrow(
+      /channels\.discord\.token is empty/,
+    );
+  });
+});
+
+describe("DiscordChannel: connecting", () => {
+  it("rejects start() in plain words when the token is wrong (401 from the API), without touching the gateway", async () => {
+    const { channel, fake, sink } = await setup({ discord: { token: "wrong-token" } });
+    const err = await channel.start(sink, never()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelError);
+    expect((err as Error).message).toMatch(
+      /^Discord rejected the bot token\. Check channels\.discord\.token/,
+    );
+    expect((err as Error).message).toContain("HTTP 401");
+    expect(fake.connections).toHaveLength(0);
+  });
+
+  it("rejects start() when the gateway refuses the token (close 4004)", async () => {
+    const { channel, fake, sink } = await setup();
+    fake.failNextIdentify = 4004;
+    await expect(channel.start(sink, never())).rejects.toThrow(/rejected the bot token.*gateway close 4004/);
+  });
+
+  it("rejects start() naming the Message Content intent when Discord disallows it (close 4014)", async () => {
+    const { channel, sink } = await setup({ fake: { allowedPrivilegedIntents: 0 } });
+    await expect(channel.start(sink, never())).rejects.toThrow(/Message Content Intent/);
+  });
+
+  it("connects without the privileged intent when channels.discord.intents leaves it out", async () => {
+    const { channel, fake, sink } = await setup({
+      fake: { allowedPrivilegedIntents: 0 },
+      discord: { intents: 1 | 512 | 4096 },
+    });
+    await channel.start(sink, never());
+    expect((fake.framesWithOp(2)[0]!.d as { intents: number }).intents).toBe(4609);
+  });
+
+  it("is retried by the channel manager until it connects", async () => {
+    const { channel, fake } = await setup();
+    fake.failNextIdentify = 4004;
+    const bus = new MessageBus();
+    const manager = new ChannelManager({
+      bus,
+      sendProgress: false,
+      sendToolHints: false,
+      retryBaseMs: 20,
+      retryMaxMs: 50,
+    });
+    manager.add(channel, { allowFrom: ["*"] });
+    try {
+      await manager.start();
+      await fake.waitFor(() => manager.status()[0]!.state === "running", 5000, "the retry");
+      expect(fake.identifies).toBe(2);
+    } finally {
+      await manager.stop(100);
+    }
+  });
+
+  it("stops waiting when start is cancelled", async () => {
+    const { channel, sink } = await setup();
+    const controller = new AbortController();
+    controller.abort();
+    await expect(channel.start(sink, controller.signal)).rejects.toThrow(/cancelled/);
+  });
+
+  it("heartbeats as told by HELLO, gets ACKs and keeps one connection", async () => {
+    const { channel, fake, sink } = await setup({ fake: { heartbeatIntervalMs: 40 } });
+    await channel.start(sink, never());
+    await fake.waitFor(() => fake.heartbeats >= 3, 3000, "three heartbeats");
+    expect(fake.connections).toHaveLength(1);
+  });
+
+  it("identifies again when the session cannot be resumed, logs it, and keeps receiving", async () => {
+    const logs: string[] = [];
+    const log = pino(
+      { level: "info" },
+      { write: (line: string) => logs.push((JSON.parse(line) as { msg: string }).msg) },
+    );
+    const { channel, fake, sink, inbound, alice } = await setup({ adapter: { log } });
+    await channel.start(sink, never());
+    fake.closeGateway(1000); // discord.js starts over with a new session
+    // discord.js spaces IDENTIFYs 5 s apart (Discord's identify rate limit), so this one waits.
+    await fake.waitFor(() => fake.identifies === 2 && fake.liveConnection, 8000, "the new session");
+    fake.userMessage({ channelId: fake.dmChannel(alice).id, author: alice, content: "still there?" });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the message after reconnecting");
+    expect(fake.resumes).toBe(0);
+    expect(logs).toEqual(
+      expect.arrayContaining([
+        "Discord gateway connection lost; discord.js is reconnecting",
+        "Discord gateway reconnected with a new session",
+      ]),
+    );
+  }, 15_000);
+
+  it("closes the gateway on stop() and sends nothing afterwards", async () => {
+    const { channel, fake, sink, general } = await setup();
+    await channel.start(sink, never());
+    const connection = fake.connections[0]!;
+    await channel.stop();
+    await fake.waitFor(() => connection.closeCode !== undefined, 2000, "the close");
+    expect(connection.closeCode).toBe(1000);
+    await expect(channel.send({ channel: "discord", chatId: general.id, content: "late" })).rejects.toThrow(
+      /not connected/,
+    );
+  });
+});
+
+describe("DiscordChannel: sending", () => {
+  it("waits out a 429 in discord.js's queue and drops nothing, in order", async () => {
+    const { channel, fake, sink, general } = await setup();
+    await channel.start(sink, never());
+    fake.rateLimitNext({ method: "POST", path: /\/channels\/\d+\/messages$/, retryAfter: 0.15 });
+    const long = Array.from({ length: 3 }, (_, i) => `part ${i} ${"x".repeat(1900)}`).join("\n\n");
+    await channel.send({ channel: "discord", chatId: general.id, content: long });
+    const posts = fake.calls("POST", `/channels/${general.id}/messages`);
+    expect(posts.map((r) => r.status)).toEqual([429, 200, 200, 200]);
+    expect(posts[1]!.at - posts[0]!.at).toBeGreaterThanOrEqual(140);
+    expect(fake.sent.map((m) => m.content.slice(0, 6))).toEqual(["part 0", "part 1", "part 2"]);
+  });
+
+  it("sends files as attachments and says which were missing", async () => {
+    const { channel, fake, sink, general } = await setup();
+    await channel.start(sink, never());
+    const report = join(dir, "report.csv");
+    await writeFile(report, "a,b\n1,2\n");
+    await channel.send({
+      channel: "discord",
+      chatId: general.id,
+      content: "Here you go",
+      media: [report, join(dir, "gone.png")],
+    });
+    expect(fake.sent).toHaveLength(1);
+    expect(fake.sent[0]!.content).toBe("Here you go\n\n(file not found: gone.png)");
+    expect(fake.sent[0]!.files.map((f) => [f.name, f.data.toString()])).toEqual([
+      ["report.csv", "a,b\n1,2\n"],
+    ]);
+    expect(fake.sent[0]!.message.attachments[0]!.filename).toBe("report.csv");
+  });
+
+  it("references the user's message on the first chunk of a final reply when replyToMessage is on", async () => {
+    const { channel, fake, sink, general, alice, inbound } = await setup({
+      discord: { replyToMessage: true },
+    });
+    await channel.start(sink, never());
+    const question = fake.userMessage({
+      channelId: general.id,
+      author: alice,
+      content: `<@${fake.bot.id}> hi`,
+      mentions: [fake.bot],
+    });
+    await fake.waitFor(() => inbound.length === 1);
+    expect(inbound[0]!.metadata?.messageId).toBe(question.id);
+    const base = { channel: "discord", chatId: general.id, replyTo: question.id };
+    await channel.send({ ...base, content: "thinking…", kind: "progress" });
+    await channel.send({ ...base, content: `${"a".repeat(1990)}\n\n${"b".repeat(100)}` });
+    expect(fake.sent.map((m) => m.replyTo)).toEqual([undefined, question.id, undefined]);
+  });
+
+  it("sends to a DM channel it has not seen since starting (fetched from the API)", async () => {
+    const { channel, fake, sink, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    await channel.send({ channel: "discord", chatId: dm.id, content: "reminder: stretch" });
+    expect(fake.calls("GET", `/channels/${dm.id}`)).toHaveLength(1);
+    expect(fake.sent.map((m) => [m.channelId, m.content])).toEqual([[dm.id, "reminder: stretch"]]);
+  });
+});
+
+describe("DiscordChannel: receiving", () => {
+  it("keeps a chat's messages in order while an attachment downloads", async () => {
+    const { channel, fake, sink, inbound, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    const slow = fake.addAttachment("slow.txt", "data", "text/plain", { delayMs: 200 });
+    fake.userMessage({ channelId: dm.id, author: alice, content: "first, with a file", attachments: [slow] });
+    fake.userMessage({ channelId: dm.id, author: alice, content: "second" });
+    await fake.waitFor(() => inbound.length === 2, 5000, "both messages");
+    expect(inbound.map((m) => m.content)).toEqual(["first, with a file", "second"]);
+    expect(inbound[0]!.media).toHaveLength(1);
+  });
+
+  it("does not download files from senders who are not allowed in, but still hands the message on", async () => {
+    const { channel, fake, sink, inbound, alice } = await setup({ discord: { allowFrom: ["someone-else"] } });
+    await channel.start(sink, never());
+    const file = fake.addAttachment("x.txt", "data", "text/plain");
+    fake.userMessage({
+      channelId: fake.dmChannel(alice).id,
+      author: alice,
+      content: "let me in",
+      attachments: [file],
+    });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the message");
+    expect(inbound[0]).not.toHaveProperty("media");
+    expect(fake.requests.filter((r) => r.path.startsWith("/attachments/"))).toHaveLength(0);
+  });
+});
+
+describe("DiscordChannel: slash commands", () => {
+  it("edits the deferred answer with the first chunk and sends the rest as follow-ups", async () => {
+    const { channel, fake, sink, inbound, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    const { id } = fake.slashCommand({ name: "help", user: alice, channelId: dm.id });
+    await fake.waitFor(() => inbound.length === 1 && fake.calls("POST", /\/callback$/).length === 1);
+    expect(inbound[0]).toMatchObject({ content: "/help", chatId: dm.id, metadata: { interactionId: id } });
+    const long = `${"first ".repeat(300)}\n\n${"second ".repeat(200)}`;
+    await channel.send({ channel: "discord", chatId: dm.id, content: long, metadata: inbound[0]!.metadata });
+    expect(fake.sent.map((m) => m.via)).toEqual(["interaction-original", "followup"]);
+    expect(fake.sent[0]!.content.startsWith("first")).toBe(true);
+    expect(fake.sent[1]!.content.startsWith("second")).toBe(true);
+    // After the final answer the interaction is done: later messages of that chat go to the channel.
+    await channel.send({
+      channel: "discord",
+      chatId: dm.id,
+      content: "later",
+      metadata: inbound[0]!.metadata,
+    });
+    expect(fake.sent[2]!.via).toBe("channel");
+  });
+
+  it("refuses a slash command outside the allowlisted channels, privately, without bothering the agent", async () => {
+    const { channel, fake, sink, inbound, general, alice } = await setup({
+      discord: { groupPolicy: "allowlist", groupAllowFrom: ["1"] },
+    });
+    await channel.start(sink, never());
+    fake.slashCommand({ name: "new", user: alice, channelId: general.id });
+    const callback = await fake.waitFor(() => fake.calls("POST", /\/callback$/)[0]);
+    expect(callback.body).toMatchObject({ type: 4, data: { flags: 64 } });
+    expect((callback.body as { data: { content: string } }).data.content).toMatch(/groupAllowFrom/);
+    expect(inbound).toHaveLength(0);
+  });
+});

@@ -1,0 +1,292 @@
+/**
+ * End to end: Gateway + the real Discord adapter (real discord.js) against
+ * the loopback FakeDiscord, and the agent against FakeOpenAI.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { openFence } from "../../../src/channels/text.js";
+import { INTENTS } from "../../fakes/discord-server.js";
+import { lastUserText } from "../../fakes/openai-server.js";
+import { sleep, startWorld, type World } from "./world.js";
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe("Discord end to end", () => {
+  it("gets ready (JSON gateway, no compression, slash commands registered) and answers a DM", async () => {
+    world = await startWorld();
+    const { fake, llm, alice } = world;
+    expect(fake.connections[0]!.query).toEqual({ v: "10", encoding: "json" });
+    const identify = fake.framesWithOp(2)[0]!.d as { intents: number; compress: boolean };
+    expect(identify.intents).toBe(
+      INTENTS.Guilds | INTENTS.GuildMessages | INTENTS.DirectMessages | INTENTS.MessageContent,
+    );
+    expect(identify.compress).toBe(false);
+    expect(fake.calls("PUT", /^\/applications\/\d+\/commands$/)).toHaveLength(1);
+    expect(fake.commands.map((c) => c.name).sort()).toEqual(["help", "new", "status", "stop"]);
+
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const dm = fake.dmChannel(alice);
+    fake.userMessage({ channelId: dm.id, author: alice, content: "hello there" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the DM reply");
+    expect(world.sentTo(dm.id)).toEqual(["re: hello there"]);
+    // The echo of its own reply came back over the gateway and was not taken as a message.
+    await sleep(100);
+    expect(llm.requests).toHaveLength(1);
+    const session = await readFile(join(world.workspace, "sessions", `discord_${dm.id}.jsonl`), "utf8");
+    expect(session).toContain("re: hello there");
+  });
+
+  it("ignores a guild message without a mention and answers a mention in the same channel", async () => {
+    world = await startWorld();
+    const { fake, llm, alice, general, mention } = world;
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    fake.userMessage({ channelId: general.id, author: alice, content: "just chatting" });
+    fake.userMessage({
+      channelId: general.id,
+      author: alice,
+      content: `${mention} what is 2+2?`,
+      mentions: [fake.bot],
+    });
+    await fake.waitFor(() => world!.sentTo(general.id).length === 1, 5000, "the channel reply");
+    expect(world.sentTo(general.id)).toEqual(["re: what is 2+2?"]);
+    expect(llm.requests.map(lastUserText)).toEqual(["what is 2+2?"]);
+
+    // A reply to the bot's message counts as addressing it, and carries what it replies to.
+    const botMessage = fake.sent[0]!.message;
+    fake.userMessage({
+      channelId: general.id,
+      author: alice,
+      content: "and times 3?",
+      replyTo: botMessage.id,
+    });
+    await fake.waitFor(() => world!.sentTo(general.id).length === 2, 5000, "the reply to a reply");
+    expect(lastUserText(llm.requests[1]!)).toBe(
+      '[In reply to your earlier message: "re: what is 2+2?"]\n\nand times 3?',
+    );
+  });
+
+  it("routes a thread message to the thread's own session and answers in the thread", async () => {
+    world = await startWorld();
+    const { fake, llm, alice, general, mention } = world;
+    llm.setHandler((req) => ({ content: `thread says: ${lastUserText(req)}` }));
+    const thread = fake.createThread({ parentId: general.id, name: "planning", owner: alice });
+    fake.userMessage({
+      channelId: thread.id,
+      author: alice,
+      content: `${mention} plan it`,
+      mentions: [fake.bot],
+    });
+    await fake.waitFor(() => world!.sentTo(thread.id).length === 1, 5000, "the thread reply");
+    expect(world.sentTo(thread.id)).toEqual(["thread says: plan it"]);
+    expect(world.sentTo(general.id)).toEqual([]);
+    const sessions = await readdir(join(world.workspace, "sessions"));
+    expect(sessions).toContain(`discord_${thread.id}.jsonl`);
+    expect(sessions).not.toContain(`discord_${general.id}.jsonl`);
+  });
+
+  it("ignores messages from bots", async () => {
+    world = await startWorld({ discord: { allowFrom: ["*"] } });
+    const { fake, llm, general, mention } = world;
+    const otherBot = fake.addUser("helperbot", { bot: true });
+    fake.userMessage({ channelId: fake.dmChannel(otherBot).id, author: otherBot, content: "hello bot" });
+    fake.userMessage({
+      channelId: general.id,
+      author: otherBot,
+      content: `${mention} hi`,
+      mentions: [fake.bot],
+    });
+    // A person's message after them is answered, so the bots' were seen first and dropped.
+    fake.userMessage({
+      channelId: general.id,
+      author: world.alice,
+      content: `${mention} me`,
+      mentions: [fake.bot],
+    });
+    await fake.waitFor(() => world!.sentTo(general.id).length === 1, 5000, "the reply to the person");
+    expect(llm.requests.map(lastUserText)).toEqual(["me"]);
+  });
+
+  it("downloads attachments: images go to the model as images, files by path, too large ones noted", async () => {
+    world = await startWorld({ channels: { maxMediaBytes: 1024 } });
+    const { fake, llm, alice } = world;
+    const png = Buffer.from(
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+      "base64",
+    );
+    const dm = fake.dmChannel(alice);
+    fake.userMessage({
+      channelId: dm.id,
+      author: alice,
+      content: "what do you see?",
+      attachments: [
+        fake.addAttachment("pic.png", png, "image/png"),
+        fake.addAttachment("my notes.txt", "buy milk", "text/plain"),
+        fake.addAttachment("huge.bin", Buffer.alloc(4096), "application/octet-stream"),
+      ],
+    });
+    await fake.waitFor(() => llm.requests.length === 1, 5000, "the LLM request");
+    const files = await readdir(join(world.workspace, "media", "discord"));
+    expect(files).toHaveLength(2);
+    const notes = files.find((f) => f.endsWith("-my_notes.txt"));
+    expect(notes).toBeDefined();
+    expect(await readFile(join(world.workspace, "media", "discord", notes!), "utf8")).toBe("buy milk");
+
+    const user = llm.requests[0]!.body.messages.filter((m) => m.role === "user").pop()!;
+    const parts = user.content as { type: string; image_url?: { url: string }; text?: string }[];
+    expect(parts[0]).toEqual({
+      type: "image_url",
+      image_url: { url: `data:image/png;base64,${png.toString("base64")}` },
+    });
+    const text = parts.find((p) => p.type === "text")!.text!;
+    expect(text).toContain("what do you see?");
+    expect(text).toContain("[Attachment huge.bin was not downloaded: it is larger than the 1 KB limit]");
+    expect(text).toMatch(/\[Attached file: .*media\/discord\/\d{8}-[0-9a-f]{8}-my_notes\.txt\]/);
+    // The one over the limit was refused by its declared size, without being fetched.
+    expect(fake.requests.filter((r) => r.path.startsWith("/attachments/")).map((r) => r.path)).toEqual([
+      expect.stringMatching(/\/pic\.png$/),
+      expect.stringMatching(/\/my notes\.txt$/),
+    ]);
+  });
+
+  it("splits a 4,500-character reply with a code block into valid Discord messages", async () => {
+    world = await startWorld();
+    const { fake, llm, alice } = world;
+    const code = Array.from({ length: 70 }, (_, i) => `print("line ${i} of the program")`).join("\n");
+    const prose = "Here is the script you asked for. ".repeat(33);
+    const reply = `${prose}\n\n\`\`\`python\n${code}\n\`\`\`\n\n${prose}`;
+    expect(reply.length).toBeGreaterThan(4400);
+    expect(reply.length).toBeLessThan(4700);
+    llm.enqueue({ content: reply });
+    const dm = fake.dmChannel(alice);
+    fake.userMessage({ channelId: dm.id, author: alice, content: "write a script" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length >= 3, 5000, "the chunks");
+    await sleep(100);
+    const chunks = world.sentTo(dm.id);
+    expect(chunks).toHaveLength(3);
+    for (const chunk of chunks) {
+      expect(chunk.length).toBeLessThanOrEqual(2000);
+      expect(openFence(chunk)).toBeNull();
+    }
+    expect(chunks.filter((c) => c.includes("```python")).length).toBeGreaterThanOrEqual(2);
+    // Every line of the program arrived, in order.
+    const all = chunks.join("\n");
+    let at = 0;
+    for (let i = 0; i < 70; i++) {
+      at = all.indexOf(`print("line ${i} of the program")`, at);
+      expect(at, `line ${i}`).toBeGreaterThanOrEqual(0);
+    }
+    // Discord rejected nothing (the fake answers > 2000 characters with a 400).
+    expect(fake.calls("POST", /\/messages$/).every((r) => r.status === 200)).toBe(true);
+  });
+
+  it("shows typing while a slow turn runs and stops after the reply", async () => {
+    world = await startWorld();
+    const { fake, llm, alice } = world;
+    llm.enqueue({ content: "done thinking", delayMs: 600 });
+    const dm = fake.dmChannel(alice);
+    const typingPosts = () => fake.calls("POST", `/channels/${dm.id}/typing`).length;
+    fake.userMessage({ channelId: dm.id, author: alice, content: "think hard" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the reply");
+    expect(typingPosts()).toBeGreaterThanOrEqual(3); // at once, then every 100 ms here (8 s in production)
+    await sleep(50); // a signal already on its way when the reply went out may still land
+    const after = typingPosts();
+    await sleep(350);
+    expect(typingPosts()).toBe(after);
+  });
+
+  it("tells a refused user its id once, and never runs the model for it", async () => {
+    world = await startWorld();
+    const { fake, llm, bob } = world;
+    const dm = fake.dmChannel(bob);
+    fake.userMessage({ channelId: dm.id, author: bob, content: "hi" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the refusal");
+    fake.userMessage({ channelId: dm.id, author: bob, content: "hello??" });
+    await sleep(300);
+    const sent = world.sentTo(dm.id);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain(`Your discord user id is ${bob.id}`);
+    expect(sent[0]).toContain("channels.discord.allowFrom");
+    expect(llm.requests).toHaveLength(0);
+    expect(fake.calls("POST", `/channels/${dm.id}/typing`)).toHaveLength(0);
+  });
+
+  it("stops a slow turn on /stop at once, and stops typing", async () => {
+    world = await startWorld();
+    const { fake, llm, alice } = world;
+    llm.enqueue({ content: "too late", delayMs: 10_000 });
+    const dm = fake.dmChannel(alice);
+    fake.userMessage({ channelId: dm.id, author: alice, content: "write a novel" });
+    await fake.waitFor(() => llm.requests.length === 1, 5000, "the LLM call");
+    fake.userMessage({ channelId: dm.id, author: alice, content: "/stop" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the /stop answer");
+    expect(world.sentTo(dm.id)).toEqual(["Stopped the running reply."]);
+    await sleep(50);
+    const typing = fake.calls("POST", `/channels/${dm.id}/typing`).length;
+    expect(typing).toBeGreaterThanOrEqual(1);
+    await sleep(300);
+    expect(fake.calls("POST", `/channels/${dm.id}/typing`).length).toBe(typing);
+    expect(world.sentTo(dm.id)).toHaveLength(1);
+  });
+
+  it("resumes after the gateway closes with 4000, logs it, and loses no message", async () => {
+    const logs: { msg: string; level: number }[] = [];
+    const log = pino(
+      { level: "info" },
+      { write: (line: string) => logs.push(JSON.parse(line) as { msg: string; level: number }) },
+    );
+    world = await startWorld({ adapter: { log } });
+    const { fake, llm, alice } = world;
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const dm = fake.dmChannel(alice);
+    fake.closeGateway(4000);
+    // Sent while the bot is disconnected: Discord keeps it for the resumed session.
+    fake.userMessage({ channelId: dm.id, author: alice, content: "are you there?" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the reply after resuming");
+    expect(world.sentTo(dm.id)).toEqual(["re: are you there?"]);
+    expect(fake.identifies).toBe(1);
+    expect(fake.resumes).toBe(1);
+    expect(fake.connections).toHaveLength(2);
+    expect(fake.connections[1]!.path).toBe("/resume");
+    expect(fake.connections[1]!.query).toEqual({ v: "10", encoding: "json" });
+    expect(logs.map((l) => l.msg)).toEqual(
+      expect.arrayContaining([
+        "Discord gateway connection lost; discord.js is reconnecting",
+        "Discord gateway session resumed; missed events replayed",
+      ]),
+    );
+  });
+
+  it("answers slash commands through the interaction, deferred first", async () => {
+    world = await startWorld();
+    const { fake, alice, general, llm } = world;
+    const { id } = fake.slashCommand({ name: "status", user: alice, channelId: general.id });
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.interactionId === id),
+      5000,
+      "the interaction answer",
+    );
+    expect(answer.via).toBe("interaction-original");
+    expect(answer.content).toContain("Model: fake-model");
+    const callback = fake.calls("POST", new RegExp(`^/interactions/${id}/[^/]+/callback$`));
+    expect(callback.map((r) => (r.body as { type: number }).type)).toEqual([5]);
+    expect(callback[0]!.at).toBeLessThanOrEqual(answer.at);
+    expect(world.sentTo(general.id)).toEqual([answer.content]); // nothing posted besides the interaction
+    expect(llm.requests).toHaveLength(0);
+
+    // The same commands work typed, after a mention.
+    fake.userMessage({
+      channelId: general.id,
+      author: alice,
+      content: `${world.mention} /help`,
+      mentions: [fake.bot],
+    });
+    await fake.waitFor(() => world!.sentTo(general.id).length === 2, 5000, "the typed /help answer");
+    expect(world.sentTo(general.id)[1]).toContain("/new — start a new conversation");
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * End to end: the Gateway (manager, agent loop, sessions) with the real Slack
+ * adapter against the fake Slack, and the LLM as the loopback FakeOpenAI.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { Gateway } from "../../../src/gateway.js";
+import { createProvider } from "../../../src/llm/openai-provider.js";
+import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
+import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
+import { FAST } from "./helpers.js";
+
+let dir: string;
+let llm: FakeOpenAI;
+let slack: FakeSlack;
+let gateway: Gateway;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-slack-e2e-"));
+  llm = await FakeOpenAI.start();
+  slack = await FakeSlack.start();
+  const config = ConfigSchema.parse({
+    agents: {
+      defaults: {
+        workspace: join(dir, "ws"),
+        provider: "custom",
+        model: "fake-model",
+        llm: { maxRetries: 0, timeout: 10 },
+      },
+    },
+    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
+    channels: {
+      sendProgress: false,
+      slack: {
+        enabled: true,
+        botToken: slack.botToken,
+        appToken: slack.appToken,
+        apiUrl: slack.apiUrl,
+        allowFrom: ["U1"],
+      },
+    },
+    gateway: { heartbeat: { enabled: false } },
+    cron: { enabled: false },
+  });
+  gateway = new Gateway({
+    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+    provider: createProvider(config),
+    platforms: { slack: (ctx) => createSlackChannel(ctx, FAST) },
+  });
+  await gateway.start();
+  await slack.waitForConnections(1);
+});
+
+afterEach(async () => {
+  await gateway.stop(500);
+  await slack.waitForDisconnect().catch(() => undefined);
+  await slack.close();
+  await llm.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Waits until the fake has seen a post matching `pred`, and returns it. */
+async function postMatching(pred: (p: { channel: string; text: string; thread_ts?: string }) => boolean) {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const found = slack.posted().find(pred);
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`no such post; posted: ${JSON.stringify(slack.posted())}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("Slack end to end", () => {
+  it("answers a DM in the DM and marks the message done", async () => {
+    llm.setHandler((req) => ({ content: `You said **${lastUserText(req)}**` }));
+    const event = dmEvent("hello");
+    await slack.pushEvent(event);
+    const reply = await postMatching((p) => p.channel === "D1");
+    expect(reply).toEqual({ channel: "D1", text: "You said *hello*" });
+    await slack.waitForCalls("reactions.remove", 1);
+    await slack.waitForCalls("reactions.add", 2);
+    expect([...(slack.reactions.get(`D1:${String(event.ts)}`) ?? [])]).toEqual(["white_check_mark"]);
+    const session = await readFile(join(dir, "ws", "sessions", "slack_D1.jsonl"), "utf8");
+    expect(session).toContain("You said **hello**");
+  });
+
+  it("answers a channel mention in its thread, and the thread is one conversation", async () => {
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    await slack.pushEvent(channelMessage("people talking")); // no mention: not for the bot
+    const mention = channelMessage(`<@${BOT_USER_ID}> first question`);
+    await slack.pushEvent(mention);
+    const ts = String(mention.ts);
+    expect(await postMatching((p) => p.text === "re: first question")).toEqual({
+      channel: "C1",
+      text: "re: first question",
+      thread_ts: ts,
+    });
+    await slack.pushEvent(channelMessage("second question", { thread_ts: ts }));
+    expect(await postMatching((p) => p.text === "re: second question")).toMatchObject({ thread_ts: ts });
+
+    expect(llm.requests).toHaveLength(2);
+    const history = JSON.stringify(llm.requests[1]!.body.messages);
+    expect(history).toContain("first question");
+    expect(history).not.toContain("people talking");
+    const session = await readFile(join(dir, "ws", "sessions", `slack_C1_${ts}.jsonl`), "utf8");
+    expect(session).toContain("re: second question");
+  });
+
+  it("tells a refused sender its id once", async () => {
+    await slack.pushEvent(dmEvent("let me in", { user: "U2", channel: "D2" }));
+    await slack.pushEvent(dmEvent("please", { user: "U2", channel: "D2" }));
+    const notice = await postMatching((p) => p.channel === "D2");
+    expect(notice.text).toContain("Your slack user id is U2");
+    expect(notice.text).toContain("channels.slack.allowFrom");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(slack.posted().filter((p) => p.channel === "D2")).toHaveLength(1);
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it("/palaver stop cancels a slow turn in the user's thread and answers there", async () => {
+    llm.setHandler(() => ({ content: "too late", delayMs: 4000 }));
+    const mention = channelMessage(`<@${BOT_USER_ID}> do something slow`);
+    await slack.pushEvent(mention);
+    await waitFor(() => llm.requests.length === 1);
+    const t0 = Date.now();
+    await slack.pushCommand({ text: "stop", user_id: "U1", channel_id: "C1" });
+    const stopped = await postMatching((p) => p.text.startsWith("Stopped"));
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(stopped).toEqual({
+      channel: "C1",
+      text: "Stopped the running reply.",
+      thread_ts: String(mention.ts),
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(slack.posted().some((p) => p.text === "too late")).toBe(false);
+  });
+
+  it("`@palaver stop` in the thread cancels the slow turn too", async () => {
+    llm.setHandler(() => ({ content: "too late", delayMs: 4000 }));
+    const mention = channelMessage(`<@${BOT_USER_ID}> do something slow`);
+    await slack.pushEvent(mention);
+    await waitFor(() => llm.requests.length === 1);
+    await slack.pushEvent(channelMessage(`<@${BOT_USER_ID}> stop`, { thread_ts: mention.ts }));
+    const stopped = await postMatching((p) => p.text.startsWith("Stopped"));
+    expect(stopped.thread_ts).toBe(String(mention.ts));
+  });
+
+  it("splits a long answer into several messages in order", async () => {
+    const long = Array.from({ length: 500 }, (_v, i) => `Paragraph ${i}: ${"lorem ipsum ".repeat(4)}`).join(
+      "\n\n",
+    );
+    llm.setHandler(() => ({ content: long }));
+    await slack.pushEvent(dmEvent("tell me everything"));
+    await postMatching((p) => p.text.includes("Paragraph 499"));
+    const texts = slack.posted().map((p) => p.text);
+    expect(texts.length).toBeGreaterThan(5);
+    expect(texts[0]!.startsWith("Paragraph 0:")).toBe(true);
+    const joined = texts.join("\n\n");
+    for (let i = 0; i < 500; i += 50)
+      expect(joined.indexOf(`Paragraph ${i}:`)).toBeLessThan(joined.indexOf(`Paragraph ${i + 1}:`));
+  });
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,97 @@
+/** The real Slack adapter against the fake Slack, with a sink that records what it publishes. */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import type { InboundMessage } from "../../../src/bus/types.js";
+import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
+import { SlackConfigSchema } from "../../../src/channels/slack/config.js";
+import { FakeSlack } from "../../fakes/slack-server.js";
+
+/** Fast enough for tests: reconnects after ~150 ms, Web API retries after ~10 ms. */
+export const FAST: SlackTuning = {
+  clientPingTimeoutMs: 150,
+  serverPingTimeoutMs: 30_000,
+  retryConfig: { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 20 },
+  requestTimeoutMs: 3000,
+  startTimeoutMs: 3000,
+  downloadTimeoutMs: 3000,
+};
+
+export interface SlackRig {
+  fake: FakeSlack;
+  channel: SlackChannel;
+  workspace: string;
+  inbound: InboundMessage[];
+  /** Resolves with the nth (1-based) published message. */
+  nextInbound(n: number, timeoutMs?: number): Promise<InboundMessage>;
+  start(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function slackRig(
+  config: Record<string, unknown> = {},
+  opts: { tuning?: SlackTuning; maxMediaBytes?: number; fake?: FakeSlack } = {},
+): Promise<SlackRig> {
+  const fake = opts.fake ?? (await FakeSlack.start());
+  const workspace = await mkdtemp(join(tmpdir(), "palaver-slack-"));
+  const channel = new SlackChannel({
+    config: SlackConfigSchema.parse({
+      enabled: true,
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      apiUrl: fake.apiUrl,
+      allowFrom: ["*"],
+      ...config,
+    }),
+    workspace,
+    maxMediaBytes: opts.maxMediaBytes ?? 1024 * 1024,
+    log: pino({ level: process.env.PALAVER_LOG_LEVEL ?? "silent" }),
+    ...FAST,
+    ...opts.tuning,
+  });
+  const inbound: InboundMessage[] = [];
+  const waiters: (() => boolean)[] = [];
+  const abort = new AbortController();
+  return {
+    fake,
+    channel,
+    workspace,
+    inbound,
+    nextInbound(n, timeoutMs = 3000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (inbound.length < n) return false;
+          clearTimeout(timer);
+          resolve(inbound[n - 1]!);
+          return true;
+        };
+        const timer = setTimeout(
+          () => reject(new Error(`no inbound message #${n} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        if (!check()) waiters.push(check);
+      });
+    },
+    async start() {
+      await channel.start(
+        {
+          publishInbound: (msg) => {
+            inbound.push(msg);
+            for (const w of waiters.splice(0)) if (!w()) waiters.push(w);
+          },
+        },
+        abort.signal,
+      );
+    },
+    async cleanup() {
+      abort.abort();
+      await channel.stop();
+      if (!opts.fake) {
+        await fake.waitForDisconnect().catch(() => undefined);
+        await fake.close();
+      }
+      await rm(workspace, { recursive: true, force: true });
+    },
+  };
+}

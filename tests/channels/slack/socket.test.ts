@@ -1,0 +1,382 @@
+/** The real Slack adapter (Bolt, Socket Mode, Web API client) against the loopback fake Slack. */
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  BOT_ID,
+  BOT_USER_ID,
+  channelMessage,
+  dmEvent,
+  FakeSlack,
+  mentionEvent,
+  nextTs,
+} from "../../fakes/slack-server.js";
+import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
+import { slackRig, type SlackRig } from "./helpers.js";
+
+let rig: SlackRig | undefined;
+afterEach(async () => {
+  await rig?.cleanup();
+  rig = undefined;
+});
+
+async function started(config: Record<string, unknown> = {}, opts: Parameters<typeof slackRig>[1] = {}) {
+  rig = await slackRig(config, opts);
+  await rig.start();
+  await rig.fake.waitForConnections(1);
+  return rig;
+}
+
+/** Lets in-flight handling settle, for asserting that something did NOT happen. */
+const settle = () => new Promise((r) => setTimeout(r, 150));
+
+describe("Slack Socket Mode: connecting", () => {
+  it("connects with the bot and app tokens through apps.connections.open", async () => {
+    const { fake } = await started();
+    expect(fake.callsTo("auth.test")[0]!.token).toBe(fake.botToken);
+    expect(fake.callsTo("apps.connections.open")[0]!.token).toBe(fake.appToken);
+    expect(fake.connected).toBe(true);
+  });
+
+  it("reports a rejected bot token in plain words and opens no socket", async () => {
+    const fake = await FakeSlack.start();
+    rig = await slackRig({ botToken: "xoxb-wrong" }, { fake });
+    try {
+      await expect(rig.start()).rejects.toThrow(
+        "the Slack bot token was rejected (check channels.slack.botToken): invalid_auth",
+      );
+      expect(fake.callsTo("apps.connections.open")).toHaveLength(0);
+    } finally {
+      await rig.cleanup();
+      rig = undefined;
+      await fake.close();
+    }
+  });
+
+  it("reports a rejected app token in plain words", async () => {
+    const fake = await FakeSlack.start();
+    rig = await slackRig({ appToken: "xapp-wrong" }, { fake });
+    try {
+      await expect(rig.start()).rejects.toThrow(
+        /the Slack app-level token was rejected \(check channels\.slack\.appToken/,
+      );
+      expect(fake.connections).toBe(0);
+    } finally {
+      await rig.cleanup();
+      rig = undefined;
+      await fake.close();
+    }
+  });
+
+  it("reconnects after Slack closes the socket and loses no message", async () => {
+    const { fake } = await started();
+    await fake.closeSocket("close");
+    expect(fake.connected).toBe(false);
+    // Sent while the client is away: Slack holds it until the next connection.
+    const acked = fake.pushEvent(dmEvent("while you were away"));
+    await fake.waitForConnections(2);
+    await acked;
+    expect((await rig!.nextInbound(1)).content).toBe("while you were away");
+
+    // Slack's "disconnect" message (a refresh) and a dropped TCP connection work the same way.
+    await fake.closeSocket("disconnect");
+    await fake.waitForConnections(3);
+    await fake.closeSocket("terminate");
+    await fake.waitForConnections(4);
+    await fake.pushEvent(dmEvent("still here"));
+    expect((await rig!.nextInbound(2)).content).toBe("still here");
+    expect(fake.callsTo("apps.connections.open").length).toBe(4);
+  });
+
+  it("survives a reconnect Slack refuses (a revoked app token, say) and tries again later", async () => {
+    const { fake } = await started({}, { tuning: { reconnectRetryMs: 100 } });
+    fake.failNext("apps.connections.open", "invalid_auth");
+    await fake.closeSocket("close");
+    await fake.waitForCalls("apps.connections.open", 2);
+    expect(fake.connected).toBe(false);
+    // The channel's own retry: a new apps.connections.open, and the socket is back.
+    await fake.waitForConnections(2);
+    expect(fake.callsTo("apps.connections.open")).toHaveLength(3);
+    await fake.pushEvent(dmEvent("back again"));
+    expect((await rig!.nextInbound(1)).content).toBe("back again");
+  });
+
+  it("closes the socket cleanly on stop", async () => {
+    const { fake, channel } = await started();
+    await channel.stop();
+    await fake.waitForDisconnect(2000);
+    expect(fake.connected).toBe(false);
+  });
+});
+
+describe("Slack Socket Mode: receiving", () => {
+  it("takes a DM into the DM's session with the sender's name, acks it and reacts", async () => {
+    const { fake } = await started();
+    const event = dmEvent("hello &amp; welcome");
+    const ack = await fake.pushEvent(event);
+    expect(typeof ack.envelope_id).toBe("string");
+    const msg = await rig!.nextInbound(1);
+    expect(msg).toEqual({
+      channel: "slack",
+      senderId: "U1",
+      chatId: "D1",
+      content: "hello & welcome",
+      sessionKey: "slack:D1",
+      metadata: {
+        messageId: event.ts,
+        channelType: "im",
+        isGroup: false,
+        teamId: "T1",
+        senderName: "alice",
+        senderAliases: ["alice"],
+      },
+    });
+    await fake.waitForCalls("reactions.add", 1);
+    expect(fake.callsTo("reactions.add")[0]!.params).toMatchObject({
+      channel: "D1",
+      timestamp: event.ts,
+      name: "eyes",
+    });
+  });
+
+  it("names only members of its own workspace (a Slack Connect guest may share a username)", async () => {
+    const { fake } = await started();
+    fake.users.set("U3", { name: "alice", team_id: "T-OTHER" });
+    await fake.pushEvent(dmEvent("hi", { user: "U3", channel: "D3" }));
+    const msg = await rig!.nextInbound(1);
+    expect(msg.senderId).toBe("U3");
+    expect(msg.metadata?.senderAliases).toBeUndefined();
+    await fake.pushCommand({ text: "help", user_id: "U3", channel_id: "D3", user_name: "alice" });
+    expect((await rig!.nextInbound(2)).metadata?.senderAliases).toBeUndefined();
+    await fake.pushCommand({ text: "help", user_id: "U1", channel_id: "D1" });
+    expect((await rig!.nextInbound(3)).metadata?.senderAliases).toEqual(["alice"]);
+  });
+
+  it("in a channel: ignores messages without a mention, takes a mention once (message + app_mention)", async () => {
+    const { fake } = await started();
+    await fake.pushEvent(channelMessage("just chatting"));
+    const mention = channelMessage(`<@${BOT_USER_ID}> what is 2+2?`);
+    await fake.pushEvent(mention);
+    await fake.pushEvent(mentionEvent(mention));
+    const msg = await rig!.nextInbound(1);
+    await settle();
+    expect(rig!.inbound).toHaveLength(1);
+    expect(msg.content).toBe("what is 2+2?");
+    expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
+    expect(msg.metadata).toMatchObject({ messageId: mention.ts, threadTs: mention.ts, isGroup: true });
+  });
+
+  it("takes the app_mention alone too (when message events are not subscribed)", async () => {
+    const { fake } = await started();
+    const mention = mentionEvent(channelMessage(`<@${BOT_USER_ID}> hi`));
+    await fake.pushEvent(mention);
+    expect((await rig!.nextInbound(1)).sessionKey).toBe(`slack:C1:${mention.ts}`);
+  });
+
+  it("follows up in a thread the bot was mentioned in, without another mention", async () => {
+    const { fake } = await started();
+    const parent = channelMessage(`<@${BOT_USER_ID}> start`);
+    await fake.pushEvent(parent);
+    await rig!.nextInbound(1);
+    await fake.pushEvent(channelMessage("and one more thing", { thread_ts: parent.ts }));
+    const follow = await rig!.nextInbound(2);
+    expect(follow.content).toBe("and one more thing");
+    expect(follow.sessionKey).toBe(`slack:C1:${parent.ts}`);
+    expect(follow.metadata?.threadTs).toBe(parent.ts);
+    expect(fake.callsTo("conversations.replies")).toHaveLength(0); // known from the mention
+  });
+
+  it("asks Slack whether the bot is part of an unknown thread (after a restart, say)", async () => {
+    const { fake } = await started();
+    const ours = nextTs();
+    fake.addMessage("C1", { ts: ours, user: "U2", text: "a question" });
+    fake.addMessage("C1", {
+      ts: nextTs(),
+      thread_ts: ours,
+      user: BOT_USER_ID,
+      bot_id: BOT_ID,
+      text: "an answer",
+    });
+    const theirs = nextTs();
+    fake.addMessage("C1", { ts: theirs, user: "U2", text: "people talking" });
+
+    await fake.pushEvent(channelMessage("not for the bot", { thread_ts: theirs }));
+    await fake.pushEvent(channelMessage("thanks, and?", { thread_ts: ours }));
+    const msg = await rig!.nextInbound(1);
+    await settle();
+    expect(rig!.inbound).toHaveLength(1);
+    expect(msg.content).toBe("thanks, and?");
+    expect(msg.sessionKey).toBe(`slack:C1:${ours}`);
+    expect(fake.callsTo("conversations.replies").map((c) => c.params.ts)).toEqual([theirs, ours]);
+  });
+
+  it("ignores its own messages, other bots and edits", async () => {
+    const { fake } = await started({ groupPolicy: "open" });
+    await fake.pushEvent(dmEvent("echo", { user: BOT_USER_ID, bot_id: BOT_ID }));
+    await fake.pushEvent(channelMessage("beep", { user: "U7", bot_id: "B7" }));
+    await fake.pushEvent(dmEvent("", { subtype: "bot_message", user: undefined, bot_id: "B7" }));
+    await fake.pushEvent(dmEvent("", { subtype: "message_changed", user: undefined }));
+    await fake.pushEvent(dmEvent("a person"));
+    expect((await rig!.nextInbound(1)).content).toBe("a person");
+    await settle();
+    expect(rig!.inbound).toHaveLength(1);
+  });
+
+  it("open policy takes channel messages; allowlist only in listed channels", async () => {
+    const { fake } = await started({ groupPolicy: "allowlist", groupAllowFrom: ["C9"] });
+    await fake.pushEvent(channelMessage(`<@${BOT_USER_ID}> in C1`));
+    await fake.pushEvent(channelMessage("in C9, no mention", { channel: "C9" }));
+    expect((await rig!.nextInbound(1)).chatId).toBe("C9");
+    await settle();
+    expect(rig!.inbound).toHaveLength(1);
+  });
+
+  it("ignores DMs when nanobot's dm.enabled is false", async () => {
+    const { fake } = await started({ dm: { enabled: false }, groupPolicy: "open" });
+    await fake.pushEvent(dmEvent("hello?"));
+    await fake.pushEvent(channelMessage("in the channel"));
+    expect((await rig!.nextInbound(1)).chatId).toBe("C1");
+    await settle();
+    expect(rig!.inbound).toHaveLength(1);
+  });
+
+  it("downloads shared files with the bot token into the workspace, within the size limit", async () => {
+    const { fake, workspace } = await started({}, { maxMediaBytes: 1000 });
+    const small = fake.addFile("notes.txt", "remember the milk");
+    const big = fake.addFile("huge.bin", Buffer.alloc(5000), "application/octet-stream");
+    await fake.pushEvent(dmEvent("see attached", { subtype: "file_share", files: [small, big] }));
+    const msg = await rig!.nextInbound(1);
+    expect(msg.media).toHaveLength(1);
+    expect(msg.media![0]!.startsWith(join(workspace, "media", "slack"))).toBe(true);
+    expect(msg.media![0]!.endsWith("-notes.txt")).toBe(true);
+    expect(await readFile(msg.media![0]!, "utf8")).toBe("remember the milk");
+    expect(msg.content).toBe(
+      "see attached\n\n[The file huge.bin was not downloaded: the file is larger than the 1000 bytes limit.]",
+    );
+  });
+
+  it("tells the model when Slack answers a file URL with its sign-in page (no files:read)", async () => {
+    const { fake } = await started();
+    const file = fake.addFile("report.pdf", "%PDF-1.4", "application/pdf");
+    fake.signInPageForFiles = true;
+    await fake.pushEvent(dmEvent("", { subtype: "file_share", files: [file] }));
+    const msg = await rig!.nextInbound(1);
+    expect(msg.media).toBeUndefined();
+    expect(msg.content).toMatch(/report\.pdf could not be downloaded: the bot lacks the files:read scope/);
+  });
+
+  it("turns /palaver commands into chat commands in the user's recent thread, acking at once", async () => {
+    const { fake } = await started();
+    const parent = channelMessage(`<@${BOT_USER_ID}> long job`);
+    await fake.pushEvent(parent);
+    await rig!.nextInbound(1);
+    const ack = await fake.pushCommand({ text: "stop", user_id: "U1", channel_id: "C1" });
+    expect(typeof ack.envelope_id).toBe("string");
+    const stop = await rig!.nextInbound(2);
+    expect(stop).toMatchObject({
+      senderId: "U1",
+      chatId: "C1",
+      content: "/stop",
+      sessionKey: `slack:C1:${parent.ts}`,
+      metadata: { threadTs: parent.ts, slashCommand: "/palaver" },
+    });
+    await fake.pushCommand({ text: "", user_id: "U2", channel_id: "C1" });
+    expect(await rig!.nextInbound(3)).toMatchObject({
+      content: "/help",
+      sessionKey: "slack:C1",
+      senderId: "U2",
+    });
+  });
+});
+
+describe("Slack Socket Mode: sending", () => {
+  it("posts mrkdwn in the thread, splits long replies, and swaps the reaction on the final reply", async () => {
+    const { fake, channel } = await started();
+    const mention = channelMessage(`<@${BOT_USER_ID}> write a lot`);
+    await fake.pushEvent(mention);
+    const msg = await rig!.nextInbound(1);
+    await fake.waitForCalls("reactions.add", 1);
+
+    await channel.send({
+      channel: "slack",
+      chatId: "C1",
+      content: "thinking...",
+      kind: "progress",
+      metadata: msg.metadata,
+    });
+    expect([...(fake.reactions.get(`C1:${mention.ts}`) ?? [])]).toEqual(["eyes"]);
+
+    const long = Array.from({ length: 300 }, (_v, i) => `**line ${i}**: ${"words ".repeat(5)}`).join("\n");
+    await channel.send({ channel: "slack", chatId: "C1", content: long, metadata: msg.metadata });
+    const posts = fake.posted();
+    expect(posts.length).toBeGreaterThan(3);
+    for (const post of posts) {
+      expect(post.thread_ts).toBe(mention.ts);
+      expect(post.text.length).toBeLessThanOrEqual(SLACK_MESSAGE_LIMIT);
+    }
+    expect(posts[1]!.text.startsWith("*line 0*: words")).toBe(true);
+    expect(
+      posts
+        .slice(1)
+        .map((p) => p.text)
+        .join("\n"),
+    ).toContain("*line 299*");
+    expect([...(fake.reactions.get(`C1:${mention.ts}`) ?? [])]).toEqual(["white_check_mark"]);
+
+    // A later message with the same metadata (a cron delivery, say) does not touch reactions again.
+    const reactionCalls = fake.callsTo("reactions.add").length + fake.callsTo("reactions.remove").length;
+    await channel.send({ channel: "slack", chatId: "C1", content: "reminder", metadata: msg.metadata });
+    expect(fake.callsTo("reactions.add").length + fake.callsTo("reactions.remove").length).toBe(
+      reactionCalls,
+    );
+    expect(fake.posted().at(-1)).toEqual({ channel: "C1", text: "reminder", thread_ts: mention.ts });
+  });
+
+  it("uploads files with the current upload API into the thread", async () => {
+    const { fake, channel, workspace } = await started();
+    const path = join(workspace, "chart.png");
+    await writeFile(path, Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]));
+    await channel.send({
+      channel: "slack",
+      chatId: "C1",
+      content: "here it is",
+      media: [path],
+      metadata: { threadTs: "1700000000.000100" },
+    });
+    expect(fake.callsTo("files.getUploadURLExternal")[0]!.params).toMatchObject({
+      filename: "chart.png",
+      length: "7",
+    });
+    expect(fake.callsTo("files.completeUploadExternal")[0]!.params).toMatchObject({
+      channel_id: "C1",
+      thread_ts: "1700000000.000100",
+    });
+    expect(fake.uploads[0]!.bytes).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]));
+    expect(fake.uploads[0]).toMatchObject({
+      filename: "chart.png",
+      channelId: "C1",
+      threadTs: "1700000000.000100",
+    });
+    expect(fake.posted()[0]).toEqual({ channel: "C1", text: "here it is", thread_ts: "1700000000.000100" });
+  });
+
+  it("waits out a 429 for its Retry-After and sends once", async () => {
+    const { fake, channel } = await started();
+    fake.rateLimit("chat.postMessage", 1);
+    const t0 = Date.now();
+    await channel.send({ channel: "slack", chatId: "D1", content: "patience" });
+    const calls = fake.callsTo("chat.postMessage");
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(fake.messages.get("D1")?.map((m) => m.text)).toEqual(["patience"]);
+  });
+
+  it("fails a send with Slack's reason and what to do", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("chat.postMessage", "not_in_channel");
+    await expect(channel.send({ channel: "slack", chatId: "C5", content: "hi" })).rejects.toThrow(
+      "Slack refused chat.postMessage: not_in_channel (invite the bot to the channel: /invite @palaver)",
+    );
+  });
+});

@@ -1,0 +1,486 @@
+/** The Telegram adapter, real grammy against the loopback fake Bot API: inbound mapping, media, sending. */
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { createTranscriber } from "../../../src/channels/telegram/transcription.js";
+import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { rig, type Rig } from "./helpers.js";
+
+const GROUP = { id: -1001234, type: "supergroup", title: "Team" };
+const FORUM = { id: -1005678, type: "supergroup", title: "Forum", is_forum: true };
+
+let r: Rig | undefined;
+afterEach(async () => {
+  await r?.cleanup();
+  r = undefined;
+});
+
+async function started(opts: Parameters<typeof rig>[0] = {}): Promise<Rig> {
+  r = await rig(opts);
+  await r.start();
+  return r;
+}
+
+describe("starting", () => {
+  it("registers the commands and keeps updates that arrived while it was down", async () => {
+    r = await rig();
+    r.fake.userMessage({ text: "sent while palaver was down" });
+    await r.start();
+    expect(r.channel.identity).toEqual({ id: r.fake.bot.id, username: r.fake.bot.username });
+    const commands = r.fake.callsTo("setMyCommands")[0]!.params.commands as { command: string }[];
+    expect(commands.map((c) => c.command)).toEqual(["new", "stop", "help", "status"]);
+    expect(r.fake.callsTo("deleteWebhook")[0]!.params.drop_pending_updates).toBeFalsy();
+    expect((await r.nthInbound(1)).content).toBe("sent while palaver was down");
+  });
+
+  it("drops pending updates only when dropPendingUpdates is set", async () => {
+    r = await rig({ config: { dropPendingUpdates: true } });
+    r.fake.userMessage({ text: "old news" });
+    await r.start();
+    expect(r.fake.callsTo("deleteWebhook")[0]!.params.drop_pending_updates).toBe(true);
+    r.fake.userMessage({ text: "fresh" });
+    expect((await r.nthInbound(1)).content).toBe("fresh");
+    expect(r.inbound).toHaveLength(1);
+  });
+});
+
+describe("inbound", () => {
+  it("publishes a private text message with ids, session and reply metadata", async () => {
+    const { fake, nthInbound } = await started();
+    const sent = fake.userMessage({ text: "hello there" });
+    expect(await nthInbound(1)).toEqual({
+      channel: "telegram",
+      senderId: "42",
+      chatId: "42",
+      content: "hello there",
+      sessionKey: "telegram:42",
+      metadata: { messageId: sent.message_id, chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+    });
+  });
+
+  it("in groups (mention policy): ignores chatter, takes mentions (stripped), replies to the bot and /cmd@bot", async () => {
+    const { fake, inbound, nthInbound, channel } = await started();
+    fake.userMessage({ chat: GROUP, text: "just chatting among us" });
+    fake.userMessage({
+      chat: GROUP,
+      text: "@palaver_test_bot what is 2+2?",
+      entities: [{ type: "mention", offset: 0, length: 18 }],
+    });
+    expect((await nthInbound(1)).content).toBe("what is 2+2?");
+    expect(inbound[0]!.sessionKey).toBe(`telegram:${GROUP.id}`);
+
+    await channel.send({
+      channel: "telegram",
+      chatId: String(GROUP.id),
+      content: "4",
+      metadata: inbound[0]!.metadata,
+    });
+    const botMessage = await fake.waitForSent((m) => m.text === "4");
+    fake.userMessage({
+      chat: GROUP,
+      text: "and times 3?",
+      reply_to_message: {
+        message_id: botMessage.messageId,
+        date: 1,
+        chat: GROUP,
+        from: { ...fake.bot },
+        text: "4",
+      },
+    });
+    expect((await nthInbound(2)).content).toBe("[Reply to your earlier message: 4]\nand times 3?");
+    fake.userMessage({ chat: GROUP, text: "/new@palaver_test_bot" });
+    fake.userMessage({ chat: GROUP, text: "/new@some_other_bot" });
+    expect((await nthInbound(3)).content).toBe("/new");
+    fake.userMessage({ chat: GROUP, text: "last chatter" });
+    fake.userMessage({ text: "private marker" });
+    await nthInbound(4);
+    expect(inbound.map((m) => m.content)).toEqual([
+      "what is 2+2?",
+      "[Reply to your earlier message: 4]\nand times 3?",
+      "/new",
+      "private marker",
+    ]);
+  });
+
+  it("routes a forum topic to its own session and replies in that topic", async () => {
+    const { fake, nthInbound, channel } = await started({
+      config: { groupPolicy: "open", replyToMessage: true },
+    });
+    const sent = fake.userMessage({
+      chat: FORUM,
+      text: "in the topic",
+      message_thread_id: 55,
+      is_topic_message: true,
+      reply_to_message: {
+        message_id: 55,
+        date: 1,
+        chat: FORUM,
+        forum_topic_created: { name: "Plans", icon_color: 1 },
+      },
+    });
+    const msg = await nthInbound(1);
+    expect(msg.sessionKey).toBe(`telegram:${FORUM.id}:55`);
+    expect(msg.content).toBe("in the topic");
+    await channel.send({
+      channel: "telegram",
+      chatId: msg.chatId,
+      content: "answer **here**",
+      replyTo: String(sent.message_id),
+      metadata: msg.metadata,
+    });
+    const reply = await fake.waitForSent();
+    expect(reply).toMatchObject({
+      chatId: FORUM.id,
+      threadId: 55,
+      replyTo: sent.message_id,
+      parseMode: "HTML",
+      text: "answer <b>here</b>",
+    });
+  });
+
+  it("includes the quoted text of the message replied to", async () => {
+    const { fake, nthInbound } = await started();
+    fake.userMessage({
+      text: "what did you mean?",
+      reply_to_message: {
+        message_id: 3,
+        date: 1,
+        chat: { id: 42, type: "private" },
+        from: { id: 7, is_bot: false, first_name: "Bob" },
+        text: "The meeting moved to Friday",
+      },
+      quote: { text: "Friday", position: 21 },
+    });
+    expect((await nthInbound(1)).content).toBe("[Reply to Bob: Friday]\nwhat did you mean?");
+  });
+
+  it("downloads the largest photo size into the workspace and passes it as media", async () => {
+    const { fake, nthInbound, workspace } = await started();
+    const small = fake.addFile("small-bytes");
+    const big = fake.addFile(Buffer.from("\x89PNG big picture bytes"), { path: "photos/file_9.jpg" });
+    fake.userMessage({
+      caption: "what is this?",
+      photo: [
+        { ...small, width: 90, height: 60 },
+        { ...big, width: 1280, height: 853 },
+      ],
+    });
+    const msg = await nthInbound(1);
+    expect(msg.content).toBe("what is this?");
+    expect(msg.media).toHaveLength(1);
+    const path = msg.media![0]!;
+    expect(path.startsWith(join(workspace, "media", "telegram"))).toBe(true);
+    expect(path).toMatch(/photo-u2\.jpg$/);
+    expect(await readFile(path, "utf8")).toBe("\x89PNG big picture bytes");
+    expect(fake.callsTo("getFile").map((c) => c.params.file_id)).toEqual([big.file_id]);
+  });
+
+  it("downloads a document, and refuses one over the size limit with a message to the user", async () => {
+    const { fake, nthInbound } = await started({ maxMediaBytes: 100 });
+    const doc = fake.addFile("a small text file");
+    fake.userMessage({ document: { ...doc, file_name: "notes.txt", mime_type: "text/plain" } });
+    const first = await nthInbound(1);
+    expect(first.content).toBe("[file]");
+    expect(await readFile(first.media![0]!, "utf8")).toBe("a small text file");
+    expect(first.media![0]).toMatch(/notes\.txt$/);
+
+    const huge = fake.addFile(Buffer.alloc(500, 1));
+    const sent = fake.userMessage({ caption: "please read", document: { ...huge, file_name: "big.pdf" } });
+    const second = await nthInbound(2);
+    expect(second.media).toBeUndefined();
+    expect(second.content).toMatch(
+      /^please read\n\[file "big\.pdf" not downloaded: the file is larger than the 100 bytes limit\]$/,
+    );
+    const notice = await fake.waitForSent((m) => m.text?.includes("big.pdf") ?? false);
+    expect(notice.text).toMatch(/can't take files over 100 bytes/);
+    expect(notice.replyTo).toBe(sent.message_id);
+    // Refused by the declared size: never even asked Telegram for it.
+    expect(fake.callsTo("getFile")).toHaveLength(1);
+  });
+
+  it("transcribes a voice note through the configured /audio/transcriptions endpoint", async () => {
+    const fake = await FakeTelegram.start();
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper", model: "whisper-large" },
+    });
+    r = await rig({ fake, transcriber: createTranscriber(config) });
+    await r.start();
+    fake.transcript = "remind me to buy milk";
+    const voice = fake.addFile(Buffer.from("OggS fake opus"));
+    fake.userMessage({ voice: { ...voice, duration: 2, mime_type: "audio/ogg" } });
+    const msg = await r.nthInbound(1);
+    expect(msg.content).toBe("[voice message, transcribed: remind me to buy milk]");
+    expect(msg.media).toHaveLength(1);
+    expect(fake.transcriptions).toHaveLength(1);
+    expect(fake.transcriptions[0]).toMatchObject({ model: "whisper-large", size: 14 });
+    expect(fake.transcriptions[0]!.fileName).toMatch(/^\d{8}-[0-9a-f]{8}-voice-.*\.ogg$/);
+  });
+
+  it("references the voice file when transcription is off", async () => {
+    const { fake, nthInbound } = await started();
+    const voice = fake.addFile(Buffer.from("OggS"));
+    fake.userMessage({ voice: { ...voice, duration: 1 } });
+    const msg = await nthInbound(1);
+    expect(msg.content).toBe("[voice message]");
+    expect(msg.media![0]).toMatch(/\.ogg$/);
+  });
+
+  it("turns an album into one message with every file", async () => {
+    const { fake, nthInbound, inbound } = await started();
+    for (let i = 1; i <= 3; i++) {
+      const f = fake.addFile(`picture ${i}`);
+      fake.userMessage({
+        media_group_id: "album-1",
+        photo: [{ ...f, width: 100, height: 100 }],
+        ...(i === 1 ? { caption: "holiday" } : {}),
+      });
+    }
+    fake.userMessage({ text: "after the album" });
+    const album = await nthInbound(1);
+    expect(album.content).toBe("holiday");
+    expect(album.media).toHaveLength(3);
+    expect(await Promise.all(album.media!.map((p) => readFile(p, "utf8")))).toEqual([
+      "picture 1",
+      "picture 2",
+      "picture 3",
+    ]);
+    expect((await nthInbound(2)).content).toBe("after the album");
+    expect(inbound).toHaveLength(2);
+  });
+
+  it("does not download files from senders who are not allowed (the manager refuses them)", async () => {
+    const { fake, nthInbound } = await started();
+    const f = fake.addFile("secret");
+    fake.userMessage({ from: { id: 7, first_name: "Mallory" }, document: { ...f, file_name: "x.bin" } });
+    const msg = await nthInbound(1);
+    expect(msg.senderId).toBe("7");
+    expect(msg.content).toBe("[file]");
+    expect(msg.media).toBeUndefined();
+    expect(fake.callsTo("getFile")).toHaveLength(0);
+  });
+
+  it("answers /start itself: a greeting with the id, or the refusal notice", async () => {
+    const { fake, inbound } = await started();
+    fake.userMessage({ text: "/start" });
+    const hello = await fake.waitForSent((m) => m.chatId === 42);
+    expect(hello.text).toMatch(/^Hello! I'm @palaver_test_bot/);
+    expect(hello.text).toContain("Your Telegram user id is 42");
+    fake.userMessage({ text: "/start", from: { id: 7, first_name: "Mallory" } });
+    const refused = await fake.waitForSent((m) => m.chatId === 7);
+    expect(refused.text).toContain("Your telegram user id is 7");
+    expect(refused.text).toContain("channels.telegram.allowFrom");
+    expect(inbound).toHaveLength(0);
+  });
+
+  it("publishes /stop at once, even while an earlier message of the chat is still downloading", async () => {
+    const { fake, nthInbound } = await started();
+    const f = fake.addFile("slow");
+    fake.failNext("getFile", { code: 500, description: "Internal Server Error" }); // auto-retry waits 3 s
+    fake.userMessage({ document: { ...f, file_name: "slow.txt" } });
+    await fake.waitForCall("getFile");
+    fake.userMessage({ text: "/stop" });
+    const first = await nthInbound(1, 2000);
+    expect(first.content).toBe("/stop");
+  });
+});
+
+describe("sending", () => {
+  it("splits a long markdown reply into valid HTML messages (the fake parses them like Telegram)", async () => {
+    const { fake, channel } = await started();
+    const code = Array.from({ length: 150 }, (_, i) => `  if (x${i} < y && z > w) return ${i};`).join("\n");
+    const content = `**Summary** & details\n\n\`\`\`js\nfunction f() {\n${code}\n}\n\`\`\`\n\n${"More _text_ here. ".repeat(60)}`;
+    expect(content.length).toBeGreaterThan(6000);
+    await channel.send({ channel: "telegram", chatId: "42", content });
+    expect(fake.sent.length).toBeGreaterThan(1);
+    for (const m of fake.sent) {
+      expect(m.parseMode).toBe("HTML");
+      expect(m.text!.length).toBeLessThanOrEqual(4096);
+    }
+    expect(fake.sent[0]!.text).toMatch(/^<b>Summary<\/b> &amp; details/);
+    expect(fake.callsTo("sendMessage")).toHaveLength(fake.sent.length); // none refused
+  });
+
+  it("resends as plain text when Telegram rejects the HTML", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", {
+      code: 400,
+      description: 'Bad Request: can\'t parse entities: Unsupported start tag "b" at byte offset 0',
+    });
+    await channel.send({ channel: "telegram", chatId: "42", content: "**bold** move" });
+    expect(fake.callsTo("sendMessage").map((c) => c.params.parse_mode)).toEqual(["HTML", undefined]);
+    expect(fake.sent).toHaveLength(1);
+    expect(fake.sent[0]).toMatchObject({ text: "**bold** move" });
+    expect(fake.sent[0]!.parseMode).toBeUndefined();
+  });
+
+  it("waits as long as a 429 retry_after says, then sends", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", {
+      code: 429,
+      description: "Too Many Requests: retry after 1",
+      retryAfter: 1,
+    });
+    const t0 = Date.now();
+    await channel.send({ channel: "telegram", chatId: "42", content: "patience" });
+    const calls = fake.callsTo("sendMessage");
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+    expect(fake.sent[0]!.text).toBe("patience");
+  });
+
+  it("quotes the user's message when replyToMessage is on, only on the first chunk", async () => {
+    const { fake, channel } = await started({ config: { replyToMessage: true } });
+    await channel.send({
+      channel: "telegram",
+      chatId: "42",
+      content: `${"a".repeat(3000)}\n\n${"b".repeat(3000)}`,
+      replyTo: "17",
+      metadata: { messageId: 17 },
+    });
+    expect(fake.sent.map((m) => m.replyTo)).toEqual([17, undefined]);
+  });
+
+  it("does not quote when replyToMessage is off", async () => {
+    const { fake, channel } = await started();
+    await channel.send({
+      channel: "telegram",
+      chatId: "42",
+      content: "hi",
+      replyTo: "17",
+      metadata: { messageId: 17 },
+    });
+    expect(fake.sent[0]!.replyTo).toBeUndefined();
+  });
+
+  it("sends progress and tool hints as small plain silent messages", async () => {
+    const { fake, channel } = await started();
+    await channel.send({ channel: "telegram", chatId: "42", content: 'read_file("a<b")', kind: "toolHint" });
+    expect(fake.sent[0]).toMatchObject({ text: 'read_file("a<b")', silent: true });
+    expect(fake.sent[0]!.parseMode).toBeUndefined();
+  });
+
+  it("sends media by type, a short reply as the caption", async () => {
+    const { fake, channel, workspace } = await started();
+    const photo = join(workspace, "chart.png");
+    const doc = join(workspace, "report.pdf");
+    await writeFile(photo, "png-bytes");
+    await writeFile(doc, "pdf-bytes");
+    await channel.send({ channel: "telegram", chatId: "42", content: "Here **it** is", media: [photo, doc] });
+    expect(fake.sent.map((m) => m.method)).toEqual(["sendPhoto", "sendDocument"]);
+    expect(fake.sent[0]).toMatchObject({ caption: "Here <b>it</b> is", parseMode: "HTML" });
+    expect(fake.sent[0]!.file).toMatchObject({ name: "chart.png", size: 9 });
+    expect(fake.sent[1]!.file!.data.toString()).toBe("pdf-bytes");
+    expect(fake.sent[1]!.caption).toBeUndefined();
+  });
+
+  it("says so in the chat when a file to send is missing", async () => {
+    const { fake, channel, workspace } = await started();
+    await channel.send({
+      channel: "telegram",
+      chatId: "42",
+      content: "attached",
+      media: [join(workspace, "gone.pdf")],
+    });
+    expect(fake.sent.map((m) => m.text)).toEqual([
+      "attached",
+      "(I couldn't send gone.pdf: the file is missing.)",
+    ]);
+  });
+
+  it("reports a refused send in plain words", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });
+    await expect(channel.send({ channel: "telegram", chatId: "42", content: "hi" })).rejects.toThrow(
+      /sending to Telegram chat 42 failed: Telegram refused sendMessage: Forbidden: bot was blocked by the user/,
+    );
+  });
+
+  it("retries in the new chat when a group was upgraded to a supergroup", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", {
+      code: 400,
+      description: "Bad Request: group chat was upgraded to a supergroup chat",
+      migrateTo: -100999,
+    });
+    await channel.send({ channel: "telegram", chatId: "-55", content: "hi" });
+    expect(fake.sent[0]!.chatId).toBe(-100999);
+  });
+});
+
+describe("typing indicator", () => {
+  it("repeats from an accepted message until the final reply, through progress messages", async () => {
+    const { fake, channel, nthInbound } = await started();
+    fake.userMessage({ text: "think hard" });
+    const msg = await nthInbound(1);
+    await fake.waitFor(() => fake.callsTo("sendChatAction").length >= 3, 3000, "repeated typing");
+    await channel.send({
+      channel: "telegram",
+      chatId: "42",
+      content: "working…",
+      kind: "progress",
+      metadata: msg.metadata,
+    });
+    const afterProgress = fake.callsTo("sendChatAction").length;
+    await fake.waitFor(
+      () => fake.callsTo("sendChatAction").length >= afterProgress + 2,
+      3000,
+      "typing after progress",
+    );
+    await channel.send({ channel: "telegram", chatId: "42", content: "done", metadata: msg.metadata });
+    const reply = fake.callsTo("sendMessage").find((c) => c.params.text === "done")!;
+    const total = fake.callsTo("sendChatAction").length;
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
+    expect(fake.callsTo("sendChatAction").every((c) => c.at <= reply.at)).toBe(true);
+    expect(fake.callsTo("sendChatAction")[0]!.params).toMatchObject({ chat_id: 42, action: "typing" });
+  });
+
+  it("is not shown for senders who are not allowed, and stops at the reply to /stop", async () => {
+    const { fake, channel, nthInbound } = await started();
+    fake.userMessage({ text: "hi", from: { id: 7, first_name: "M" } });
+    await nthInbound(1);
+    fake.userMessage({ text: "long job" });
+    const job = await nthInbound(2);
+    fake.userMessage({ text: "another" });
+    await nthInbound(3);
+    await fake.waitFor(() => fake.callsTo("sendChatAction").length >= 2, 3000, "typing");
+    expect(fake.callsTo("sendChatAction").every((c) => c.params.chat_id === 42)).toBe(true);
+    fake.userMessage({ text: "/stop" });
+    await nthInbound(4);
+    // Two turns were pending, but the reply to /stop ends the indicator.
+    await channel.send({
+      channel: "telegram",
+      chatId: "42",
+      content: "Stopped the running reply.",
+      metadata: job.metadata,
+    });
+    const total = fake.callsTo("sendChatAction").length;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
+  });
+
+  it("gives up after the maximum duration", async () => {
+    const { fake, nthInbound } = await started({ tuning: { typingMaxMs: 250 } });
+    fake.userMessage({ text: "never answered" });
+    await nthInbound(1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const total = fake.callsTo("sendChatAction").length;
+    expect(total).toBeGreaterThanOrEqual(2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
+  });
+});
+
+describe("video", () => {
+  it("is downloaded and referenced", async () => {
+    const { fake, nthInbound } = await started();
+    const f = fake.addFile("x");
+    fake.userMessage({ video: { ...f, width: 1, height: 1, duration: 1 } });
+    const msg = await nthInbound(1);
+    expect((await stat(msg.media![0]!)).isFile()).toBe(true);
+    expect(msg.content).toBe("[video]");
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * The whole daemon with the real Telegram adapter: Gateway + agent + the
+ * loopback fake Bot API + FakeOpenAI. A message typed "in Telegram" goes
+ * through grammy, the manager's access check, the agent loop and the LLM,
+ * and the reply comes back as a Bot API sendMessage.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTelegramChannel, TelegramChannel } from "../../../src/channels/telegram/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { Gateway } from "../../../src/gateway.js";
+import { createProvider } from "../../../src/llm/openai-provider.js";
+import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
+import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { FAST } from "./helpers.js";
+
+let dir: string;
+let llm: FakeOpenAI;
+let tg: FakeTelegram;
+let gateway: Gateway | undefined;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-tg-e2e-"));
+  llm = await FakeOpenAI.start();
+  tg = await FakeTelegram.start();
+});
+
+afterEach(async () => {
+  await gateway?.stop(500);
+  gateway = undefined;
+  await tg.close();
+  await llm.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function startGateway(
+  opts: { telegram?: Record<string, unknown>; fast?: boolean } = {},
+): Promise<Gateway> {
+  const config = ConfigSchema.parse({
+    agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
+    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
+    channels: {
+      sendProgress: false,
+      telegram: {
+        enabled: true,
+        token: tg.token,
+        apiRoot: tg.apiRoot,
+        allowFrom: ["42"],
+        pollTimeout: 1,
+        ...opts.telegram,
+      },
+    },
+    gateway: { heartbeat: { enabled: false } },
+  });
+  gateway = new Gateway({
+    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+    provider: createProvider(config),
+    platforms: {
+      // The registry's factory as is, or the same channel with test timings.
+      telegram: opts.fast
+        ? async (ctx) =>
+            new TelegramChannel({
+              config: ctx.config.channels.telegram,
+              workspace: ctx.workspace,
+              maxMediaBytes: ctx.config.channels.maxMediaBytes,
+              tuning: FAST,
+            })
+        : createTelegramChannel,
+    },
+  });
+  await gateway.start();
+  expect(gateway.channels.status()).toEqual([{ name: "telegram", state: "running" }]);
+  return gateway;
+}
+
+describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
+  it("answers a private message with HTML in the same chat and saves the session", async () => {
+    await startGateway();
+    llm.setHandler((req) => ({ content: `**Echo:** ${lastUserText(req)} & more` }));
+    tg.userMessage({ text: "hello <bot>" });
+    const reply = await tg.waitForSent((m) => m.chatId === 42 && m.text !== undefined, 8000);
+    expect(reply).toMatchObject({ parseMode: "HTML", text: "<b>Echo:</b> hello &lt;bot&gt; &amp; more" });
+    expect(llm.requests).toHaveLength(1);
+    const session = await readFile(join(dir, "ws", "sessions", "telegram_42.jsonl"), "utf8");
+    expect(session).toContain("hello <bot>");
+  });
+
+  it("tells a refused sender its id once, and never calls the LLM for it", async () => {
+    await startGateway();
+    tg.userMessage({ text: "let me in", from: { id: 7, first_name: "Mallory" } });
+    tg.userMessage({ text: "please", from: { id: 7, first_name: "Mallory" } });
+    tg.userMessage({ text: "marker" });
+    await tg.waitForSent((m) => m.chatId === 42, 8000);
+    const toRefused = tg.sent.filter((m) => m.chatId === 7);
+    expect(toRefused).toHaveLength(1);
+    expect(toRefused[0]!.text).toContain("Your telegram user id is 7");
+    expect(llm.requests).toHaveLength(1);
+  });
+
+  it("allowFrom also accepts the @username", async () => {
+    await startGateway({ telegram: { allowFrom: ["@ada"] } });
+    tg.userMessage({ text: "by name", from: { id: 4242, username: "ada" } });
+    const reply = await tg.waitForSent((m) => m.chatId === 4242, 8000);
+    expect(reply.text).toBe("ok");
+  });
+
+  it("shows typing while the LLM is slow, stops after the reply; /stop is answered at once", async () => {
+    await startGateway({ fast: true });
+    llm.setHandler(() => ({ content: "finally", delayMs: 700 }));
+    tg.userMessage({ text: "slow question" });
+    const reply = await tg.waitForSent((m) => m.text === "finally", 8000);
+    const typing = tg.callsTo("sendChatAction");
+    expect(typing.length).toBeGreaterThanOrEqual(3); // every 100 ms in these tests, for ~700 ms
+    const replyCall = tg.callsTo("sendMessage").find((c) => c.params.text === "finally")!;
+    expect(typing.every((c) => c.at <= replyCall.at)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(tg.callsTo("sendChatAction")).toHaveLength(typing.length);
+    expect(reply.chatId).toBe(42);
+
+    llm.setHandler(() => ({ content: "too late", delayMs: 5000 }));
+    tg.userMessage({ text: "long job" });
+    await tg.waitFor(() => llm.requests.length === 2, 5000, "the second LLM call");
+    const t0 = Date.now();
+    tg.userMessage({ text: "/stop" });
+    const stopped = await tg.waitForSent((m) => m.text === "Stopped the running reply.", 3000);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(stopped.chatId).toBe(42);
+    const afterStop = tg.callsTo("sendChatAction").length;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(tg.callsTo("sendChatAction")).toHaveLength(afterStop);
+    expect(tg.sent.some((m) => m.text === "too late")).toBe(false);
+  });
+
+  it("keeps forum topics apart and answers in the topic", async () => {
+    await startGateway({ telegram: { groupPolicy: "open" } });
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const forum = { id: -1009, type: "supergroup", title: "Forum", is_forum: true };
+    tg.userMessage({ chat: forum, text: "topic A", message_thread_id: 11, is_topic_message: true });
+    await tg.waitForSent((m) => m.text === "re: topic A", 8000);
+    tg.userMessage({ chat: forum, text: "topic B", message_thread_id: 22, is_topic_message: true });
+    const b = await tg.waitForSent((m) => m.text === "re: topic B", 8000);
+    const a = tg.sent.find((m) => m.text === "re: topic A")!;
+    expect([a.threadId, b.threadId]).toEqual([11, 22]);
+    expect(a.chatId).toBe(-1009);
+    // Two sessions: topic B's LLM call does not see topic A.
+    const second = JSON.stringify(llm.requests[1]!.body.messages);
+    expect(second).not.toContain("topic A");
+    const sessions = await readFile(join(dir, "ws", "sessions", "telegram_-1009_22.jsonl"), "utf8");
+    expect(sessions).toContain("topic B");
+  });
+});

@@ -1,0 +1,684 @@
+/**
+ * A loopback fake of Slack: the Web API (the methods palaver uses), file
+ * downloads and uploads, and a Socket Mode WebSocket server, enough for the
+ * real @slack/bolt (and its Socket Mode and Web API clients) to run unmodified.
+ *
+ *   const slack = await FakeSlack.start();
+ *   config: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl }
+ *   await slack.waitForConnections(1);                  // Socket Mode said hello
+ *   await slack.pushEvent(dm("hello"));                 // resolves with the client's ack
+ *   await slack.waitForCalls("chat.postMessage", 1);
+ *   slack.callsTo("chat.postMessage")[0].params.text
+ *   slack.rateLimit("chat.postMessage", 1);             // next call: 429, Retry-After: 1
+ *   await slack.closeSocket();                          // the client must reconnect
+ *   await slack.close();
+ *
+ * Events pushed while no socket is connected are queued and delivered on the
+ * next connection, and events a closed socket never acknowledged are sent
+ * again (retry_attempt + 1), as Slack does.
+ */
+import { randomUUID } from "node:crypto";
+import { createHmac } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { WebSocket, WebSocketServer } from "ws";
+
+export const BOT_TOKEN = "xoxb-fake-bot-token";
+export const APP_TOKEN = "xapp-fake-app-token";
+export const BOT_USER_ID = "UBOT";
+export const BOT_ID = "BBOT";
+export const TEAM_ID = "T1";
+
+export interface SlackCall {
+  method: string;
+  /** The token the call was made with (Authorization header or `token` parameter). */
+  token: string | undefined;
+  params: Record<string, unknown>;
+  at: number;
+}
+
+export interface Ack {
+  envelope_id: string;
+  payload?: unknown;
+}
+
+export interface StoredMessage {
+  ts: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  thread_ts?: string;
+}
+
+export interface Upload {
+  fileId: string;
+  filename: string;
+  bytes: Buffer;
+  channelId?: string;
+  threadTs?: string;
+}
+
+interface Envelope {
+  envelope_id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  accepts_response_payload: boolean;
+  retry_attempt?: number;
+  retry_reason?: string;
+}
+
+interface Pending {
+  envelope: Envelope;
+  resolve: (ack: Ack) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export interface FakeSlackOptions {
+  botToken?: string;
+  appToken?: string;
+  /** How long pushEvent waits for an ack. */
+  ackTimeoutMs?: number;
+}
+
+export class FakeSlack {
+  readonly calls: SlackCall[] = [];
+  readonly acks: Ack[] = [];
+  readonly uploads: Upload[] = [];
+  /** `channel:ts` → reaction names currently on that message. */
+  readonly reactions = new Map<string, Set<string>>();
+  /** Messages per channel, for conversations.replies (posted ones are added too). */
+  readonly messages = new Map<string, StoredMessage[]>();
+  readonly users = new Map<string, { name: string; real_name?: string; team_id?: string }>();
+  /** How many Socket Mode connections said hello so far. */
+  connections = 0;
+  /** Answer file downloads with Slack's sign-in page, as for a token without files:read. */
+  signInPageForFiles = false;
+  readonly botToken: string;
+  readonly appToken: string;
+
+  private readonly server: Server;
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly sockets = new Set<Socket>();
+  private readonly files = new Map<string, { name: string; bytes: Buffer; mimetype: string }>();
+  private readonly tickets = new Set<string>();
+  private readonly rateLimits = new Map<string, { retryAfter: string; times: number }>();
+  private readonly failures = new Map<string, { error: string; times: number }>();
+  private readonly queue: Pending[] = [];
+  private readonly inFlight = new Map<string, Pending>();
+  private readonly waiters = new Set<() => void>();
+  private current: WebSocket | undefined;
+  private nextTs = 1_700_000_000;
+  private nextId = 1;
+  private readonly ackTimeoutMs: number;
+
+  private constructor(opts: FakeSlackOptions) {
+    this.botToken = opts.botToken ?? BOT_TOKEN;
+    this.appToken = opts.appToken ?? APP_TOKEN;
+    this.ackTimeoutMs = opts.ackTimeoutMs ?? 5000;
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        res.writeHead(500).end(String(err));
+      });
+    });
+    this.server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+    this.server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) =>
+      this.upgrade(req, socket, head),
+    );
+    this.users.set("U1", { name: "alice", real_name: "Alice" });
+    this.users.set("U2", { name: "bob", real_name: "Bob" });
+  }
+
+  static async start(opts: FakeSlackOptions = {}): Promise<FakeSlack> {
+    const fake = new FakeSlack(opts);
+    await new Promise<void>((resolve) => fake.server.listen(0, "127.0.0.1", resolve));
+    return fake;
+  }
+
+  get baseUrl(): string {
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  /** The Web API base for `channels.slack.apiUrl` (Bolt's slackApiUrl). */
+  get apiUrl(): string {
+    return `${this.baseUrl}/api/`;
+  }
+
+  /** Whether a Socket Mode client is connected now. */
+  get connected(): boolean {
+    return this.current?.readyState === WebSocket.OPEN;
+  }
+
+  callsTo(method: string): SlackCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /** The texts posted with chat.postMessage, in order. */
+  posted(): { channel: string; text: string; thread_ts?: string }[] {
+    const str = (v: unknown) => (typeof v === "string" ? v : "");
+    return this.callsTo("chat.postMessage").map((c) => ({
+      channel: str(c.params.channel),
+      text: str(c.params.text),
+      ...(c.params.thread_ts ? { thread_ts: str(c.params.thread_ts) } : {}),
+    }));
+  }
+
+  /** The next `times` calls of `method` get HTTP 429 with this Retry-After (seconds). */
+  rateLimit(method: string, retryAfterSeconds: number, times = 1): void {
+    this.rateLimits.set(method, { retryAfter: String(retryAfterSeconds), times });
+  }
+
+  /** The next `times` calls of `method` answer `{ ok: false, error }`. */
+  failNext(method: string, error: string, times = 1): void {
+    this.failures.set(method, { error, times });
+  }
+
+  /** A file to share in an event: served at its url_private_download to the bot token only. */
+  addFile(name: string, content: string | Buffer, mimetype = "text/plain"): Record<string, unknown> {
+    const id = `F${this.nextId++}`;
+    const bytes = Buffer.isBuffer(content) ? content : Buffer.from(content);
+    this.files.set(id, { name, bytes, mimetype });
+    const url = `${this.baseUrl}/files-pri/${TEAM_ID}-${id}/${encodeURIComponent(name)}`;
+    return {
+      id,
+      name,
+      title: name,
+      mimetype,
+      size: bytes.length,
+      mode: "hosted",
+      url_private: url,
+      url_private_download: `${url}?download=1`,
+    };
+  }
+
+  /** A message Slack knows about (for conversations.replies), e.g. an earlier thread reply. */
+  addMessage(channel: string, message: StoredMessage): void {
+    const list = this.messages.get(channel) ?? [];
+    list.push(message);
+    this.messages.set(channel, list);
+  }
+
+  /** A fresh message timestamp, Slack style. */
+  ts(): string {
+    return `${this.nextTs++}.000100`;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Socket Mode
+
+  /** Pushes an Events API event; resolves with the client's ack (queued while nobody is connected). */
+  pushEvent(event: Record<string, unknown>): Promise<Ack> {
+    return this.push({
+      envelope_id: randomUUID(),
+      type: "events_api",
+      accepts_response_payload: false,
+      retry_attempt: 0,
+      retry_reason: "",
+      payload: {
+        token: "verification-token",
+        team_id: TEAM_ID,
+        api_app_id: "A1",
+        event: { event_ts: event.ts, ...event },
+        type: "event_callback",
+        event_id: `Ev${this.nextId++}`,
+        event_time: Math.floor(Date.now() / 1000),
+        authorizations: [
+          {
+            enterprise_id: null,
+            team_id: TEAM_ID,
+            user_id: BOT_USER_ID,
+            is_bot: true,
+            is_enterprise_install: false,
+          },
+        ],
+      },
+    });
+  }
+
+  /** Pushes a slash command invocation (`/palaver stop` → { text: "stop" }). */
+  pushCommand(cmd: {
+    text: string;
+    user_id: string;
+    channel_id: string;
+    command?: string;
+    user_name?: string;
+  }): Promise<Ack> {
+    return this.push({
+      envelope_id: randomUUID(),
+      type: "slash_commands",
+      accepts_response_payload: true,
+      payload: {
+        token: "verification-token",
+        team_id: TEAM_ID,
+        team_domain: "fake",
+        channel_id: cmd.channel_id,
+        channel_name: cmd.channel_id.startsWith("D") ? "directmessage" : "general",
+        user_id: cmd.user_id,
+        user_name: cmd.user_name ?? this.users.get(cmd.user_id)?.name ?? "someone",
+        command: cmd.command ?? "/palaver",
+        text: cmd.text,
+        api_app_id: "A1",
+        is_enterprise_install: "false",
+        response_url: `${this.baseUrl}/commands/response`,
+        trigger_id: `trigger-${this.nextId++}`,
+      },
+    });
+  }
+
+  /** Resolves once `n` Socket Mode connections in total have been greeted. */
+  waitForConnections(n: number, timeoutMs = 5000): Promise<void> {
+    return this.waitUntil(
+      () => this.connections >= n && this.connected,
+      timeoutMs,
+      `${n} socket connections`,
+    );
+  }
+
+  /** Resolves once `method` was called at least `n` times. */
+  waitForCalls(method: string, n: number, timeoutMs = 5000): Promise<SlackCall[]> {
+    return this.waitUntil(() => this.callsTo(method).length >= n, timeoutMs, `${n} ${method} calls`).then(
+      () => this.callsTo(method),
+    );
+  }
+
+  /** Resolves when no Socket Mode client is connected (after a client's disconnect, say). */
+  waitForDisconnect(timeoutMs = 5000): Promise<void> {
+    return this.waitUntil(() => this.wss.clients.size === 0, timeoutMs, "the socket to close");
+  }
+
+  /**
+   * Ends the current connection: "disconnect" sends Slack's `{type:"disconnect"}`
+   * message (the client closes), "close" a close frame, "terminate" drops the TCP
+   * connection. Resolves once the server saw the socket close.
+   */
+  async closeSocket(how: "disconnect" | "close" | "terminate" = "close"): Promise<void> {
+    const ws = this.current;
+    if (!ws) return;
+    const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+    if (how === "disconnect") ws.send(JSON.stringify({ type: "disconnect", reason: "refresh_requested" }));
+    else if (how === "close") ws.close(1001, "going away");
+    else ws.terminate();
+    await closed;
+  }
+
+  private push(envelope: Envelope): Promise<Ack> {
+    return new Promise<Ack>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.inFlight.delete(envelope.envelope_id);
+        const i = this.queue.findIndex((p) => p.envelope === envelope);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(
+          new Error(`no ack for ${envelope.type} ${envelope.envelope_id} within ${this.ackTimeoutMs} ms`),
+        );
+      }, this.ackTimeoutMs);
+      const pending: Pending = { envelope, resolve, reject, timer };
+      if (this.connected) this.deliver(pending);
+      else this.queue.push(pending);
+    });
+  }
+
+  private deliver(pending: Pending): void {
+    this.inFlight.set(pending.envelope.envelope_id, pending);
+    this.current?.send(JSON.stringify(pending.envelope));
+  }
+
+  private upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const url = new URL(req.url ?? "/", this.baseUrl);
+    const ticket = url.searchParams.get("ticket") ?? "";
+    if (url.pathname !== "/link/" || !this.tickets.delete(ticket)) {
+      socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connected_(ws));
+  }
+
+  private connected_(ws: WebSocket): void {
+    this.current = ws;
+    ws.on("message", (data: Buffer) => {
+      let msg: Ack;
+      try {
+        msg = JSON.parse(data.toString()) as Ack;
+      } catch {
+        return;
+      }
+      if (typeof msg.envelope_id !== "string") return;
+      this.acks.push(msg);
+      const pending = this.inFlight.get(msg.envelope_id);
+      if (!pending) return;
+      this.inFlight.delete(msg.envelope_id);
+      clearTimeout(pending.timer);
+      pending.resolve(msg);
+    });
+    ws.on("close", () => {
+      if (this.current === ws) this.current = undefined;
+      // Slack sends what was never acknowledged again, on the next connection.
+      for (const pending of this.inFlight.values()) {
+        pending.envelope.retry_attempt = (pending.envelope.retry_attempt ?? 0) + 1;
+        pending.envelope.retry_reason = "timeout";
+        this.queue.push(pending);
+      }
+      this.inFlight.clear();
+      this.notify();
+    });
+    ws.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: 1,
+        debug_info: { host: "fake-applink", build_number: 1, approximate_connection_time: 18060 },
+        connection_info: { app_id: "A1" },
+      }),
+    );
+    this.connections++;
+    for (const pending of this.queue.splice(0)) this.deliver(pending);
+    this.notify();
+  }
+
+  // ---------------------------------------------------------------------------
+  // HTTP
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", this.baseUrl);
+    const body = await readBody(req);
+    if (req.method === "GET" && url.pathname.startsWith("/files-pri/")) return this.serveFile(req, res, url);
+    if (req.method === "POST" && url.pathname.startsWith("/upload/")) {
+      return this.receiveUpload(req, res, url.pathname.slice("/upload/".length), body);
+    }
+    if (req.method === "POST" && url.pathname.startsWith("/api/")) {
+      const method = url.pathname.slice("/api/".length);
+      const params = await parseParams(req, body);
+      const auth = req.headers.authorization;
+      const token = auth?.startsWith("Bearer ")
+        ? auth.slice(7)
+        : typeof params.token === "string"
+          ? params.token
+          : undefined;
+      this.calls.push({ method, token, params, at: Date.now() });
+      this.notify();
+      const limited = this.rateLimits.get(method);
+      if (limited && limited.times > 0) {
+        limited.times--;
+        res.writeHead(429, { "retry-after": limited.retryAfter, "content-type": "application/json" });
+        res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
+        return;
+      }
+      const result = this.api(method, token, params);
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify(result));
+      return;
+    }
+    res.writeHead(404).end();
+  }
+
+  private api(
+    method: string,
+    token: string | undefined,
+    p: Record<string, unknown>,
+  ): Record<string, unknown> {
+    const failure = this.failures.get(method);
+    if (failure && failure.times > 0) {
+      failure.times--;
+      return { ok: false, error: failure.error };
+    }
+    if (method === "apps.connections.open") {
+      if (token !== this.appToken)
+        return { ok: false, error: token?.startsWith("xoxb-") ? "not_allowed_token_type" : "invalid_auth" };
+      const ticket = randomUUID();
+      this.tickets.add(ticket);
+      return { ok: true, url: `${this.baseUrl.replace(/^http/, "ws")}/link/?ticket=${ticket}` };
+    }
+    if (token !== this.botToken) {
+      return { ok: false, error: token?.startsWith("xapp-") ? "not_allowed_token_type" : "invalid_auth" };
+    }
+    const str = (k: string) => (typeof p[k] === "string" ? p[k] : undefined);
+    switch (method) {
+      case "auth.test":
+        return {
+          ok: true,
+          url: "https://fake.slack.com/",
+          team: "Fake",
+          user: "palaver",
+          team_id: TEAM_ID,
+          user_id: BOT_USER_ID,
+          bot_id: BOT_ID,
+        };
+      case "chat.postMessage": {
+        const channel = str("channel");
+        if (!channel) return { ok: false, error: "channel_not_found" };
+        if (!str("text") && !p.blocks) return { ok: false, error: "no_text" };
+        const ts = this.ts();
+        const message: StoredMessage = { ts, bot_id: BOT_ID, user: BOT_USER_ID, text: str("text") };
+        const thread = str("thread_ts");
+        if (thread) message.thread_ts = thread;
+        this.addMessage(channel, message);
+        return { ok: true, channel, ts, message: { type: "message", ...message } };
+      }
+      case "chat.update":
+        return { ok: true, channel: str("channel"), ts: str("ts"), text: str("text") };
+      case "reactions.add": {
+        const key = `${str("channel")}:${str("timestamp")}`;
+        const set = this.reactions.get(key) ?? new Set<string>();
+        const name = str("name") ?? "";
+        if (set.has(name)) return { ok: false, error: "already_reacted" };
+        set.add(name);
+        this.reactions.set(key, set);
+        return { ok: true };
+      }
+      case "reactions.remove": {
+        const set = this.reactions.get(`${str("channel")}:${str("timestamp")}`);
+        if (!set?.delete(str("name") ?? "")) return { ok: false, error: "no_reaction" };
+        return { ok: true };
+      }
+      case "conversations.replies": {
+        const ts = str("ts");
+        const all = this.messages.get(str("channel") ?? "") ?? [];
+        const thread = all.filter((m) => m.ts === ts || m.thread_ts === ts);
+        if (thread.length === 0) return { ok: false, error: "thread_not_found" };
+        return { ok: true, messages: thread, has_more: false };
+      }
+      case "conversations.info": {
+        const id = str("channel") ?? "";
+        return {
+          ok: true,
+          channel: {
+            id,
+            name: id.startsWith("D") ? undefined : "general",
+            is_im: id.startsWith("D"),
+            is_channel: id.startsWith("C"),
+          },
+        };
+      }
+      case "users.info": {
+        const id = str("user") ?? "";
+        const user = this.users.get(id);
+        if (!user) return { ok: false, error: "user_not_found" };
+        return {
+          ok: true,
+          user: {
+            id,
+            team_id: user.team_id ?? TEAM_ID,
+            name: user.name,
+            real_name: user.real_name,
+            profile: {},
+          },
+        };
+      }
+      case "files.getUploadURLExternal": {
+        const fileId = `F${this.nextId++}`;
+        this.uploads.push({ fileId, filename: str("filename") ?? "", bytes: Buffer.alloc(0) });
+        return { ok: true, upload_url: `${this.baseUrl}/upload/${fileId}`, file_id: fileId };
+      }
+      case "files.completeUploadExternal": {
+        const files = JSON.parse(str("files") ?? "[]") as { id: string; title?: string }[];
+        for (const f of files) {
+          const upload = this.uploads.find((u) => u.fileId === f.id);
+          if (!upload) return { ok: false, error: "file_not_found" };
+          const channel = str("channel_id");
+          const thread = str("thread_ts");
+          if (channel) upload.channelId = channel;
+          if (thread) upload.threadTs = thread;
+        }
+        return { ok: true, files: files.map((f) => ({ id: f.id, title: f.title })) };
+      }
+      default:
+        return { ok: false, error: "unknown_method" };
+    }
+  }
+
+  private serveFile(req: IncomingMessage, res: ServerResponse, url: URL): void {
+    const id = /^\/files-pri\/[^-]+-([^/]+)\//.exec(url.pathname)?.[1] ?? "";
+    const file = this.files.get(id);
+    if (!file) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (this.signInPageForFiles || req.headers.authorization !== `Bearer ${this.botToken}`) {
+      // What Slack does without a token that may read files: a sign-in page, status 200.
+      res
+        .writeHead(200, { "content-type": "text/html" })
+        .end("<!DOCTYPE html><html><body>Sign in</body></html>");
+      return;
+    }
+    res
+      .writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.length })
+      .end(file.bytes);
+  }
+
+  private async receiveUpload(
+    req: IncomingMessage,
+    res: ServerResponse,
+    fileId: string,
+    body: Buffer,
+  ): Promise<void> {
+    const upload = this.uploads.find((u) => u.fileId === fileId);
+    if (!upload) {
+      res.writeHead(404).end();
+      return;
+    }
+    const type = req.headers["content-type"] ?? "";
+    if (type.startsWith("multipart/form-data")) {
+      const form = await new Response(body, { headers: { "content-type": type } }).formData();
+      const part = [...form.values()][0];
+      upload.bytes =
+        part instanceof Blob ? Buffer.from(await part.arrayBuffer()) : Buffer.from(String(part ?? ""));
+    } else {
+      upload.bytes = body;
+    }
+    res.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${body.length}`);
+  }
+
+  // ---------------------------------------------------------------------------
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  private waitUntil(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    if (cond()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!cond()) return;
+        cleanup();
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`fake Slack: waited ${timeoutMs} ms for ${what}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  /** Drops pending pushes, closes every socket and the server. */
+  async close(): Promise<void> {
+    for (const pending of [...this.queue.splice(0), ...this.inFlight.values()]) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error("fake Slack closed"));
+    }
+    this.inFlight.clear();
+    for (const ws of this.wss.clients) ws.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function parseParams(req: IncomingMessage, body: Buffer): Promise<Record<string, unknown>> {
+  const type = req.headers["content-type"] ?? "";
+  if (type.startsWith("application/json"))
+    return JSON.parse(body.toString() || "{}") as Record<string, unknown>;
+  if (type.startsWith("multipart/form-data")) {
+    const form = await new Response(body, { headers: { "content-type": type } }).formData();
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of form.entries()) out[k] = typeof v === "string" ? v : "[binary]";
+    return out;
+  }
+  return Object.fromEntries(new URLSearchParams(body.toString()));
+}
+
+/** Headers Slack signs an HTTP request with (v0 HMAC-SHA256 of `v0:timestamp:body`). */
+export function signSlackRequest(
+  signingSecret: string,
+  body: string,
+  timestamp = Math.floor(Date.now() / 1000),
+): Record<string, string> {
+  const signature = createHmac("sha256", signingSecret).update(`v0:${timestamp}:${body}`).digest("hex");
+  return { "x-slack-request-timestamp": String(timestamp), "x-slack-signature": `v0=${signature}` };
+}
+
+// ---------------------------------------------------------------------------
+// Event builders
+
+let eventTs = 1_800_000_000;
+/** A unique message timestamp for test events. */
+export function nextTs(): string {
+  return `${eventTs++}.000200`;
+}
+
+/** A test event: any fields, with the ts and channel tests refer back to. */
+export type TestEvent = Record<string, unknown> & { ts: string; channel: string };
+
+export function dmEvent(text: string, extra: Record<string, unknown> = {}): TestEvent {
+  return {
+    type: "message",
+    channel: "D1",
+    channel_type: "im",
+    user: "U1",
+    text,
+    ts: nextTs(),
+    team: TEAM_ID,
+    ...extra,
+  };
+}
+
+export function channelMessage(text: string, extra: Record<string, unknown> = {}): TestEvent {
+  return {
+    type: "message",
+    channel: "C1",
+    channel_type: "channel",
+    user: "U1",
+    text,
+    ts: nextTs(),
+    team: TEAM_ID,
+    ...extra,
+  };
+}
+
+/** The `app_mention` Slack sends along with the `message` of a mention (same ts). */
+export function mentionEvent(message: TestEvent): TestEvent {
+  const { channel_type: _type, ...rest } = message;
+  return { ...rest, type: "app_mention" };
+}

@@ -1,0 +1,679 @@
+/**
+ * A loopback fake of the Telegram Bot API, for driving the real grammy in tests.
+ *
+ *   const tg = await FakeTelegram.start();
+ *   ... new Bot(tg.token, { client: { apiRoot: tg.apiRoot } }) ...
+ *   tg.userMessage({ text: "hi" });                 // an update for the next getUpdates
+ *   await tg.waitForCall("sendMessage");
+ *   tg.sent[0].text; tg.calls; tg.failNext("sendMessage", { code: 429, description: "...", retryAfter: 1 });
+ *   tg.dropNext("getUpdates"); tg.hangGetUpdates = true;   // network trouble
+ *   await tg.close();
+ *
+ * Speaks enough of the real protocol for grammy to work unmodified:
+ * POST /bot<token>/<method> with JSON or multipart bodies, answers
+ * `{ ok, result }` or `{ ok: false, error_code, description, parameters }`
+ * with the HTTP status Telegram uses. getUpdates long-polls with offset
+ * semantics (updates below the offset are confirmed and forgotten; a newer
+ * getUpdates ends an older one with 409, as Telegram does). sendMessage
+ * checks HTML the way Telegram does (allowed tags, nesting, entities, 4096
+ * characters after parsing) and answers 400 "can't parse entities".
+ * GET /file/bot<token>/<path> serves files registered with addFile; an
+ * OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+export interface FakeUser {
+  id: number;
+  is_bot: boolean;
+  first_name: string;
+  last_name?: string;
+  username?: string;
+}
+
+export interface FakeFile {
+  name: string;
+  type: string;
+  size: number;
+  data: Buffer;
+}
+
+export interface RecordedCall {
+  method: string;
+  /** JSON body, or the multipart fields (JSON-looking fields parsed). */
+  params: Record<string, unknown>;
+  /** Uploaded files by field name ("photo", "document" ...), resolved from attach:// references. */
+  files: Record<string, FakeFile>;
+  at: number;
+}
+
+/** A message the bot sent (sendMessage, editMessageText and the send<Media> methods). */
+export interface SentMessage {
+  method: string;
+  messageId: number;
+  chatId: number | string;
+  text?: string;
+  caption?: string;
+  parseMode?: string;
+  threadId?: number;
+  replyTo?: number;
+  silent: boolean;
+  file?: FakeFile;
+  at: number;
+}
+
+export interface ScriptedError {
+  code: number;
+  description: string;
+  retryAfter?: number;
+  migrateTo?: number;
+}
+
+type Json = Record<string, unknown>;
+
+interface Poller {
+  offset: number;
+  limit: number;
+  timer: NodeJS.Timeout;
+  res: ServerResponse;
+  done: boolean;
+}
+
+const BOT_DEFAULT: FakeUser = {
+  id: 777000111,
+  is_bot: true,
+  first_name: "Palaver",
+  username: "palaver_test_bot",
+};
+export const TOKEN_DEFAULT = "123456789:AAFakeTokenForTestsOnly_abcdefghijklmn";
+
+export class FakeTelegram {
+  readonly calls: RecordedCall[] = [];
+  readonly sent: SentMessage[] = [];
+  readonly transcriptions: { model: string; fileName: string; size: number }[] = [];
+  /** What the transcription endpoint answers. */
+  transcript = "hello from a voice note";
+  /** Accept getUpdates and never answer (a connection gone silent). */
+  hangGetUpdates = false;
+  /** Every token but this one gets 401 Unauthorized. */
+  token: string;
+  readonly bot: FakeUser;
+  webhook: { url: string; secret_token?: string; allowed_updates?: unknown } | null = null;
+
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private updates: Json[] = [];
+  private nextUpdateId = 1;
+  private nextMessageId = 1;
+  private readonly pollers = new Set<Poller>();
+  private readonly hung = new Set<ServerResponse>();
+  private readonly scripted = new Map<string, ScriptedError[]>();
+  private readonly drops = new Map<string, number>();
+  private readonly files = new Map<string, { path: string; data: Buffer; uniqueId: string }>();
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(opts: { token?: string; bot?: Partial<FakeUser> }) {
+    this.token = opts.token ?? TOKEN_DEFAULT;
+    this.bot = { ...BOT_DEFAULT, ...opts.bot };
+    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server.on("connection", (socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+  }
+
+  static async start(opts: { token?: string; bot?: Partial<FakeUser> } = {}): Promise<FakeTelegram> {
+    const fake = new FakeTelegram(opts);
+    await new Promise<void>((resolve) => fake.server.listen(0, "127.0.0.1", resolve));
+    return fake;
+  }
+
+  get apiRoot(): string {
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  /** Base URL for an OpenAI client pointed at the fake transcription endpoint. */
+  get transcriptionBaseURL(): string {
+    return `${this.apiRoot}/openai/v1`;
+  }
+
+  callsTo(method: string): RecordedCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /** Updates not yet confirmed by a getUpdates offset. */
+  get pendingUpdates(): number {
+    return this.updates.length;
+  }
+
+  // ── scripting ─────────────────────────────────────────────────────────
+
+  /** The next `times` calls of `method` fail with this error. */
+  failNext(method: string, error: ScriptedError, times = 1): void {
+    const list = this.scripted.get(method) ?? [];
+    for (let i = 0; i < times; i++) list.push(error);
+    this.scripted.set(method, list);
+  }
+
+  /** The next `n` calls of `method` have their connection destroyed (a network error for the client). */
+  dropNext(method: string, n = 1): void {
+    this.drops.set(method, (this.drops.get(method) ?? 0) + n);
+  }
+
+  /** Ends (destroys) the connections of getUpdates requests that are hanging. */
+  releaseHung(): void {
+    for (const res of this.hung) res.socket?.destroy();
+    this.hung.clear();
+  }
+
+  /** Registers a downloadable file; returns what a message would carry about it. */
+  addFile(content: Buffer | string, opts: { fileId?: string; path?: string } = {}) {
+    const data = typeof content === "string" ? Buffer.from(content) : content;
+    const fileId = opts.fileId ?? `file-${this.files.size + 1}-${Math.random().toString(36).slice(2, 8)}`;
+    const uniqueId = `u${this.files.size + 1}`;
+    this.files.set(fileId, { path: opts.path ?? `documents/${fileId}.bin`, data, uniqueId });
+    return { file_id: fileId, file_unique_id: uniqueId, file_size: data.length };
+  }
+
+  /** Queues an update for getUpdates; returns its update_id. */
+  pushUpdate(update: Json): number {
+    const update_id = this.nextUpdateId++;
+    this.updates.push({ update_id, ...update });
+    this.wakePollers();
+    return update_id;
+  }
+
+  /**
+   * A message from a user, with defaults filled in: from user 42 ("Ada",
+   * @ada), in the private chat with that user. Returns the message.
+   */
+  userMessage(fields: Json & { from?: Partial<FakeUser>; chat?: Json }): Json {
+    const from = { id: 42, is_bot: false, first_name: "Ada", username: "ada", ...fields.from };
+    const chat = fields.chat ?? { id: from.id, type: "private", first_name: from.first_name };
+    const message = {
+      message_id: this.nextMessageId++,
+      date: Math.floor(Date.now() / 1000),
+      ...fields,
+      from,
+      chat,
+    };
+    this.pushUpdate({ message });
+    return message;
+  }
+
+  /** Resolves with fn()'s value once it is truthy (re-checked on every request), or rejects after timeoutMs. */
+  async waitFor<T>(fn: () => T | undefined | null | false, timeoutMs = 5000, what = "condition"): Promise<T> {
+    const now = fn();
+    if (now) return now;
+    return new Promise<T>((resolve, reject) => {
+      const check = () => {
+        const value = fn();
+        if (!value) return;
+        cleanup();
+        resolve(value);
+      };
+      const poll = setInterval(check, 20);
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`FakeTelegram: timed out waiting for ${what}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        clearInterval(poll);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+    });
+  }
+
+  waitForCall(method: string, predicate: (c: RecordedCall) => boolean = () => true, timeoutMs = 5000) {
+    return this.waitFor(
+      () => this.calls.find((c) => c.method === method && predicate(c)),
+      timeoutMs,
+      `a ${method} call`,
+    );
+  }
+
+  waitForSent(predicate: (m: SentMessage) => boolean = () => true, timeoutMs = 5000) {
+    return this.waitFor(() => this.sent.find(predicate), timeoutMs, "a sent message");
+  }
+
+  async close(): Promise<void> {
+    for (const p of this.pollers) clearTimeout(p.timer);
+    this.pollers.clear();
+    this.hung.clear();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      for (const s of this.sockets) s.destroy();
+    });
+  }
+
+  // ── HTTP ──────────────────────────────────────────────────────────────
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? "/", "http://fake");
+      const body = await readAll(req);
+      if (req.method === "POST" && url.pathname === "/openai/v1/audio/transcriptions") {
+        return await this.transcribe(req, body, res);
+      }
+      const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+      if (req.method === "GET" && file) return this.serveFile(file[1]!, decodeURIComponent(file[2]!), res);
+      const api = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+      if (!api) return send(res, 404, { ok: false, error_code: 404, description: "Not Found" });
+      const [, token, method] = api as unknown as [string, string, string];
+      const { params, files } = await parseParams(req, body);
+      const call: RecordedCall = { method, params, files, at: Date.now() };
+      this.calls.push(call);
+      this.notify();
+      const drops = this.drops.get(method) ?? 0;
+      if (drops > 0) {
+        this.drops.set(method, drops - 1);
+        res.socket?.destroy();
+        return;
+      }
+      if (token !== this.token) return fail(res, { code: 401, description: "Unauthorized" });
+      const scripted = this.scripted.get(method)?.shift();
+      if (scripted) return fail(res, scripted);
+      await this.dispatch(method, call, res);
+    } catch (err) {
+      send(res, 500, { ok: false, error_code: 500, description: `Internal Server Error: ${String(err)}` });
+    } finally {
+      this.notify();
+    }
+  }
+
+  private notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  private async dispatch(method: string, call: RecordedCall, res: ServerResponse): Promise<void> {
+    const p = call.params;
+    switch (method) {
+      case "getMe":
+        return ok(res, {
+          ...this.bot,
+          can_join_groups: true,
+          can_read_all_group_messages: false,
+          supports_inline_queries: false,
+        });
+      case "getUpdates":
+        return this.getUpdates(p, res);
+      case "deleteWebhook":
+        this.webhook = null;
+        if (p.drop_pending_updates === true) this.updates = [];
+        return ok(res, true);
+      case "setWebhook":
+        this.webhook = {
+          url: String(p.url),
+          ...(typeof p.secret_token === "string" ? { secret_token: p.secret_token } : {}),
+          allowed_updates: p.allowed_updates,
+        };
+        if (p.drop_pending_updates === true) this.updates = [];
+        return ok(res, true);
+      case "getWebhookInfo":
+        return ok(res, {
+          url: this.webhook?.url ?? "",
+          has_custom_certificate: false,
+          pending_update_count: this.updates.length,
+        });
+      case "setMyCommands":
+      case "sendChatAction":
+        return ok(res, true);
+      case "getFile": {
+        const f = this.files.get(String(p.file_id));
+        if (!f) return fail(res, { code: 400, description: "Bad Request: invalid file_id" });
+        return ok(res, {
+          file_id: p.file_id,
+          file_unique_id: f.uniqueId,
+          file_size: f.data.length,
+          file_path: f.path,
+        });
+      }
+      case "sendMessage":
+      case "editMessageText": {
+        const text = typeof p.text === "string" ? p.text : "";
+        const problem = checkText(text, p.parse_mode);
+        if (problem) return fail(res, { code: 400, description: `Bad Request: ${problem}` });
+        return ok(res, this.record(method, p, { text }));
+      }
+      case "sendPhoto":
+      case "sendDocument":
+      case "sendVoice":
+      case "sendAudio":
+      case "sendVideo":
+      case "sendAnimation": {
+        const field = method.slice(4).toLowerCase();
+        const file = call.files[field];
+        if (!file && typeof p[field] !== "string")
+          return fail(res, { code: 400, description: `Bad Request: there is no ${field} in the request` });
+        const caption = typeof p.caption === "string" ? p.caption : undefined;
+        if (caption !== undefined) {
+          const problem = checkText(caption, p.parse_mode, 1024);
+          if (problem)
+            return fail(res, {
+              code: 400,
+              description: `Bad Request: ${problem.replace("message", "caption")}`,
+            });
+        }
+        return ok(
+          res,
+          this.record(method, p, {
+            ...(caption !== undefined ? { caption } : {}),
+            ...(file ? { file } : {}),
+          }),
+        );
+      }
+      default:
+        return fail(res, { code: 404, description: "Not Found: method not found" });
+    }
+  }
+
+  private record(method: string, p: Json, extra: Partial<SentMessage>): Json {
+    const reply = p.reply_parameters as { message_id?: number } | undefined;
+    const sent: SentMessage = {
+      method,
+      messageId: this.nextMessageId++,
+      chatId: p.chat_id as number | string,
+      ...(typeof p.parse_mode === "string" ? { parseMode: p.parse_mode } : {}),
+      ...(typeof p.message_thread_id === "number" ? { threadId: p.message_thread_id } : {}),
+      ...(reply?.message_id !== undefined ? { replyTo: reply.message_id } : {}),
+      silent: p.disable_notification === true,
+      at: Date.now(),
+      ...extra,
+    };
+    this.sent.push(sent);
+    return {
+      message_id: sent.messageId,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: Number(sent.chatId), type: Number(sent.chatId) < 0 ? "supergroup" : "private" },
+      from: this.bot,
+      ...(sent.text !== undefined ? { text: stripTags(sent.text, sent.parseMode) } : {}),
+      ...(sent.caption !== undefined ? { caption: sent.caption } : {}),
+    };
+  }
+
+  private getUpdates(p: Json, res: ServerResponse): void {
+    if (this.webhook) {
+      return fail(res, {
+        code: 409,
+        description:
+          "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      });
+    }
+    // A newer request ends the one still waiting, as Telegram does when two instances poll.
+    for (const other of this.pollers) {
+      this.endPoller(other, () =>
+        fail(other.res, {
+          code: 409,
+          description:
+            "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+        }),
+      );
+    }
+    if (this.hangGetUpdates) {
+      this.hung.add(res);
+      res.on("close", () => this.hung.delete(res));
+      return;
+    }
+    const offset = typeof p.offset === "number" ? p.offset : 0;
+    if (offset > 0) this.updates = this.updates.filter((u) => (u.update_id as number) >= offset);
+    const limit = typeof p.limit === "number" && p.limit > 0 ? Math.min(p.limit, 100) : 100;
+    const timeout = typeof p.timeout === "number" ? p.timeout : 0;
+    const ready = this.updates.filter((u) => (u.update_id as number) >= offset).slice(0, limit);
+    if (ready.length > 0 || timeout <= 0) return ok(res, ready);
+    const poller: Poller = {
+      offset,
+      limit,
+      res,
+      done: false,
+      timer: setTimeout(() => this.endPoller(poller, () => ok(res, [])), timeout * 1000),
+    };
+    this.pollers.add(poller);
+    res.on("close", () => this.endPoller(poller, () => undefined));
+  }
+
+  private endPoller(poller: Poller, finish: () => void): void {
+    if (poller.done) return;
+    poller.done = true;
+    clearTimeout(poller.timer);
+    this.pollers.delete(poller);
+    if (!poller.res.writableEnded && !poller.res.destroyed) finish();
+  }
+
+  private wakePollers(): void {
+    for (const poller of [...this.pollers]) {
+      const ready = this.updates
+        .filter((u) => (u.update_id as number) >= poller.offset)
+        .slice(0, poller.limit);
+      if (ready.length > 0) this.endPoller(poller, () => ok(poller.res, ready));
+    }
+  }
+
+  private serveFile(token: string, path: string, res: ServerResponse): void {
+    if (token !== this.token) return fail(res, { code: 401, description: "Unauthorized" });
+    const file = [...this.files.values()].find((f) => f.path === path);
+    if (!file) return fail(res, { code: 404, description: "Not Found" });
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": file.data.length });
+    res.end(file.data);
+  }
+
+  private async transcribe(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
+    const { params, files } = await parseParams(req, body);
+    const file = files.file;
+    if (!file)
+      return send(res, 400, { error: { message: "file is required", type: "invalid_request_error" } });
+    this.transcriptions.push({ model: String(params.model), fileName: file.name, size: file.size });
+    send(res, 200, { text: this.transcript });
+  }
+}
+
+// ── helpers ────────────────────────────────────────────────────────────
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+async function parseParams(
+  req: IncomingMessage,
+  body: Buffer,
+): Promise<{ params: Json; files: Record<string, FakeFile> }> {
+  const type = req.headers["content-type"] ?? "";
+  if (type.startsWith("multipart/form-data")) {
+    const params: Json = {};
+    const uploads = new Map<string, FakeFile>();
+    for (const part of parseMultipart(body, type)) {
+      if (part.filename === undefined) params[part.name] = parseField(part.data.toString("utf8"));
+      else
+        uploads.set(part.name, {
+          name: part.filename,
+          type: part.type,
+          size: part.data.length,
+          data: part.data,
+        });
+    }
+    // grammy sends files as parts named by a random id, referenced as "attach://<id>".
+    const files: Record<string, FakeFile> = {};
+    for (const [key, value] of Object.entries(params)) {
+      if (typeof value === "string" && value.startsWith("attach://")) {
+        const file = uploads.get(value.slice("attach://".length));
+        if (file) files[key] = file;
+      }
+    }
+    for (const [key, file] of uploads) if (!Object.values(files).includes(file)) files[key] = file;
+    return { params, files };
+  }
+  if (body.length === 0) return { params: {}, files: {} };
+  return { params: JSON.parse(body.toString("utf8")) as Json, files: {} };
+}
+
+interface Part {
+  name: string;
+  filename?: string;
+  type: string;
+  data: Buffer;
+}
+
+/**
+ * A tolerant multipart/form-data parser: grammy writes headers without a
+ * space after the colon and file names unquoted, which the WHATWG parser in
+ * undici refuses (the real Bot API accepts it).
+ */
+function parseMultipart(body: Buffer, contentType: string): Part[] {
+  const boundary = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  if (!boundary) throw new Error("multipart without a boundary");
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`);
+  const parts: Part[] = [];
+  let at = body.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (body.subarray(start, start + 2).toString() === "--") break;
+    const next = body.indexOf(delimiter, start);
+    if (next < 0) break;
+    let chunk = body.subarray(start, next);
+    if (chunk.subarray(0, 2).toString() === "\r\n") chunk = chunk.subarray(2);
+    if (chunk.subarray(-2).toString() === "\r\n") chunk = chunk.subarray(0, -2);
+    const split = chunk.indexOf("\r\n\r\n");
+    const head = chunk.subarray(0, split).toString("utf8");
+    const data = chunk.subarray(split + 4);
+    const name = /name="([^"]*)"/i.exec(head)?.[1] ?? "";
+    const filename = /filename=(?:"([^"]*)"|([^;\r\n]+))/i.exec(head);
+    const type = /content-type:\s*([^\r\n]+)/i.exec(head)?.[1]?.trim() ?? "text/plain";
+    parts.push({ name, type, data, ...(filename ? { filename: filename[1] ?? filename[2]!.trim() } : {}) });
+    at = next;
+  }
+  return parts;
+}
+
+function parseField(value: string): unknown {
+  if (/^[[{]/.test(value) || value === "true" || value === "false" || /^-?\d+$/.test(value)) {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (res.writableEnded || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function ok(res: ServerResponse, result: unknown): void {
+  send(res, 200, { ok: true, result });
+}
+
+function fail(res: ServerResponse, error: ScriptedError): void {
+  const parameters = {
+    ...(error.retryAfter !== undefined ? { retry_after: error.retryAfter } : {}),
+    ...(error.migrateTo !== undefined ? { migrate_to_chat_id: error.migrateTo } : {}),
+  };
+  send(res, error.code, {
+    ok: false,
+    error_code: error.code,
+    description: error.description,
+    ...(Object.keys(parameters).length ? { parameters } : {}),
+  });
+}
+
+const ALLOWED_TAGS = new Set([
+  "b",
+  "strong",
+  "i",
+  "em",
+  "u",
+  "ins",
+  "s",
+  "strike",
+  "del",
+  "span",
+  "tg-spoiler",
+  "a",
+  "code",
+  "pre",
+  "blockquote",
+  "tg-emoji",
+]);
+
+/**
+ * Telegram's checks of a message text: empty, HTML that does not parse
+ * (unknown tags, bad nesting, stray `<` or `&`), too long after parsing.
+ * Returns the error description, or null when the text is accepted.
+ */
+export function checkText(text: string, parseMode: unknown, max = 4096): string | null {
+  let visible = text;
+  if (parseMode === "HTML") {
+    const parsed = parseTelegramHtml(text);
+    if (typeof parsed !== "string") return `can't parse entities: ${parsed.error}`;
+    visible = parsed;
+  }
+  if (visible.trim() === "") return "message text is empty";
+  if (visible.length > max) return "message is too long";
+  return null;
+}
+
+/** The visible text of Telegram HTML, or the parse error. */
+export function parseTelegramHtml(html: string): string | { error: string } {
+  const stack: string[] = [];
+  let visible = "";
+  for (let i = 0; i < html.length;) {
+    const c = html[i]!;
+    if (c === "<") {
+      const end = html.indexOf(">", i);
+      if (end < 0) return { error: `unclosed start tag at byte offset ${i}` };
+      const tag = /^<(\/?)([a-z-]+)((?:\s+[a-z-]+(?:="[^"]*")?)*)\s*>$/i.exec(html.slice(i, end + 1));
+      if (!tag) return { error: `Unsupported start tag at byte offset ${i}` };
+      const [, closing, rawName = ""] = tag;
+      const name = rawName.toLowerCase();
+      if (!ALLOWED_TAGS.has(name)) return { error: `Unsupported start tag "${name}" at byte offset ${i}` };
+      if (closing) {
+        const open = stack.pop();
+        if (open !== name)
+          return { error: `Can't find end tag corresponding to start tag "${open ?? name}"` };
+      } else {
+        stack.push(name);
+      }
+      i = end + 1;
+      continue;
+    }
+    if (c === "&") {
+      const entity = /^&(lt|gt|amp|quot|#\d{1,7}|#x[0-9a-f]{1,6});/i.exec(html.slice(i, i + 12));
+      if (!entity) return { error: `Unsupported HTML entity at byte offset ${i}` };
+      const e = entity[1]!.toLowerCase();
+      visible +=
+        e === "lt"
+          ? "<"
+          : e === "gt"
+            ? ">"
+            : e === "amp"
+              ? "&"
+              : e === "quot"
+                ? '"'
+                : String.fromCodePoint(Number(e.startsWith("#x") ? `0x${e.slice(2)}` : e.slice(1)));
+      i += entity[0].length;
+      continue;
+    }
+    if (c === ">") return { error: `Unexpected end of tag at byte offset ${i}` };
+    visible += c;
+    i++;
+  }
+  if (stack.length > 0)
+    return { error: `Can't find end tag corresponding to start tag "${stack[stack.length - 1]}"` };
+  return visible;
+}
+
+function stripTags(text: string, parseMode: string | undefined): string {
+  if (parseMode !== "HTML") return text;
+  const parsed = parseTelegramHtml(text);
+  return typeof parsed === "string" ? parsed : text;
+}
