@@ -13,6 +13,7 @@ import {
   McpServerConnection,
   type McpServerConfig,
   type McpServerState,
+  type McpServerStatus,
   type McpTool,
   type McpTransportKind,
 } from "./server.js";
@@ -36,16 +37,10 @@ export interface McpManagerOptions {
   retryMaxMs?: number;
 }
 
-export interface McpServerReport {
+export interface McpServerReport extends McpServerStatus {
   name: string;
-  state: McpServerState;
   /** The names the model sees (mcp_<server>_<tool>), after the allow/deny lists. */
   tools: string[];
-  error?: string;
-  /** Until the next start attempt; 0 means "on the next call". */
-  retryInMs?: number;
-  transport?: McpTransportKind;
-  pid?: number;
 }
 
 export class McpManager {
