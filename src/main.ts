@@ -14,6 +14,7 @@ import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerStatusCommand } from "./cli/status.js";
 import { packageRoot } from "./config/paths.js";
 import { logger } from "./log.js";
+import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
 
 // An unhandled rejection is a bug: log it and exit non-zero so systemd restarts us.
 process.on("unhandledRejection", (reason) => {
@@ -40,4 +41,12 @@ registerCronCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 
-await program.parseAsync();
+try {
+  await program.parseAsync();
+} catch (err) {
+  // A config that validates but cannot work (no usable LLM provider, a channel without its token)
+  // is still a config error: a plain message and EX_CONFIG, so systemd does not restart in a loop.
+  if (!(err instanceof ConfigError)) throw err;
+  process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
+  process.exit(EXIT_CONFIG);
+}

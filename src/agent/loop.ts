@@ -135,7 +135,7 @@ export class AgentLoop {
       if (lane.queue.length)
         this.log.warn(
           { session: lane.key, dropped: lane.queue.length },
-          "shutdown: queued messages not processed",
+          "shutdown: queued messages not processed now (the journal replays them at the next start)",
         );
       lane.queue.length = 0;
     }

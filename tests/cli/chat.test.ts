@@ -46,3 +46,19 @@ describe("palaver chat -m (child process)", () => {
     expect(session).toContain("Hello from the **fake** model.");
   });
 });
+
+describe("palaver without an LLM provider", () => {
+  it("says in plain words which key to set and exits 78, without a stack trace", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "palaver-nokey-"));
+    try {
+      const result = await runCli(["chat", "-m", "hi"], { cwd: dir, env: { HOME: dir } });
+      expect(result.code).toBe(78);
+      expect(result.stderr).toMatch(
+        /^palaver: No LLM provider is configured.*PALAVER_PROVIDERS__OPENAI__API_KEY/,
+      );
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
