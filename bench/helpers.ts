@@ -1,7 +1,34 @@
 /** Shared pieces of the benchmarks. */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
 export { startHarness } from "../tests/helpers/agent-harness.js";
 
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/**
+ * The fake LLM (bench/fake-llm-server.ts) in its own process, answering "hi"
+ * after `latencyMs`: a real LLM is not on the event loop being measured.
+ */
+export async function startFakeLlmProcess(
+  latencyMs: number,
+): Promise<{ baseURL: string; pid: number; close(): Promise<void> }> {
+  const script = fileURLToPath(new URL("./fake-llm-server.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, String(latencyMs)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const [line] = (await once(createInterface({ input: child.stdout }), "line")) as [string];
+  return {
+    baseURL: line,
+    pid: child.pid!,
+    async close() {
+      child.stdin.end();
+      if (child.exitCode === null) await once(child, "exit");
+    },
+  };
 }

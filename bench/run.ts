@@ -3,6 +3,8 @@ import { benchConcurrency } from "./concurrency.js";
 import { benchJournal } from "./journal.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
+import { benchStartup } from "./startup.js";
+import { benchThroughput } from "./throughput.js";
 import type { BenchResult } from "./types.js";
 
 const benches: (() => Promise<BenchResult>)[] = [
@@ -10,6 +12,8 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchConcurrency,
   benchOverhead,
   benchJournal,
+  benchStartup,
+  benchThroughput,
 ];
 
 let failed = 0;

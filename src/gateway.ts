@@ -1,9 +1,10 @@
 /**
  * The daemon: channels, agent loop, cron and heartbeat running together.
- * Start order: agent, scheduler, heartbeat, then channels (so nothing arrives
- * before it can be handled). Stop order: intake closed, running turns
- * finished (bounded), background work settled, then channels stopped in
- * reverse order so the last replies still go out.
+ * Start order: agent, channels, then what an earlier run left unfinished,
+ * the scheduler and the heartbeat (their replies need the channels' routing).
+ * Stop order: intake closed, running turns finished (bounded), background
+ * work settled, then channels stopped in reverse order so the last replies
+ * still go out.
  */
 import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
@@ -106,14 +107,6 @@ export class Gateway {
     await this.health.start();
     const unfinished = this.journal.open();
     this.agent.loop.start();
-    // What an earlier run took in but never finished, oldest first, before anything new arrives.
-    for (const { id, msg } of unfinished.inbound) {
-      this.bus.publishInbound({ ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } });
-    }
-    if (unfinished.inbound.length)
-      this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");
-    if (config.cron.enabled) await this.agent.cron.start();
-    this.heartbeat.start();
 
     const enabled = await createEnabledChannels(
       { config, workspace, log: this.log },
@@ -128,6 +121,16 @@ export class Gateway {
     }
     await this.channels.start();
     this.channels.resend(unfinished.outbound);
+    // What an earlier run took in but never finished, oldest first. Only now: a reply published
+    // before the manager routes (channels.start) would reach no channel and be lost.
+    for (const { id, msg } of unfinished.inbound) {
+      this.bus.publishInbound({ ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } });
+    }
+    if (unfinished.inbound.length)
+      this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");
+    // Background work too starts only once replies can be routed: a reminder due at startup must reach its chat.
+    if (config.cron.enabled) await this.agent.cron.start();
+    this.heartbeat.start();
     this.log.info(
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",

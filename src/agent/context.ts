@@ -54,25 +54,33 @@ export interface BuildMessagesInput {
   now?: Date;
 }
 
+/** How long a checked system prompt is reused without looking at the files again. */
+export const PROMPT_RECHECK_MS = 1000;
+
 export class ContextBuilder {
   readonly workspace: string;
   readonly agentName: string;
   readonly memory: MemoryFiles;
   readonly skills: SkillsLoader;
-  private cache: { signature: string; prompt: string } | undefined;
+  private cache: { signature: string; prompt: string; checkedAt: number } | undefined;
 
   constructor(opts: ContextBuilderOptions) {
     this.workspace = resolve(opts.workspace);
     this.agentName = opts.agentName ?? "palaver";
     this.memory = new MemoryFiles(this.workspace);
+    // Memory written through this instance shows up in the very next prompt.
+    this.memory.onMemoryWritten = () => (this.cache = undefined);
     this.skills = new SkillsLoader(this.workspace, opts.builtinSkillsDir);
   }
 
   /**
-   * The system prompt. Costs a few stat calls when nothing changed: files are
-   * read again only when their inode, size or mtime moved.
+   * The system prompt. Files are read again only when their inode, size or
+   * mtime moved, and that is checked at most once per PROMPT_RECHECK_MS: under
+   * load the stat calls of every turn add up, and an edit showing up a second
+   * later makes no difference to anyone.
    */
-  async buildSystemPrompt(): Promise<string> {
+  async buildSystemPrompt(now = Date.now()): Promise<string> {
+    if (this.cache && now - this.cache.checkedAt < PROMPT_RECHECK_MS) return this.cache.prompt;
     const files = [...BOOTSTRAP_FILES.map((f) => join(this.workspace, f)), this.memory.paths.memory];
     const [stamps, skills] = await Promise.all([Promise.all(files.map(fileStamp)), this.skills.list()]);
     const signature = [
@@ -81,13 +89,16 @@ export class ContextBuilder {
         (s) => `${s.path}|${s.version}|${s.available}|${s.missing.bins.join(",")}|${s.missing.env.join(",")}`,
       ),
     ].join("\n");
-    if (this.cache?.signature === signature) return this.cache.prompt;
+    if (this.cache?.signature === signature) {
+      this.cache.checkedAt = now;
+      return this.cache.prompt;
+    }
 
     const texts = await Promise.all(
       files.map((f, i) => (stamps[i] === "-" ? Promise.resolve("") : readText(f))),
     );
     const prompt = this.compose(texts.slice(0, BOOTSTRAP_FILES.length), texts.at(-1) ?? "", skills);
-    this.cache = { signature, prompt };
+    this.cache = { signature, prompt, checkedAt: now };
     return prompt;
   }
 

@@ -17,7 +17,6 @@ import { SessionStore } from "../sessions/store.js";
 import { MemoryConsolidator } from "./consolidation.js";
 import { ContextBuilder } from "./context.js";
 import { AgentLoop, type AgentLoopDeps } from "./loop.js";
-import { MemoryFiles } from "./memory.js";
 import { SubagentManager } from "./subagents.js";
 import { createCronTool } from "./tools/cron.js";
 import { createDefaultTools, createWorkerTools } from "./tools/index.js";
@@ -66,7 +65,9 @@ export function createAgent({
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
   const sessions = new SessionStore(join(workspace, "sessions"));
-  const memory = new MemoryFiles(workspace);
+  const context = new ContextBuilder({ workspace, builtinSkillsDir: builtinSkillsDir() });
+  // One MemoryFiles for the prompt and for consolidation, so a memory update reaches the next turn at once.
+  const memory = context.memory;
   const subagents = new SubagentManager({
     provider: llm,
     tools: createWorkerTools(config, workspace),
@@ -101,7 +102,7 @@ export function createAgent({
     provider: llm,
     tools,
     sessions,
-    context: new ContextBuilder({ workspace, builtinSkillsDir: builtinSkillsDir() }),
+    context,
     memory,
     archiver: consolidator,
     subagents,

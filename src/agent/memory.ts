@@ -28,6 +28,8 @@ const STAMPED = /^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\]/;
 
 export class MemoryFiles {
   readonly paths: MemoryPaths;
+  /** Called after MEMORY.md was replaced (the context builder drops its cached prompt). */
+  onMemoryWritten: (() => void) | undefined;
 
   constructor(readonly workspace: string) {
     const dir = join(workspace, "memory");
@@ -62,6 +64,7 @@ export class MemoryFiles {
       await unlink(tmp).catch(() => undefined);
       throw new PalaverError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
     }
+    this.onMemoryWritten?.();
   }
 
   /**

@@ -4,7 +4,7 @@
  * ever appends, so its cost does not grow with the session; the file is
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
-import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from "node:fs/promises";
+import { appendFile, mkdir, open, readdir, rename, stat, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
@@ -117,6 +117,8 @@ export class SessionStore {
   /** Tail of each session's write chain: writes to one file run one after the other. */
   private readonly queues = new Map<string, Promise<void>>();
   private dirReady: Promise<void> | undefined;
+  /** Session files whose last line this process wrote (so it is whole): appends skip the check. */
+  private readonly wholeLines = new Set<string>();
 
   constructor(
     readonly sessionsDir: string,
@@ -146,6 +148,7 @@ export class SessionStore {
   /** Forgets the in-memory copy; the next get() reads the file again. */
   invalidate(key: string): void {
     this.cache.delete(key);
+    this.wholeLines.delete(this.pathFor(key));
   }
 
   /**
@@ -264,6 +267,11 @@ export class SessionStore {
   private async appendText(session: Session, text: string, isMetadata = false): Promise<void> {
     const path = this.pathFor(session.key);
     try {
+      if (this.wholeLines.has(path)) {
+        // This process wrote the last line itself, so it is whole: a plain append will do.
+        await appendFile(path, text, "utf8");
+        return;
+      }
       const fh = await this.openForAppend(path);
       try {
         const { size } = await fh.stat();
@@ -276,6 +284,7 @@ export class SessionStore {
           if (last[0] !== 0x0a) prefix = "\n";
         }
         await fh.writeFile(prefix + text, "utf8");
+        this.wholeLines.add(path);
       } finally {
         await fh.close();
       }

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
+  PROMPT_RECHECK_MS,
   ContextBuilder,
   RUNTIME_CONTEXT_TAG,
   buildUserContent,
@@ -88,21 +89,29 @@ describe("ContextBuilder.buildSystemPrompt", () => {
 
   it("is byte-identical across calls and changes when MEMORY.md changes", async () => {
     const b = builder();
-    const first = await b.buildSystemPrompt();
-    expect(await b.buildSystemPrompt()).toBe(first);
+    let now = 1_000_000;
+    const later = () => (now += 2 * PROMPT_RECHECK_MS);
+    const first = await b.buildSystemPrompt(now);
+    expect(await b.buildSystemPrompt(later())).toBe(first);
 
     await new MemoryFiles(workspace).writeMemory("- Ada moved to Lyon\n");
-    const afterMemory = await b.buildSystemPrompt();
+    // Edited behind its back: seen once the recheck interval has passed, not before.
+    expect(await b.buildSystemPrompt(now + 1)).toBe(first);
+    const afterMemory = await b.buildSystemPrompt(later());
     expect(afterMemory).not.toBe(first);
     expect(afterMemory).toContain("- Ada moved to Lyon");
     expect(afterMemory).not.toContain("Ada likes tea");
 
+    // Written through the builder's own MemoryFiles (what consolidation uses): seen at once.
+    await b.memory.writeMemory("- Ada moved to Paris\n");
+    expect(await b.buildSystemPrompt(now + 1)).toContain("- Ada moved to Paris");
+
     await writeFile(join(workspace, "TOOLS.md"), "Use python3.");
-    const afterTools = await b.buildSystemPrompt();
+    const afterTools = await b.buildSystemPrompt(later());
     expect(afterTools).toContain("## TOOLS.md\n\nUse python3.");
 
     await writeFile(join(builtin, "helper", "SKILL.md"), "---\ndescription: Helps with other things\n---\nx");
-    expect(await b.buildSystemPrompt()).toContain("Helps with other things");
+    expect(await b.buildSystemPrompt(later())).toContain("Helps with other things");
   });
 
   it("leaves the memory section out when MEMORY.md is empty", async () => {

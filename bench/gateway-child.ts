@@ -1,0 +1,102 @@
+/**
+ * The real `palaver gateway` as a child process for the benchmarks: the
+ * compiled dist/main.js (what systemd runs), rebuilt first when src/ is newer,
+ * or src/main.ts through tsx. Logs are JSON on stderr; the health endpoint's
+ * address is read from them.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { MAIN, ROOT, TSX } from "../tests/helpers/cli.js";
+import { healthUrlFromLog } from "../tests/helpers/gateway-process.js";
+
+export type Entry = "dist" | "tsx";
+
+export const DIST_MAIN = join(ROOT, "dist", "main.js");
+
+function newestMtime(dir: string, suffix: string): number {
+  let newest = 0;
+  for (const name of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    if (!name.endsWith(suffix)) continue;
+    newest = Math.max(newest, statSync(join(dir, name)).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Makes sure dist/ is built from the current sources (npm run build when a
+ * source is newer). Returns why it could not, or null when dist is usable.
+ */
+export function ensureBuilt(): string | null {
+  const stale =
+    !existsSync(DIST_MAIN) || newestMtime(join(ROOT, "src"), ".ts") > newestMtime(join(ROOT, "dist"), ".js");
+  if (!stale) return null;
+  const build = spawnSync("npm", ["run", "build"], { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
+  if (build.status === 0 && existsSync(DIST_MAIN)) return null;
+  return `npm run build failed (${build.status}): ${(build.stdout + build.stderr).trim().slice(-500)}`;
+}
+
+export interface GatewayChild {
+  child: ChildProcess;
+  readonly stderr: string;
+  /** Resolves with the health endpoint's base URL once logged. */
+  healthUrl(timeoutMs: number): Promise<string>;
+  /** SIGTERM, then the exit code (SIGKILL after timeoutMs). */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+export function spawnGateway(
+  entry: Entry,
+  configPath: string,
+  cwd: string,
+  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+): GatewayChild {
+  const args = [...(opts.nodeArgs ?? []), ...(entry === "dist" ? [DIST_MAIN] : ["--import", TSX, MAIN])];
+  const child = spawn(process.execPath, [...args, "gateway", "--config", configPath], {
+    cwd,
+    // As the systemd unit runs it (NODE_ENV=production), with a clean environment otherwise.
+    env: { PATH: process.env.PATH, HOME: cwd, NO_COLOR: "1", NODE_ENV: "production", ...opts.env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  return {
+    child,
+    get stderr() {
+      return stderr;
+    },
+    async healthUrl(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const url = healthUrlFromLog(stderr);
+        if (url) return url;
+        if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode}):\n${stderr}`);
+        if (Date.now() > deadline) throw new Error(`no health endpoint within ${timeoutMs} ms:\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    },
+    async stop(timeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill("SIGTERM");
+      const killer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(killer);
+      }
+    },
+  };
+}
+
+/** Resident memory of a process, from /proc (Linux), in bytes; undefined elsewhere. */
+export function residentBytes(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    return kb ? Number(kb) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
