@@ -13,10 +13,11 @@ import { createWorkerTools } from "../../src/agent/tools/index.js";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage, Origin } from "../../src/bus/types.js";
 import { ConfigSchema } from "../../src/config/schema.js";
-import { OpenAIProvider } from "../../src/llm/openai-provider.js";
+import type { OpenAIProvider } from "../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
 import { startHarness } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
+import { fakeProvider } from "../helpers/fake-provider.js";
 
 let fake: FakeOpenAI;
 let workspace: string;
@@ -47,19 +48,7 @@ afterEach(async () => {
 });
 
 function provider(): OpenAIProvider {
-  return new OpenAIProvider({
-    apiKey: "test-key",
-    baseURL: fake.baseURL,
-    model: "fake-model",
-    maxTokens: 256,
-    temperature: 0,
-    timeoutMs: 10_000,
-    maxRetries: 1,
-    retryBaseMs: 1,
-    retryMaxMs: 5,
-    name: "custom",
-    log: pino({ level: "silent" }),
-  });
+  return fakeProvider(fake, { maxRetries: 1, name: "custom" });
 }
 
 function manager(overrides: Partial<SubagentManagerOptions> = {}): SubagentManager {

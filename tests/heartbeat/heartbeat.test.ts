@@ -12,10 +12,10 @@ import {
   isNothingToDo,
   type HeartbeatOptions,
 } from "../../src/heartbeat/heartbeat.js";
-import { OpenAIProvider } from "../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
 import { startHarness } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
+import { fakeProvider } from "../helpers/fake-provider.js";
 
 const TEMPLATE = join(import.meta.dirname, "../../workspace/HEARTBEAT.md");
 const TASKS = `# Heartbeat Tasks
@@ -63,18 +63,7 @@ afterEach(async () => {
 function service(overrides: Partial<HeartbeatOptions> = {}): HeartbeatService {
   const s = new HeartbeatService({
     workspace,
-    provider: new OpenAIProvider({
-      apiKey: "test-key",
-      baseURL: fake.baseURL,
-      model: "fake-model",
-      maxTokens: 256,
-      temperature: 0,
-      timeoutMs: 10_000,
-      maxRetries: 0,
-      retryBaseMs: 1,
-      retryMaxMs: 5,
-      log: pino({ level: "silent" }),
-    }),
+    provider: fakeProvider(fake),
     bus,
     intervalSeconds: 60,
     enabled: true,

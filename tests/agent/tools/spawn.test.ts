@@ -7,10 +7,10 @@ import { createSpawnTool } from "../../../src/agent/tools/spawn.js";
 import { MessageBus } from "../../../src/bus/bus.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { OpenAIProvider } from "../../../src/llm/openai-provider.js";
 import { FakeOpenAI } from "../../fakes/openai-server.js";
 import { TempDirs, makeContext } from "./helpers.js";
 import { waitFor } from "../../helpers/wait.js";
+import { fakeProvider } from "../../helpers/fake-provider.js";
 
 const temps = new TempDirs();
 let fake: FakeOpenAI;
@@ -26,18 +26,7 @@ beforeEach(async () => {
   inbound = [];
   bus.onInbound((msg) => inbound.push(msg));
   manager = new SubagentManager({
-    provider: new OpenAIProvider({
-      apiKey: "test-key",
-      baseURL: fake.baseURL,
-      model: "fake-model",
-      maxTokens: 256,
-      temperature: 0,
-      timeoutMs: 10_000,
-      maxRetries: 0,
-      retryBaseMs: 1,
-      retryMaxMs: 5,
-      log: pino({ level: "silent" }),
-    }),
+    provider: fakeProvider(fake),
     tools: createWorkerTools(ConfigSchema.parse({}), workspace),
     bus,
     workspace,
