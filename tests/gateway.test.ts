@@ -97,6 +97,30 @@ describe("Gateway restarts (journal)", () => {
     }
   });
 
+  it("answers after a restart a message whose download was cut off, exactly once", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req).split("\n")[0]}` }));
+    const before = new TestChannel("telegram");
+    const first = gatewayWith(before);
+    await first.start();
+    before.receiveLater({ content: "what is this photo?", senderId: "42", metadata: { messageId: 7 } });
+    await first.stop(0); // killed while the photo downloads: it is never published
+    expect(fake.requests).toHaveLength(0);
+
+    const after = new TestChannel("telegram");
+    const second = gatewayWith(after);
+    await second.start();
+    try {
+      await waitFor(() => after.sent.length === 1);
+      expect(after.sent[0]!.content).toBe("re: what is this photo?");
+      expect(lastUserText(fake.requests[0]!)).toMatch(/being downloaded when palaver restarted/);
+      after.receive({ content: "what is this photo?", senderId: "42", metadata: { messageId: 7 } }); // redelivered
+      await second.agent.loop.idle();
+      expect(fake.requests).toHaveLength(1);
+    } finally {
+      await second.stop(1000);
+    }
+  });
+
   it("delivers after a restart a reply the platform refused before", async () => {
     fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
     const down = new TestChannel("telegram", { failSends: Infinity });

@@ -11,7 +11,7 @@ import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journa
 import { logger, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
-import type { Channel, InboundSink } from "./types.js";
+import type { Channel, InboundReservation, InboundSink } from "./types.js";
 
 export interface ChannelOptions {
   /** User ids allowed in; "*" for everybody, empty for nobody. */
@@ -160,7 +160,10 @@ export class ChannelManager {
     const name = entry.channel.name;
     entry.stopRetrying = new AbortController();
     const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
-    const gate: InboundSink = { publishInbound: (msg) => this.admit(entry, msg) };
+    const gate: InboundSink = {
+      publishInbound: (msg) => this.admit(entry, msg),
+      reserve: (msg) => this.reserve(entry, msg),
+    };
     for (let attempt = 0; !signal.aborted; attempt++) {
       entry.state = attempt === 0 ? "starting" : "retrying";
       try {
@@ -204,15 +207,48 @@ export class ChannelManager {
       );
       return;
     }
+    this.publishAdmitted(entry, msg, id);
+  }
+
+  private publishAdmitted(entry: Entry, msg: InboundMessage, journalId: string | undefined): void {
     if (!this.intakeOpen) {
       // Journaled, so the next start answers it; without a journal it is lost, and we say so.
       this.log.warn(
-        { channel: name, chatId: msg.chatId, kept: id !== undefined },
+        { channel: entry.channel.name, chatId: msg.chatId, kept: journalId !== undefined },
         "message arrived while shutting down",
       );
       return;
     }
-    this.opts.bus.publishInbound(id ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } } : msg);
+    this.opts.bus.publishInbound(
+      journalId ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: journalId } } : msg,
+    );
+  }
+
+  /**
+   * Journals a message whose downloads are still running, with a note in place
+   * of its files: if palaver dies before they finish, the next start answers
+   * the message as it was reserved. Publishing later replaces the entry.
+   */
+  private reserve(entry: Entry, reserved: InboundMessage): InboundReservation {
+    const journal = this.opts.journal;
+    if (!journal || !isAllowed(reserved, entry.options.allowFrom)) {
+      return { publish: (msg) => this.admit(entry, msg) };
+    }
+    const id = journal.recordInbound({
+      ...reserved,
+      content:
+        `${reserved.content}\n[an attachment was being downloaded when palaver restarted; ask for it again]`.trim(),
+    });
+    return {
+      publish: (msg) => {
+        if (id === null) {
+          this.log.info({ channel: entry.channel.name, chatId: msg.chatId }, "duplicate delivery ignored");
+          return;
+        }
+        journal.updateInbound(id, msg);
+        this.publishAdmitted(entry, msg, id);
+      },
+    };
   }
 
   private refuse(entry: Entry, msg: InboundMessage): void {

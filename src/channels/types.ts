@@ -3,6 +3,17 @@ import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 /** Where a channel puts what it receives. The manager hands each channel one that checks access first. */
 export interface InboundSink {
   publishInbound(msg: InboundMessage): void;
+  /**
+   * For a message that needs slow work (downloads) before it can be published:
+   * journals it now, so it survives a crash even though the platform is
+   * acknowledged before the work is done. Publish the finished message through
+   * the returned reservation.
+   */
+  reserve?(msg: InboundMessage): InboundReservation;
+}
+
+export interface InboundReservation {
+  publish(msg: InboundMessage): void;
 }
 
 /** One chat platform. See ARCHITECTURE.md "Interfaces". */

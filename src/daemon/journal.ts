@@ -108,6 +108,15 @@ export class Journal {
     return id;
   }
 
+  /** Replaces a pending message (a reserved one, now with its downloads). */
+  updateInbound(id: string, msg: InboundMessage): void {
+    const pending = this.pendingIn.get(id);
+    if (!pending) return;
+    pending.msg = msg;
+    // Loading applies entries in order, so a second "in" line with the same id wins.
+    this.append({ t: "in", id, at: Date.now(), msg });
+  }
+
   markDone(id: string): void {
     if (!this.pendingIn.delete(id)) return;
     this.append({ t: "done", id });

@@ -1,3 +1,4 @@
+import { copyFileSync } from "node:fs";
 import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +24,16 @@ const inbound = (messageId: number, content = `m${messageId}`): InboundMessage =
   content,
   metadata: { messageId },
 });
+
+/** What a restart would replay, read from a copy so the live journal's file is left alone. */
+function pendingAfterCrash(path: string) {
+  const copy = `${path}.crash-copy`;
+  copyFileSync(path, copy);
+  const journal = new Journal(copy);
+  const { inbound } = journal.open();
+  journal.close();
+  return inbound;
+}
 
 describe("Journal", () => {
   it("replays unfinished messages and unsent replies after a restart, oldest first", () => {
@@ -129,6 +140,32 @@ describe("ChannelManager with the journal", () => {
     expect(received).toHaveLength(1);
     expect(received[0]!.metadata?.[JOURNAL_ID]).toEqual(expect.any(String));
     expect(journal.pending.inbound).toBe(1);
+  });
+
+  it("journals a reserved message before its downloads finish, then replaces it with the finished one", async () => {
+    const path = join(dir, "j.jsonl");
+    const journal = new Journal(path);
+    journal.open();
+    const channel = new TestChannel("telegram");
+    const { received } = setup(channel, journal);
+    await manager.start();
+
+    const finish = channel.receiveLater({ content: "look", metadata: { messageId: 5 } });
+    expect(received).toEqual([]);
+    const crashedHere = pendingAfterCrash(path);
+    expect(crashedHere.map((p) => p.msg.content)).toEqual([
+      "look\n[an attachment was being downloaded when palaver restarted; ask for it again]",
+    ]);
+
+    finish({ media: ["/ws/media/photo.jpg"] });
+    expect(received.map((m) => [m.content, m.media])).toEqual([["look", ["/ws/media/photo.jpg"]]]);
+    const afterPublish = pendingAfterCrash(path);
+    expect(afterPublish.map((p) => p.msg.media)).toEqual([["/ws/media/photo.jpg"]]);
+    expect(afterPublish[0]!.id).toBe(received[0]!.metadata?.[JOURNAL_ID]);
+
+    // The platform redelivers it: nothing is published twice.
+    channel.receiveLater({ content: "look", metadata: { messageId: 5 } })();
+    expect(received).toHaveLength(1);
   });
 
   it("retries a reply the platform fails to take, then marks it sent exactly once", async () => {

@@ -39,6 +39,19 @@ export class TestChannel implements Channel {
     this.sent.push(msg);
   }
 
+  /**
+   * Simulates a message with a slow download: reserved now (as the platform is
+   * acknowledged), published when the returned function is called.
+   */
+  receiveLater(
+    msg: Partial<InboundMessage> & { content: string },
+  ): (final?: Partial<InboundMessage>) => void {
+    if (!this.sink?.reserve) throw new Error(`${this.name} has no reserving sink`);
+    const base: InboundMessage = { channel: this.name, senderId: "42", chatId: "chat-1", ...msg };
+    const reservation = this.sink.reserve(base);
+    return (final = {}) => reservation.publish({ ...base, ...final });
+  }
+
   /** Simulates a message arriving from the platform. */
   receive(msg: Partial<InboundMessage> & { content: string }): void {
     if (!this.sink) throw new Error(`${this.name} is not started`);

@@ -26,7 +26,7 @@ import { ChannelError, ConfigError, errorMessage } from "../../util/errors.js";
 import { isAllowed, refusalNotice } from "../access.js";
 import { downloadFile, formatBytes, mediaPath, MediaTooLargeError } from "../media.js";
 import type { ChannelFactoryContext } from "../registry.js";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, InboundReservation, InboundSink } from "../types.js";
 import type { TelegramConfig } from "./config.js";
 import { formatForTelegram, splitPlain, TELEGRAM_MAX_CAPTION, type TelegramChunk } from "./format.js";
 import {
@@ -653,8 +653,12 @@ export class TelegramChannel implements Channel {
       this.sink.publishInbound(mapped.inbound);
       return;
     }
+    // grammy confirms the update once this handler returns, before the downloads below are done:
+    // journal the message now so a crash in between cannot lose it.
+    const reservation =
+      mapped.attachments.length > 0 && !mapped.isStart ? this.sink.reserve?.(mapped.inbound) : undefined;
     this.enqueue(conversationKey(chatId, metadata?.threadId as number | undefined), () =>
-      this.process(mapped),
+      this.process(mapped, reservation),
     );
   }
 
@@ -701,7 +705,7 @@ export class TelegramChannel implements Channel {
     });
   }
 
-  private async process(mapped: MappedMessage): Promise<void> {
+  private async process(mapped: MappedMessage, reservation?: InboundReservation): Promise<void> {
     const sink = this.sink;
     const signal = this.lifetime.signal;
     if (!sink || signal.aborted) return;
@@ -721,7 +725,9 @@ export class TelegramChannel implements Channel {
       : { media: [], notes: mapped.attachments.map((a) => `[${ATTACHMENT_LABEL[a.kind]}]`) };
     if (signal.aborted) return;
     const content = [inbound.content, ...notes].filter((line) => line !== "").join("\n");
-    sink.publishInbound({ ...inbound, content, ...(media.length ? { media } : {}) });
+    const message = { ...inbound, content, ...(media.length ? { media } : {}) };
+    if (reservation) reservation.publish(message);
+    else sink.publishInbound(message);
   }
 
   private async greet(inbound: InboundMessage, allowed: boolean): Promise<void> {

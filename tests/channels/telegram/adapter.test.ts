@@ -6,6 +6,7 @@ import { ConfigSchema } from "../../../src/config/schema.js";
 import { createTranscriber } from "../../../src/channels/telegram/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { rig, type Rig } from "./helpers.js";
+import type { InboundMessage } from "../../../src/bus/types.js";
 
 const GROUP = { id: -1001234, type: "supergroup", title: "Team" };
 const FORUM = { id: -1005678, type: "supergroup", title: "Forum", is_forum: true };
@@ -174,6 +175,33 @@ describe("inbound", () => {
     expect(path).toMatch(/photo-u2\.jpg$/);
     expect(await readFile(path, "utf8")).toBe("\x89PNG big picture bytes");
     expect(fake.callsTo("getFile").map((c) => c.params.file_id)).toEqual([big.file_id]);
+  });
+
+  it("reserves a message with files in the journal before downloading them, then publishes it through the reservation", async () => {
+    r = await rig();
+    const events: string[] = [];
+    const published: InboundMessage[] = [];
+    const lifetime = new AbortController();
+    await r.channel.start(
+      {
+        publishInbound: (m) => published.push(m),
+        reserve: (m) => {
+          events.push(`reserve:${m.content}:${r!.fake.callsTo("getFile").length}`);
+          return { publish: (final) => (events.push("publish"), published.push(final)) };
+        },
+      },
+      lifetime.signal,
+    );
+    try {
+      const photo = r.fake.addFile("bytes", { path: "photos/p.jpg" });
+      r.fake.userMessage({ caption: "see this", photo: [{ ...photo, width: 10, height: 10 }] });
+      await r.fake.waitFor(() => published.length === 1);
+      // Reserved before any download started; the finished message carries the file.
+      expect(events).toEqual(["reserve:see this:0", "publish"]);
+      expect(published[0]!.media).toHaveLength(1);
+    } finally {
+      lifetime.abort();
+    }
   });
 
   it("downloads a document, and refuses one over the size limit with a message to the user", async () => {
