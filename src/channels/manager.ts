@@ -232,7 +232,7 @@ export class ChannelManager {
   private reserve(entry: Entry, reserved: InboundMessage): InboundReservation {
     const journal = this.opts.journal;
     if (!journal || !isAllowed(reserved, entry.options.allowFrom)) {
-      return { publish: (msg) => this.admit(entry, msg) };
+      return { publish: (msg) => this.admit(entry, msg), cancel: () => undefined };
     }
     const id = journal.recordInbound({
       ...reserved,
@@ -247,6 +247,9 @@ export class ChannelManager {
         }
         journal.updateInbound(id, msg);
         this.publishAdmitted(entry, msg, id);
+      },
+      cancel: () => {
+        if (id !== null) journal.markDone(id);
       },
     };
   }

@@ -14,6 +14,8 @@ export interface InboundSink {
 
 export interface InboundReservation {
   publish(msg: InboundMessage): void;
+  /** The message turned out not to be for the agent after all (e.g. an album nobody mentioned the bot in). */
+  cancel(): void;
 }
 
 /** One chat platform. See ARCHITECTURE.md "Interfaces". */

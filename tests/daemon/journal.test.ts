@@ -168,6 +168,19 @@ describe("ChannelManager with the journal", () => {
     expect(received).toHaveLength(1);
   });
 
+  it("forgets a reservation that is cancelled (an album nobody addressed to the bot)", async () => {
+    const path = join(dir, "j.jsonl");
+    const journal = new Journal(path);
+    journal.open();
+    const channel = new TestChannel("telegram");
+    const { received } = setup(channel, journal);
+    await manager.start();
+    channel.reserveOnly({ content: "holiday pics", metadata: { messageId: 9 } }).cancel();
+    expect(received).toEqual([]);
+    expect(journal.pending.inbound).toBe(0);
+    expect(pendingAfterCrash(path)).toEqual([]);
+  });
+
   it("retries a reply the platform fails to take, then marks it sent exactly once", async () => {
     const journal = new Journal(join(dir, "j.jsonl"));
     journal.open();

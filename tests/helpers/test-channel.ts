@@ -1,6 +1,6 @@
 /** A Channel for tests: records what it sends, lets a test "receive" messages, can fail to start. */
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
-import type { Channel, InboundSink } from "../../src/channels/types.js";
+import type { Channel, InboundReservation, InboundSink } from "../../src/channels/types.js";
 
 export class TestChannel implements Channel {
   readonly sent: OutboundMessage[] = [];
@@ -50,6 +50,12 @@ export class TestChannel implements Channel {
     const base: InboundMessage = { channel: this.name, senderId: "42", chatId: "chat-1", ...msg };
     const reservation = this.sink.reserve(base);
     return (final = {}) => reservation.publish({ ...base, ...final });
+  }
+
+  /** Reserves a message as a channel does before slow work, returning the reservation itself. */
+  reserveOnly(msg: Partial<InboundMessage> & { content: string }): InboundReservation {
+    if (!this.sink?.reserve) throw new Error(`${this.name} has no reserving sink`);
+    return this.sink.reserve({ channel: this.name, senderId: "42", chatId: "chat-1", ...msg });
   }
 
   /** Simulates a message arriving from the platform. */

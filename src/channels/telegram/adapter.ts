@@ -678,11 +678,17 @@ export class TelegramChannel implements Channel {
         mapped.inbound.chatId,
         mapped.inbound.metadata?.threadId as number | undefined,
       );
+      // The update is confirmed before the album is gathered and downloaded: journal it now.
+      const reservation = this.sink?.reserve?.(mapped.inbound);
       this.enqueue(conversation, async () => {
         await created.complete.promise;
         this.albums.delete(key);
-        if (this.lifetime.signal.aborted || !created.parts.some((p) => p.accepted)) return;
-        await this.process(mergeAlbum(created.parts.map((p) => p.mapped)));
+        if (this.lifetime.signal.aborted) return; // left reserved: the next start answers it
+        if (!created.parts.some((p) => p.accepted)) {
+          reservation?.cancel();
+          return;
+        }
+        await this.process(mergeAlbum(created.parts.map((p) => p.mapped)), reservation);
       });
     }
     album.parts.push({ mapped, accepted });

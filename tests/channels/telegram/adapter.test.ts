@@ -187,7 +187,10 @@ describe("inbound", () => {
         publishInbound: (m) => published.push(m),
         reserve: (m) => {
           events.push(`reserve:${m.content}:${r!.fake.callsTo("getFile").length}`);
-          return { publish: (final) => (events.push("publish"), published.push(final)) };
+          return {
+            publish: (final) => (events.push("publish"), published.push(final)),
+            cancel: () => events.push("cancel"),
+          };
         },
       },
       lifetime.signal,
@@ -276,6 +279,37 @@ describe("inbound", () => {
     ]);
     expect((await nthInbound(2)).content).toBe("after the album");
     expect(inbound).toHaveLength(2);
+  });
+
+  it("reserves an album once, when its first part arrives, and publishes the whole album through it", async () => {
+    r = await rig();
+    const events: string[] = [];
+    const published: InboundMessage[] = [];
+    const lifetime = new AbortController();
+    await r.channel.start(
+      {
+        publishInbound: (m) => published.push(m),
+        reserve: () => {
+          events.push("reserve");
+          return {
+            publish: (final) => (events.push("publish"), published.push(final)),
+            cancel: () => events.push("cancel"),
+          };
+        },
+      },
+      lifetime.signal,
+    );
+    try {
+      for (let i = 1; i <= 2; i++) {
+        const f = r.fake.addFile(`picture ${i}`);
+        r.fake.userMessage({ media_group_id: "album-2", photo: [{ ...f, width: 9, height: 9 }] });
+      }
+      await r.fake.waitFor(() => published.length === 1);
+      expect(events).toEqual(["reserve", "publish"]);
+      expect(published[0]!.media).toHaveLength(2);
+    } finally {
+      lifetime.abort();
+    }
   });
 
   it("does not download files from senders who are not allowed (the manager refuses them)", async () => {
