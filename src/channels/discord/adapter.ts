@@ -29,7 +29,7 @@ import { ChannelError, errorMessage } from "../../util/errors.js";
 import { isAllowed } from "../access.js";
 import { downloadFile, formatBytes, mediaPath, MediaTooLargeError } from "../media.js";
 import type { ChannelFactoryContext } from "../registry.js";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, InboundReservation, InboundSink } from "../types.js";
 import { NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
 import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
@@ -82,6 +82,8 @@ interface ConnectionState {
 interface Prepared {
   msg: InboundMessage;
   showTyping: boolean;
+  /** Set when the message was journaled before its attachments were downloaded. */
+  reservation?: InboundReservation;
 }
 
 interface PendingInteraction {
@@ -272,8 +274,10 @@ export class DiscordChannel implements Channel {
     const draft = toInbound(view, policy);
     // Files of senders who are not let in are not fetched; the manager still tells them how to get in.
     const allowed = isAllowed(draft, this.opts.config.allowFrom);
-    const msg = allowed && view.attachments.length ? await this.withAttachments(view, policy) : draft;
-    return { msg, showTyping: allowed };
+    if (!(allowed && view.attachments.length)) return { msg: draft, showTyping: allowed };
+    // Discord never sends a message again: journal it before the slow downloads.
+    const reservation = this.sink?.reserve?.(draft);
+    return { msg: await this.withAttachments(view, policy), showTyping: allowed, reservation };
   }
 
   private async withAttachments(view: DiscordMessageView, policy: DiscordPolicy): Promise<InboundMessage> {
@@ -321,7 +325,8 @@ export class DiscordChannel implements Channel {
         if (!item || this.life.signal.aborted || !this.sink) return;
         // /stop is answered at once and ends no wait of its own; everything else gets a final reply.
         if (item.showTyping && parseCommand(item.msg.content)?.name !== "stop") this.typing.begin(chatId);
-        this.sink.publishInbound(item.msg);
+        if (item.reservation) item.reservation.publish(item.msg);
+        else this.sink.publishInbound(item.msg);
       });
     this.publishing.set(chatId, next);
     this.track(next);

@@ -425,16 +425,23 @@ export class SlackChannel implements Channel {
       this.log.debug({ channel: event.channel, ts: event.ts }, "thread reply in a thread without the bot");
       return;
     }
+    // Slack has the event acked already: journal a message with files before the slow downloads.
+    const draft = event.files?.length ? toInbound(event, bot, this.policy, { media: [], notes: [] }) : null;
+    const reservation = draft ? this.sink?.reserve?.(draft) : undefined;
     const { media, notes } = await this.fetchFiles(event.files ?? []);
     const senderName = event.user ? await this.userName(event.user) : undefined;
     const msg = toInbound(event, bot, this.policy, { media, notes, ...(senderName ? { senderName } : {}) });
-    if (!msg) return;
+    if (!msg) {
+      reservation?.cancel();
+      return;
+    }
     const threadTs = replyThreadOf(event, this.policy);
     if (threadTs && !isDirect(event)) {
       this.threads.set(`${event.channel}:${threadTs}`, true);
       if (event.user) this.recentThreads.set(`${event.channel}:${event.user}`, threadTs);
     }
-    this.sink?.publishInbound(msg);
+    if (reservation) reservation.publish(msg);
+    else this.sink?.publishInbound(msg);
     this.react(event.channel, event.ts);
   }
 

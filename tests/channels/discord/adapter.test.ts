@@ -254,6 +254,34 @@ describe("DiscordChannel: receiving", () => {
     expect(inbound[0]!.media).toHaveLength(1);
   });
 
+  it("journals a message with files (reserves it) before downloading, since Discord never sends it again", async () => {
+    const { channel, fake, inbound, alice } = await setup();
+    const reserved: InboundMessage[] = [];
+    let downloadsAtReserve = -1;
+    await channel.start(
+      {
+        publishInbound: (m) => inbound.push(m),
+        reserve: (draft) => {
+          reserved.push(draft);
+          downloadsAtReserve = fake.requests.filter((r) => r.path.startsWith("/attachments/")).length;
+          return { publish: (m) => inbound.push(m), cancel: () => undefined };
+        },
+      },
+      never(),
+    );
+    const file = fake.addAttachment("photo.png", "png-bytes", "image/png", { delayMs: 100 });
+    fake.userMessage({
+      channelId: fake.dmChannel(alice).id,
+      author: alice,
+      content: "look",
+      attachments: [file],
+    });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the message");
+    expect(reserved.map((m) => m.content)).toEqual(["look"]);
+    expect(downloadsAtReserve).toBe(0);
+    expect(inbound[0]!.media).toHaveLength(1);
+  });
+
   it("does not download files from senders who are not allowed in, but still hands the message on", async () => {
     const { channel, fake, sink, inbound, alice } = await setup({ discord: { allowFrom: ["someone-else"] } });
     await channel.start(sink, never());

@@ -23,6 +23,8 @@ export interface SlackRig {
   channel: SlackChannel;
   workspace: string;
   inbound: InboundMessage[];
+  /** Messages with files the channel journaled (reserved) before downloading them. */
+  reserved: InboundMessage[];
   /** Resolves with the nth (1-based) published message. */
   nextInbound(n: number, timeoutMs?: number): Promise<InboundMessage>;
   start(): Promise<void>;
@@ -51,6 +53,7 @@ export async function slackRig(
     ...opts.tuning,
   });
   const inbound: InboundMessage[] = [];
+  const reserved: InboundMessage[] = [];
   const waiters: (() => boolean)[] = [];
   const abort = new AbortController();
   return {
@@ -58,6 +61,7 @@ export async function slackRig(
     channel,
     workspace,
     inbound,
+    reserved,
     nextInbound(n, timeoutMs = 3000) {
       return new Promise((resolve, reject) => {
         const check = () => {
@@ -74,11 +78,16 @@ export async function slackRig(
       });
     },
     async start() {
+      const publishInbound = (msg: InboundMessage) => {
+        inbound.push(msg);
+        for (const w of waiters.splice(0)) if (!w()) waiters.push(w);
+      };
       await channel.start(
         {
-          publishInbound: (msg) => {
-            inbound.push(msg);
-            for (const w of waiters.splice(0)) if (!w()) waiters.push(w);
+          publishInbound,
+          reserve: (draft) => {
+            reserved.push(draft);
+            return { publish: publishInbound, cancel: () => undefined };
           },
         },
         abort.signal,

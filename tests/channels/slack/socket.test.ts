@@ -246,6 +246,8 @@ describe("Slack Socket Mode: receiving", () => {
     const big = fake.addFile("huge.bin", Buffer.alloc(5000), "application/octet-stream");
     await fake.pushEvent(dmEvent("see attached", { subtype: "file_share", files: [small, big] }));
     const msg = await rig!.nextInbound(1);
+    // Journaled before the downloads, since Slack has the event acked already.
+    expect(rig!.reserved.map((m) => [m.content, m.media])).toEqual([["see attached", undefined]]);
     expect(msg.media).toHaveLength(1);
     expect(msg.media![0]!.startsWith(join(workspace, "media", "slack"))).toBe(true);
     expect(msg.media![0]!.endsWith("-notes.txt")).toBe(true);
