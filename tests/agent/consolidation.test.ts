@@ -19,6 +19,7 @@ import type { ChatMessage, ChatResponse, ToolCall } from "../../src/llm/types.js
 import type { Session } from "../../src/sessions/session.js";
 import { SessionStore } from "../../src/sessions/store.js";
 import { FakeOpenAI, toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
+import { captureLog } from "../helpers/log.js";
 
 // ---------------------------------------------------------------- pure pieces
 
@@ -172,19 +173,6 @@ afterEach(async () => {
   await fake.close();
   await rm(workspace, { recursive: true, force: true });
 });
-
-function captureLog(): { log: pino.Logger; records: Record<string, unknown>[] } {
-  const records: Record<string, unknown>[] = [];
-  const log = pino(
-    { level: "debug" },
-    {
-      write(line: string) {
-        records.push(JSON.parse(line) as Record<string, unknown>);
-      },
-    },
-  );
-  return { log, records };
-}
 
 function consolidator(over: Partial<MemoryConsolidatorOptions> = {}): MemoryConsolidator {
   const provider = new OpenAIProvider({
@@ -358,7 +346,7 @@ describe("MemoryConsolidator.maybeConsolidate", () => {
   });
 
   it("changes nothing when the model does not call the tool, and retries after the cool-down", async () => {
-    const { log, records } = captureLog();
+    const { log, lines: records } = captureLog();
     const c = consolidator({ log });
     const s = await session(10);
     await memory.writeMemory("- old\n");
@@ -391,7 +379,7 @@ describe("MemoryConsolidator.maybeConsolidate", () => {
   });
 
   it("changes nothing when the LLM fails, and retries after the cool-down", async () => {
-    const { log, records } = captureLog();
+    const { log, lines: records } = captureLog();
     const c = consolidator({ log, failureCooldownMs: 10_000 });
     const s = await session(10);
     fake.enqueue({ status: 500 });

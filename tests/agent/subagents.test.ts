@@ -18,6 +18,7 @@ import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
 import { startHarness } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
 import { fakeProvider } from "../helpers/fake-provider.js";
+import { captureLog } from "../helpers/log.js";
 
 let fake: FakeOpenAI;
 let workspace: string;
@@ -65,15 +66,6 @@ function manager(overrides: Partial<SubagentManagerOptions> = {}): SubagentManag
   });
   managers.push(m);
   return m;
-}
-
-function captureLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const log = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
-  return { log, lines };
 }
 
 describe("SubagentManager", () => {

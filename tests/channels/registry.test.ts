@@ -1,17 +1,8 @@
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { createEnabledChannels, type ChannelFactory } from "../../src/channels/registry.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { TestChannel } from "../helpers/test-channel.js";
-
-function capturingLog() {
-  const lines: { msg: string; channel?: string }[] = [];
-  const log = pino(
-    { level: "debug" },
-    { write: (line: string) => lines.push(JSON.parse(line) as { msg: string }) },
-  );
-  return { log, lines };
-}
+import { captureLog } from "../helpers/log.js";
 
 describe("createEnabledChannels", () => {
   it("loads only enabled platforms, reports a missing adapter and survives a failing factory", async () => {
@@ -30,7 +21,7 @@ describe("createEnabledChannels", () => {
         if (fail) throw new Error("SDK failed to load");
         return new TestChannel(name);
       };
-    const { log, lines } = capturingLog();
+    const { log, lines } = captureLog();
 
     const channels = await createEnabledChannels(
       { config, workspace: "/tmp", log },
@@ -46,7 +37,7 @@ describe("createEnabledChannels", () => {
       ]),
     );
 
-    const { log: log2, lines: lines2 } = capturingLog();
+    const { log: log2, lines: lines2 } = captureLog();
     const none = await createEnabledChannels(
       { config, workspace: "/tmp", log: log2 },
       { telegram: undefined },

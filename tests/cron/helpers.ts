@@ -4,14 +4,8 @@ import { join } from "node:path";
 import { pino } from "pino";
 
 /** A logger whose lines are kept (parsed) for assertions. */
-export function captureLog(): { log: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const log = pino(
-    { level: "debug" },
-    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  );
-  return { log, lines };
-}
+
+export { captureLog } from "../helpers/log.js";
 
 export const silentLog = (): pino.Logger => pino({ level: "silent" });
 

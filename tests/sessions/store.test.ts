@@ -3,10 +3,10 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { SessionStore, formatTimestamp, parseTimestamp, safeKey } from "../../src/sessions/store.js";
+import { captureLog } from "../helpers/log.js";
 
 const FIXTURE = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -18,20 +18,6 @@ const FIXTURE = join(
 );
 const NANOBOT_METADATA_KEYS = ["_type", "key", "created_at", "updated_at", "metadata", "last_consolidated"];
 const PY_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-
-/** A pino logger whose records land in an array. */
-function captureLog(): { log: pino.Logger; records: Record<string, unknown>[] } {
-  const records: Record<string, unknown>[] = [];
-  const log = pino(
-    { level: "debug" },
-    {
-      write(line: string) {
-        records.push(JSON.parse(line) as Record<string, unknown>);
-      },
-    },
-  );
-  return { log, records };
-}
 
 const lines = async (path: string): Promise<string[]> =>
   (await readFile(path, "utf8")).split("\n").filter((l) => l !== "");
@@ -112,7 +98,7 @@ describe("SessionStore", () => {
     const path = join(sessionsDir, "telegram_12345.jsonl");
     await copyFile(FIXTURE, path);
     const before = await readFile(path);
-    const { log, records } = captureLog();
+    const { log, lines: records } = captureLog();
 
     const s = await new SessionStore(sessionsDir, log).get("telegram:12345");
     expect(records.filter((r) => r.level === 40)).toEqual([]); // no warnings
@@ -265,7 +251,7 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
         '{"role": "user", "content": "cut at the e', // last line, no newline: a crash mid-write
       ].join("\n"),
     );
-    const { log, records } = captureLog();
+    const { log, lines: records } = captureLog();
     const store = new SessionStore(sessionsDir, log);
     const s = await store.get("t:1");
     expect(s.messages.map((m) => m.content)).toEqual(["one", "two"]);

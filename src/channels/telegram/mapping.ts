@@ -258,33 +258,21 @@ export function attachmentsOf(msg: Message): Attachment[] {
       mimeType: "image/jpeg",
     });
   }
-  const v = msg.voice;
-  if (v)
-    found.push({
-      kind: "voice",
-      fileId: v.file_id,
-      fileName: nameFor("voice", v.file_unique_id, undefined, v.mime_type, ".ogg"),
-      ...size(v.file_size),
-      ...mime(v.mime_type),
-    });
-  const a = msg.audio;
-  if (a)
-    found.push({
-      kind: "audio",
-      fileId: a.file_id,
-      fileName: nameFor("audio", a.file_unique_id, a.file_name, a.mime_type, ".mp3"),
-      ...size(a.file_size),
-      ...mime(a.mime_type),
-    });
-  const vid = msg.video;
-  if (vid)
-    found.push({
-      kind: "video",
-      fileId: vid.file_id,
-      fileName: nameFor("video", vid.file_unique_id, vid.file_name, vid.mime_type, ".mp4"),
-      ...size(vid.file_size),
-      ...mime(vid.mime_type),
-    });
+  // The same fields on every file type; only the kind and the name's fallback extension differ.
+  const file = (
+    kind: Attachment["kind"],
+    f: { file_id: string; file_unique_id: string; file_size?: number; mime_type?: string; file_name?: string },
+    ext: string,
+  ): Attachment => ({
+    kind,
+    fileId: f.file_id,
+    fileName: nameFor(kind, f.file_unique_id, f.file_name, f.mime_type, ext),
+    ...size(f.file_size),
+    ...mime(f.mime_type),
+  });
+  if (msg.voice) found.push(file("voice", msg.voice, ".ogg"));
+  if (msg.audio) found.push(file("audio", msg.audio, ".mp3"));
+  if (msg.video) found.push(file("video", msg.video, ".mp4"));
   const note = msg.video_note;
   if (note)
     found.push({
@@ -294,25 +282,9 @@ export function attachmentsOf(msg: Message): Attachment[] {
       ...size(note.file_size),
       mimeType: "video/mp4",
     });
-  const anim = msg.animation;
-  if (anim)
-    found.push({
-      kind: "animation",
-      fileId: anim.file_id,
-      fileName: nameFor("animation", anim.file_unique_id, anim.file_name, anim.mime_type, ".mp4"),
-      ...size(anim.file_size),
-      ...mime(anim.mime_type),
-    });
+  if (msg.animation) found.push(file("animation", msg.animation, ".mp4"));
   // An animation also carries a `document` copy of itself.
-  const doc = msg.document;
-  if (doc && !anim)
-    found.push({
-      kind: "document",
-      fileId: doc.file_id,
-      fileName: nameFor("document", doc.file_unique_id, doc.file_name, doc.mime_type, ""),
-      ...size(doc.file_size),
-      ...mime(doc.mime_type),
-    });
+  else if (msg.document) found.push(file("document", msg.document, ""));
   return found;
 }
 
