@@ -113,7 +113,11 @@ describe("ChannelManager with the journal", () => {
     await manager.stop(100);
   });
 
-  function setup(channel: TestChannel, journal: Journal, outboxRetryMs = 5000) {
+  /** A started manager with one channel and a journal at `path`. */
+  async function setup(channel: TestChannel, outboxRetryMs = 5000) {
+    const path = join(dir, "j.jsonl");
+    const journal = new Journal(path);
+    journal.open();
     const bus = new MessageBus();
     const received: InboundMessage[] = [];
     bus.onInbound((m) => received.push(m));
@@ -126,15 +130,13 @@ describe("ChannelManager with the journal", () => {
       outboxRetryBaseMs: 10,
     });
     manager.add(channel, { allowFrom: ["*"] });
-    return { bus, received };
+    await manager.start();
+    return { bus, received, journal, path };
   }
 
   it("journals admitted messages before they reach the bus and drops redeliveries", async () => {
-    const journal = new Journal(join(dir, "j.jsonl"));
-    journal.open();
     const channel = new TestChannel("telegram");
-    const { received } = setup(channel, journal);
-    await manager.start();
+    const { received, journal } = await setup(channel);
     channel.receive({ content: "hi", metadata: { messageId: 1 } });
     channel.receive({ content: "hi", metadata: { messageId: 1 } });
     expect(received).toHaveLength(1);
@@ -143,12 +145,8 @@ describe("ChannelManager with the journal", () => {
   });
 
   it("journals a reserved message before its downloads finish, then replaces it with the finished one", async () => {
-    const path = join(dir, "j.jsonl");
-    const journal = new Journal(path);
-    journal.open();
     const channel = new TestChannel("telegram");
-    const { received } = setup(channel, journal);
-    await manager.start();
+    const { received, path } = await setup(channel);
 
     const finish = channel.receiveLater({ content: "look", metadata: { messageId: 5 } });
     expect(received).toEqual([]);
@@ -169,12 +167,8 @@ describe("ChannelManager with the journal", () => {
   });
 
   it("forgets a reservation that is cancelled (an album nobody addressed to the bot)", async () => {
-    const path = join(dir, "j.jsonl");
-    const journal = new Journal(path);
-    journal.open();
     const channel = new TestChannel("telegram");
-    const { received } = setup(channel, journal);
-    await manager.start();
+    const { received, journal, path } = await setup(channel);
     channel.reserveOnly({ content: "holiday pics", metadata: { messageId: 9 } }).cancel();
     expect(received).toEqual([]);
     expect(journal.pending.inbound).toBe(0);
@@ -182,11 +176,8 @@ describe("ChannelManager with the journal", () => {
   });
 
   it("retries a reply the platform fails to take, then marks it sent exactly once", async () => {
-    const journal = new Journal(join(dir, "j.jsonl"));
-    journal.open();
     const channel = new TestChannel("telegram", { failSends: 2 });
-    const { bus } = setup(channel, journal);
-    await manager.start();
+    const { bus, journal } = await setup(channel);
     bus.publishOutbound({ channel: "telegram", chatId: "10", content: "important" });
     expect(journal.pending.outbound).toBe(1);
     await manager.flush(3000);
@@ -196,16 +187,13 @@ describe("ChannelManager with the journal", () => {
   });
 
   it("gives up after the retry budget and says so in the journal", async () => {
-    const journal = new Journal(join(dir, "j.jsonl"));
-    journal.open();
     const channel = new TestChannel("telegram", { failSends: Infinity });
-    const { bus } = setup(channel, journal, 100);
-    await manager.start();
+    const { bus, journal, path } = await setup(channel, 100);
     bus.publishOutbound({ channel: "telegram", chatId: "10", content: "doomed" });
     await manager.flush(3000);
     expect(channel.sent).toEqual([]);
     expect(journal.pending.outbound).toBe(0);
     journal.close();
-    expect(await readFile(join(dir, "j.jsonl"), "utf8")).toContain('"t":"dropped"');
+    expect(await readFile(path, "utf8")).toContain('"t":"dropped"');
   });
 });

@@ -23,6 +23,27 @@ async function started(opts: Parameters<typeof rig>[0] = {}): Promise<Rig> {
   return r;
 }
 
+/** Starts the rig's channel with a sink that records reservations (as the manager's journal makes them). */
+async function startReserving(describeReserve: (m: InboundMessage) => string) {
+  const events: string[] = [];
+  const published: InboundMessage[] = [];
+  const lifetime = new AbortController();
+  await r!.channel.start(
+    {
+      publishInbound: (m) => published.push(m),
+      reserve: (m) => {
+        events.push(describeReserve(m));
+        return {
+          publish: (final) => (events.push("publish"), published.push(final)),
+          cancel: () => events.push("cancel"),
+        };
+      },
+    },
+    lifetime.signal,
+  );
+  return { events, published, lifetime };
+}
+
 describe("starting", () => {
   it("registers the commands and keeps updates that arrived while it was down", async () => {
     r = await rig();
@@ -179,21 +200,8 @@ describe("inbound", () => {
 
   it("reserves a message with files in the journal before downloading them, then publishes it through the reservation", async () => {
     r = await rig();
-    const events: string[] = [];
-    const published: InboundMessage[] = [];
-    const lifetime = new AbortController();
-    await r.channel.start(
-      {
-        publishInbound: (m) => published.push(m),
-        reserve: (m) => {
-          events.push(`reserve:${m.content}:${r!.fake.callsTo("getFile").length}`);
-          return {
-            publish: (final) => (events.push("publish"), published.push(final)),
-            cancel: () => events.push("cancel"),
-          };
-        },
-      },
-      lifetime.signal,
+    const { events, published, lifetime } = await startReserving(
+      (m) => `reserve:${m.content}:${r!.fake.callsTo("getFile").length}`,
     );
     try {
       const photo = r.fake.addFile("bytes", { path: "photos/p.jpg" });
@@ -283,22 +291,7 @@ describe("inbound", () => {
 
   it("reserves an album once, when its first part arrives, and publishes the whole album through it", async () => {
     r = await rig();
-    const events: string[] = [];
-    const published: InboundMessage[] = [];
-    const lifetime = new AbortController();
-    await r.channel.start(
-      {
-        publishInbound: (m) => published.push(m),
-        reserve: () => {
-          events.push("reserve");
-          return {
-            publish: (final) => (events.push("publish"), published.push(final)),
-            cancel: () => events.push("cancel"),
-          };
-        },
-      },
-      lifetime.signal,
-    );
+    const { events, published, lifetime } = await startReserving(() => "reserve");
     try {
       for (let i = 1; i <= 2; i++) {
         const f = r.fake.addFile(`picture ${i}`);
