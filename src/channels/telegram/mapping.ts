@@ -261,7 +261,13 @@ export function attachmentsOf(msg: Message): Attachment[] {
   // The same fields on every file type; only the kind and the name's fallback extension differ.
   const file = (
     kind: Attachment["kind"],
-    f: { file_id: string; file_unique_id: string; file_size?: number; mime_type?: string; file_name?: string },
+    f: {
+      file_id: string;
+      file_unique_id: string;
+      file_size?: number;
+      mime_type?: string;
+      file_name?: string;
+    },
     ext: string,
   ): Attachment => ({
     kind,
