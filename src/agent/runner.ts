@@ -114,6 +114,7 @@ async function runCall(
     record: replay,
     key: { name: call.name, args, n: count },
     turn: ctx.turn,
+    signal: ctx.signal,
     replayNote: policy.replayNote,
     run,
   });

@@ -58,13 +58,22 @@ export interface RunOnceOptions {
   record: TurnCallRecord;
   key: CallKey;
   turn: TurnState;
+  /** The turn's signal: a call cut off by shutdown stays "started", like one cut off by a crash. */
+  signal: AbortSignal;
   /** Appended to a reused result (e.g. spawn: the subagent did not survive the restart). */
   replayNote?: string;
   run: () => Promise<string>;
 }
 
 /** Runs a side-effecting call unless an earlier run of this turn already did (or may have). */
-export async function runOnce({ record, key, turn, replayNote, run }: RunOnceOptions): Promise<string> {
+export async function runOnce({
+  record,
+  key,
+  turn,
+  signal,
+  replayNote,
+  run,
+}: RunOnceOptions): Promise<string> {
   const earlier = record.recall(key);
   if (earlier?.state === "done") {
     // E.g. the message tool already wrote to the turn's chat: the replay must not reply again.
@@ -76,7 +85,9 @@ export async function runOnce({ record, key, turn, replayNote, run }: RunOnceOpt
   record.started(key);
   // A throw here is an abort (the registry turns tool errors into text): the call stays "started".
   const result = await run();
-  record.done(key, result, changedState(before, turn));
+  // Aborted by shutdown, the turn is replayed at the next start; what the call did before it was
+  // killed is unknown (exec reports "stopped"), so the replay is told just that.
+  if (!signal.aborted) record.done(key, result, changedState(before, turn));
   return result;
 }
 

@@ -42,13 +42,18 @@ const CallFields = {
   args: z.string(),
   n: z.number().int().positive(),
 };
-const TurnStateChange = z
-  .object({ sentToOriginChat: z.boolean() })
-  .partial() satisfies z.ZodType<Partial<TurnState>>;
+const TurnStateChange = z.object({ sentToOriginChat: z.boolean() }).partial() satisfies z.ZodType<
+  Partial<TurnState>
+>;
 
 const Entry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("start"), ...CallFields }),
-  z.object({ t: z.literal("done"), ...CallFields, result: z.string(), turnState: TurnStateChange.optional() }),
+  z.object({
+    t: z.literal("done"),
+    ...CallFields,
+    result: z.string(),
+    turnState: TurnStateChange.optional(),
+  }),
   z.object({ t: z.literal("end"), turn: z.string().min(1) }),
 ]);
 type Entry = z.infer<typeof Entry>;
@@ -83,7 +88,9 @@ export class ToolJournal implements ToolCallJournal {
    */
   open(pendingTurns: Iterable<string>): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    if (existsSync(this.path)) this.load(readFileSync(this.path, "utf8"));
+    if (existsSync(this.path)) {
+      this.guard("read its file", () => this.load(readFileSync(this.path, "utf8")));
+    }
     const keep = new Set(pendingTurns);
     for (const turn of this.turns.keys()) if (!keep.has(turn)) this.turns.delete(turn);
     this.compact();
@@ -106,14 +113,7 @@ export class ToolJournal implements ToolCallJournal {
     return {
       recall: (key) => this.turns.get(turn)?.get(slotOf(key)),
       started: (key) => this.record({ t: "start", turn, ...key }),
-      done: (key, result, turnState) =>
-        this.record({
-          t: "done",
-          turn,
-          ...key,
-          result,
-          ...(Object.keys(turnState).length ? { turnState } : {}),
-        }),
+      done: (key, result, turnState) => this.record(doneEntry(turn, key, result, turnState)),
     };
   }
 
@@ -135,7 +135,7 @@ export class ToolJournal implements ToolCallJournal {
       return;
     }
     let calls = this.turns.get(entry.turn);
-    if (!calls) this.turns.set(entry.turn, (calls = new Map()));
+    if (!calls) this.turns.set(entry.turn, (calls = new Map<string, RecalledCall>()));
     calls.set(
       slotOf(entry),
       entry.t === "done"
@@ -175,9 +175,7 @@ export class ToolJournal implements ToolCallJournal {
       for (const [slot, call] of calls) {
         const key = keyOf(slot);
         const entry: Entry =
-          call.state === "done"
-            ? { t: "done", turn, ...key, result: call.result, turnState: call.turn }
-            : { t: "start", turn, ...key };
+          call.state === "done" ? doneEntry(turn, key, call.result, call.turn) : { t: "start", turn, ...key };
         lines.push(JSON.stringify(entry));
       }
     }
@@ -194,7 +192,7 @@ export class ToolJournal implements ToolCallJournal {
   private guard(what: string, write: () => void): void {
     try {
       write();
-      if (this.failing) this.log.info({ file: this.path }, "tool journal: writing works again");
+      if (this.failing) this.log.info({ file: this.path }, "tool journal: recording tool calls works again");
       this.failing = false;
     } catch (err) {
       if (!this.failing) {
@@ -215,6 +213,10 @@ function parseLine(line: string): Entry | undefined {
   } catch {
     return undefined;
   }
+}
+
+function doneEntry(turn: string, key: CallKey, result: string, turnState: Partial<TurnState>): Entry {
+  return { t: "done", turn, ...key, result, ...(Object.keys(turnState).length ? { turnState } : {}) };
 }
 
 /** One string per call of a turn; JSON keeps names and arguments with any characters apart. */

@@ -85,7 +85,11 @@ describe("a turn replayed after SIGKILL", { timeout: 180_000 }, () => {
     const first = await startGateway();
     tg.userMessage({ text: "remind me" });
     await tg.waitForSent((m) => m.text === "Tea at five.", 20_000);
-    await waitFor(() => llm.requests.filter(hasToolResult).length === 1, 20_000, "the LLM asked after the tool");
+    await waitFor(
+      () => llm.requests.filter(hasToolResult).length === 1,
+      20_000,
+      "the LLM asked after the tool",
+    );
     first.child.kill("SIGKILL");
     await first.exited;
 
