@@ -5,7 +5,7 @@
  * folder. The replayed turn asks the LLM again, which calls the same tool with
  * the same arguments; the recorded result is reused instead of sending again.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -70,6 +70,22 @@ async function startGateway(): Promise<RunningCli> {
 const hasToolResult = (req: RecordedRequest) => req.body.messages.some((m) => m.role === "tool");
 const toolResults = (req: RecordedRequest) =>
   req.body.messages.filter((m) => m.role === "tool").map((m) => m.content);
+/** Whether the message journal has recorded the reply with this text as sent. */
+async function outboxMarkedSent(text: string): Promise<boolean> {
+  const journal = await readFile(join(dir, "journal", "messages.jsonl"), "utf8").catch(() => "");
+  const entries = journal
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      try {
+        return JSON.parse(line) as { t?: string; id?: string; msg?: { content?: string } };
+      } catch {
+        return {}; // a line being appended right now
+      }
+    });
+  const out = entries.find((e) => e.t === "out" && e.msg?.content === text);
+  return out !== undefined && entries.some((e) => e.t === "sent" && e.id === out.id);
+}
 const sentTexts = (text: string) => tg.sent.filter((m) => m.method === "sendMessage" && m.text === text);
 
 describe("a turn replayed after SIGKILL", { timeout: 180_000 }, () => {
@@ -85,6 +101,9 @@ describe("a turn replayed after SIGKILL", { timeout: 180_000 }, () => {
     const first = await startGateway();
     tg.userMessage({ text: "remind me" });
     await tg.waitForSent((m) => m.text === "Tea at five.", 20_000);
+    // Killed before the outbox knows Telegram took it, the message journal would rightly send it
+    // again (at least once): that window is not what this test is about, so it waits it out.
+    await waitFor(() => outboxMarkedSent("Tea at five."), 20_000, "the outbox to record the send");
     await waitFor(
       () => llm.requests.filter(hasToolResult).length === 1,
       20_000,
