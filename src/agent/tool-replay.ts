@@ -49,8 +49,8 @@ export interface ToolCallJournal {
 export function interruptedText(name: string): string {
   return (
     `Error: this ${name} call was already started before the assistant restarted, and the restart ` +
-    `interrupted it: it may or may not have taken effect. It was not run again. Check its effect ` +
-    `(for example list or read what it would have changed) before calling it again.`
+    `interrupted it: it may or may not have taken effect. It was not run again. Where you can, check ` +
+    `its effect (for example list or read what it would have changed) before calling it again.`
   );
 }
 
@@ -78,7 +78,8 @@ export async function runOnce({
   if (earlier?.state === "done") {
     // E.g. the message tool already wrote to the turn's chat: the replay must not reply again.
     Object.assign(turn, earlier.turn);
-    return replayNote ? `${earlier.result}\n\n${replayNote}` : earlier.result;
+    const failed = earlier.result.startsWith("Error:");
+    return replayNote && !failed ? `${earlier.result}\n\n${replayNote}` : earlier.result;
   }
   if (earlier?.state === "started") return interruptedText(key.name);
   const before = { ...turn };
