@@ -23,6 +23,7 @@ import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
 import { JOURNAL_ID, Journal } from "./daemon/journal.js";
 import { Metrics } from "./daemon/metrics.js";
+import { ToolJournal } from "./daemon/tool-journal.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
 import { createLlm, ResilientProvider } from "./llm/resilient.js";
 import type { Provider } from "./llm/types.js";
@@ -45,6 +46,7 @@ export class Gateway {
   readonly channels: ChannelManager;
   readonly heartbeat: HeartbeatService;
   readonly journal: Journal;
+  readonly toolJournal: ToolJournal;
   readonly metrics: Metrics;
   readonly health: HealthServer;
   private readonly log: Logger;
@@ -53,6 +55,7 @@ export class Gateway {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
     this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"));
+    this.toolJournal = new ToolJournal(join(stateDir(path), "journal", "tools.jsonl"));
     this.metrics = new Metrics({
       queueDepth: () => this.agent.loop.pending,
       activeTurns: () => this.agent.loop.activeTurns,
@@ -65,9 +68,12 @@ export class Gateway {
       bus: this.bus,
       cronStorePath: cronStorePath(path),
       provider: this.metrics.meter(llm),
+      toolJournal: this.toolJournal,
       onHandled: (msg, report) => {
         const id = msg.metadata?.[JOURNAL_ID];
         if (typeof id === "string") this.journal.markDone(id);
+        // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
+        if (typeof id === "string") this.toolJournal.endTurn(id);
         this.metrics.turn(report);
       },
     });
@@ -106,6 +112,7 @@ export class Gateway {
     createWorkspace(workspace);
     await this.health.start();
     const unfinished = this.journal.open();
+    this.toolJournal.open(unfinished.inbound.map((p) => p.id));
     this.agent.loop.start();
 
     const enabled = await createEnabledChannels(
@@ -177,6 +184,7 @@ export class Gateway {
     // Last replies get a moment to go out; what cannot, stays in the journal for the next start.
     await this.channels.stop(Math.min(Math.max(graceMs, 1000), 5000));
     this.journal.close();
+    this.toolJournal.close();
     await this.health.stop();
   }
 }

@@ -52,6 +52,8 @@ export interface CreateAgentOptions {
   provider?: Provider;
   /** Called when a message's turn has ended (the gateway's journal marks it done). */
   onHandled?: AgentLoopDeps["onHandled"];
+  /** Records tool calls so a replayed turn does not repeat them (the gateway's tool journal). */
+  toolJournal?: AgentLoopDeps["toolJournal"];
 }
 
 export function createAgent({
@@ -61,6 +63,7 @@ export function createAgent({
   cronStorePath,
   provider,
   onHandled,
+  toolJournal,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -109,6 +112,7 @@ export function createAgent({
     schedule: cron,
     isNothingToDo,
     onHandled,
+    toolJournal,
     statusLines: () => mcpStatusLines(mcp.status()),
     settings: {
       workspace,

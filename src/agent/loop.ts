@@ -27,6 +27,7 @@ import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions
 import { contentForSession } from "./format.js";
 import type { MemoryFiles } from "./memory.js";
 import { runTurn } from "./runner.js";
+import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 
@@ -55,6 +56,8 @@ export interface AgentLoopDeps {
   isNothingToDo?: (reply: string) => boolean;
   /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done, metrics count it. */
   onHandled?: (msg: InboundMessage, report: TurnReport) => void;
+  /** Records tool calls so a turn replayed after a crash does not repeat them (the gateway's journal). */
+  toolJournal?: ToolCallJournal;
   /** Extra /status lines (MCP servers ...). */
   statusLines?: () => string[];
   log?: Logger;
@@ -338,6 +341,7 @@ export class AgentLoop {
         ctx,
         onProgress: (text) => this.reply(msg, text, "progress"),
         onToolHint: (hint) => this.reply(msg, hint, "toolHint"),
+        replay: this.deps.toolJournal?.forTurn(msg),
       });
     } catch (err) {
       // A stopped or failed turn saves nothing, so the session stays clean.

@@ -8,6 +8,7 @@ import type { ChatMessage, ChatResponse, Provider, ToolCall } from "../llm/types
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { formatToolHint, truncateToolResult } from "./format.js";
+import { runOnce, type TurnCallRecord } from "./tool-replay.js";
 
 /** The same call (name + arguments) this many times in one turn is refused. */
 export const MAX_IDENTICAL_CALLS = 3;
@@ -24,6 +25,8 @@ export interface RunTurnOptions {
   onProgress?: (text: string) => void;
   /** A short description of the tool calls about to run, e.g. `read_file("notes.md")`. */
   onToolHint?: (hint: string) => void;
+  /** The turn's recorded tool calls: a replay after a crash reuses their results (agent/tool-replay.ts). */
+  replay?: TurnCallRecord;
 }
 
 export interface TurnResult {
@@ -67,7 +70,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     for (const call of response.toolCalls) {
       ctx.signal.throwIfAborted();
       toolsUsed.push(call.name);
-      const result = truncateToolResult(await runCall(call, callCounts, tools, ctx), opts.toolResultMaxChars);
+      const result = await runCall(call, callCounts, opts);
       const toolMessage: ChatMessage = {
         role: "tool",
         tool_call_id: call.id,
@@ -90,10 +93,10 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
 async function runCall(
   call: ToolCall,
   callCounts: Map<string, number>,
-  tools: ToolRegistry,
-  ctx: ToolContext,
+  { tools, ctx, replay, toolResultMaxChars }: RunTurnOptions,
 ): Promise<string> {
-  const key = `${call.name}\u0000${canonicalArguments(call)}`;
+  const args = canonicalArguments(call);
+  const key = `${call.name}\u0000${args}`;
   const count = (callCounts.get(key) ?? 0) + 1;
   callCounts.set(key, count);
   if (count >= MAX_IDENTICAL_CALLS) {
@@ -103,7 +106,18 @@ async function runCall(
       `or answer the user.`
     );
   }
-  return tools.execute(call, ctx);
+  // What is recorded is what the model saw, so a replay gives it the very same text.
+  const run = async () => truncateToolResult(await tools.execute(call, ctx), toolResultMaxChars);
+  const policy = tools.replayPolicy(call.name);
+  if (!replay || policy.readOnly) return run();
+  return runOnce({
+    record: replay,
+    key: { name: call.name, args, n: count },
+    turn: ctx.turn,
+    signal: ctx.signal,
+    replayNote: policy.replayNote,
+    run,
+  });
 }
 
 /** Arguments as canonical JSON (sorted keys) so key order does not hide a repeat. */

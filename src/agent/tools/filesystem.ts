@@ -40,6 +40,7 @@ export function createFilesystemTools(opts: FilesystemToolOptions): Tool[] {
 function readFileTool(policy: PathPolicy, maxChars: number) {
   return defineTool({
     name: "read_file",
+    readOnly: true,
     description: "Read the contents of a file at the given path.",
     parameters: z.object({
       path: z.string().describe("The file path to read (relative to the workspace, or absolute)"),
@@ -120,6 +121,7 @@ function editFileTool(policy: PathPolicy) {
 function listDirTool(policy: PathPolicy) {
   return defineTool({
     name: "list_dir",
+    readOnly: true,
     description: 'List the contents of a directory. Directories are marked with a trailing "/".',
     parameters: z.object({
       path: z.string().describe("The directory path to list (relative to the workspace, or absolute)"),

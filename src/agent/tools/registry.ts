@@ -24,6 +24,12 @@ export class ToolRegistry {
     return [...this.tools.keys()];
   }
 
+  /** How a replayed turn treats this tool's calls (unknown tools count as side-effecting). */
+  replayPolicy(name: string): { readOnly: boolean; replayNote?: string } {
+    const tool = this.tools.get(name);
+    return { readOnly: tool?.readOnly === true, replayNote: tool?.replayNote };
+  }
+
   definitions(): ToolDefinition[] {
     return [...this.tools.values()].map(toDefinition);
   }

@@ -10,6 +10,10 @@ import { defineTool, type Tool } from "./types.js";
 export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
   return defineTool({
     name: "spawn",
+    // Subagents do not survive a restart, and their report went with them.
+    replayNote:
+      "Note: the assistant restarted since this subagent was started; the restart stopped it, so it will " +
+      "not report back. Its work may be partly done. Spawn it again only if the task is safe to repeat.",
     description:
       "Spawn a subagent to handle a task in the background. Use this for complex or time-consuming tasks " +
       "that can run independently. The subagent will complete the task and report back when done.",

@@ -32,6 +32,14 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly description: string;
   readonly parameters: S;
   /**
+   * True when a call changes nothing (reads a file, fetches a page): a turn
+   * replayed after a crash runs it again. Otherwise its completed calls are
+   * recorded and their results reused on replay (agent/tool-replay.ts).
+   */
+  readonly readOnly?: boolean;
+  /** Appended to a result reused on replay, when the call's effect did not survive the restart. */
+  readonly replayNote?: string;
+  /**
    * Returns text for the model. Throwing is fine: the registry turns any
    * error into an "Error: ..." result, so a tool never stops the loop.
    */

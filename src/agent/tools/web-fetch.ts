@@ -51,6 +51,7 @@ const USER_AGENT =
 export function createWebFetchTool(opts: WebFetchOptions, internals: FetchInternals = {}): Tool {
   return defineTool({
     name: "web_fetch",
+    readOnly: true,
     description: "Fetch URL and extract readable content (HTML → markdown/text).",
     parameters: z.object({
       url: z.string().describe("URL to fetch (http or https)"),

@@ -45,6 +45,7 @@ export interface SearchResult {
 export function createWebSearchTool(opts: WebSearchOptions): Tool {
   return defineTool({
     name: "web_search",
+    readOnly: true,
     description: "Search the web. Returns titles, URLs, and snippets.",
     parameters: z.object({
       query: z.string().describe("Search query"),
