@@ -21,7 +21,8 @@ import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
-import { JOURNAL_ID, Journal } from "./daemon/journal.js";
+import { JOURNAL_ID, Journal, type JournalIo } from "./daemon/journal.js";
+import { StateLock } from "./daemon/lock.js";
 import { Metrics } from "./daemon/metrics.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
 import { createLlm, ResilientProvider } from "./llm/resilient.js";
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   platforms?: Partial<Record<string, ChannelFactory | undefined>>;
   /** Backoff of a channel that fails to start (default 2 s doubling to 5 min). */
   channelRetryBaseMs?: number;
+  /** Replaces the journal's file operations (tests: a full disk). */
+  journalIo?: Partial<JournalIo>;
   log?: Logger;
 }
 
@@ -48,11 +51,14 @@ export class Gateway {
   readonly metrics: Metrics;
   readonly health: HealthServer;
   private readonly log: Logger;
+  private lock: StateLock | null = null;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
-    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"));
+    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"), {
+      ...(opts.journalIo ? { io: opts.journalIo } : {}),
+    });
     this.metrics = new Metrics({
       queueDepth: () => this.agent.loop.pending,
       activeTurns: () => this.agent.loop.activeTurns,
@@ -69,6 +75,10 @@ export class Gateway {
         const id = msg.metadata?.[JOURNAL_ID];
         if (typeof id === "string") this.journal.markDone(id);
         this.metrics.turn(report);
+      },
+      onTurnStart: (msg) => {
+        const id = msg.metadata?.[JOURNAL_ID];
+        if (typeof id === "string") this.journal.markStarted(id);
       },
     });
     this.bus.onInbound((msg) => this.metrics.inbound(msg));
@@ -93,16 +103,22 @@ export class Gateway {
       port: config.gateway.port,
       metrics: this.metrics,
       readiness: () =>
-        evaluateReadiness(this.channels.status(), {
-          lastSuccessAt: this.metrics.lastLlmSuccessAt,
-          lastFailureAt: this.metrics.lastLlmFailureAt,
-          ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
-        }),
+        evaluateReadiness(
+          this.channels.status(),
+          {
+            lastSuccessAt: this.metrics.lastLlmSuccessAt,
+            lastFailureAt: this.metrics.lastLlmFailureAt,
+            ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
+          },
+          this.journal.health,
+        ),
     });
   }
 
   async start(): Promise<void> {
-    const { config, workspace } = this.opts.loaded;
+    const { config, workspace, path } = this.opts.loaded;
+    // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
+    this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
     await this.health.start();
     const unfinished = this.journal.open();
@@ -178,5 +194,6 @@ export class Gateway {
     await this.channels.stop(Math.min(Math.max(graceMs, 1000), 5000));
     this.journal.close();
     await this.health.stop();
+    this.lock?.release();
   }
 }

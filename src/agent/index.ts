@@ -52,6 +52,8 @@ export interface CreateAgentOptions {
   provider?: Provider;
   /** Called when a message's turn has ended (the gateway's journal marks it done). */
   onHandled?: AgentLoopDeps["onHandled"];
+  /** Called when a message's turn begins (the gateway's journal counts starts). */
+  onTurnStart?: AgentLoopDeps["onTurnStart"];
 }
 
 export function createAgent({
@@ -61,6 +63,7 @@ export function createAgent({
   cronStorePath,
   provider,
   onHandled,
+  onTurnStart,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -109,6 +112,7 @@ export function createAgent({
     schedule: cron,
     isNothingToDo,
     onHandled,
+    onTurnStart,
     statusLines: () => mcpStatusLines(mcp.status()),
     settings: {
       workspace,

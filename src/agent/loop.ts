@@ -55,6 +55,8 @@ export interface AgentLoopDeps {
   isNothingToDo?: (reply: string) => boolean;
   /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done, metrics count it. */
   onHandled?: (msg: InboundMessage, report: TurnReport) => void;
+  /** Called as a message's turn begins: the journal counts starts, to give up a message that keeps killing the daemon. */
+  onTurnStart?: (msg: InboundMessage) => void;
   /** Extra /status lines (MCP servers ...). */
   statusLines?: () => string[];
   log?: Logger;
@@ -189,6 +191,7 @@ export class AgentLoop {
         const controller = new AbortController();
         lane.current = controller;
         const started = performance.now();
+        this.deps.onTurnStart?.(msg);
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
           report = await this.handle(msg, controller.signal);
