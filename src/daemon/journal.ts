@@ -364,24 +364,19 @@ export class Journal {
   }
 }
 
-/** "disk full (ENOSPC)": the cause in words an operator acts on, with the code to search for. */
+/** Write errors in the words an operator acts on, with the code to search for. */
+const WRITE_ERRORS: Record<string, string> = {
+  ENOSPC: "disk full (ENOSPC)",
+  EDQUOT: "disk quota exceeded (EDQUOT)",
+  EROFS: "file system is read-only (EROFS)",
+  EACCES: "no permission to write the state folder (EACCES)",
+  EPERM: "no permission to write the state folder (EPERM)",
+  EIO: "I/O error (EIO)",
+};
+
 function describeWriteError(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  switch (code) {
-    case "ENOSPC":
-      return "disk full (ENOSPC)";
-    case "EDQUOT":
-      return "disk quota exceeded (EDQUOT)";
-    case "EROFS":
-      return "file system is read-only (EROFS)";
-    case "EACCES":
-    case "EPERM":
-      return `no permission to write the state folder (${code})`;
-    case "EIO":
-      return "I/O error (EIO)";
-    default:
-      return errorMessage(err);
-  }
+  return (code && WRITE_ERRORS[code]) ?? errorMessage(err);
 }
 
 /** What a chat is told when its message is given up: plain words, and what to do. */

@@ -225,7 +225,11 @@ describe("Journal: write failures", () => {
     journal.markDone(answered);
     journal.markSent(journal.recordOutbound({ channel: "telegram", chatId: "10", content: "re: m1" }));
     for (let i = 3; i < 50; i++) journal.markDone(journal.recordInbound(inbound(i))!);
-    expect(journal.health).toEqual({ ready: false, error: "disk full (ENOSPC)", since: expect.any(String) });
+    expect(journal.health).toEqual({
+      ready: false,
+      error: "disk full (ENOSPC)",
+      since: expect.any(String) as unknown,
+    });
     expect(journal.recordInbound(inbound(2))).toBeNull(); // still de-duplicated from memory
     await waitFor(() => lines.some((l) => l.msg?.includes("retrying") && l.msg.includes("ENOSPC")));
     expect(lines.filter((l) => l.level === 50)).toHaveLength(1); // once, not per line or per retry
