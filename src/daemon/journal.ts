@@ -35,7 +35,7 @@ import { dirname } from "node:path";
 import { originOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
 import { backoffDelay } from "../llm/retry.js";
 import { logger, type Logger } from "../log.js";
-import { errorMessage } from "../util/errors.js";
+import { ConfigError, errorMessage } from "../util/errors.js";
 import { readJsonl } from "../util/jsonl.js";
 import { JournalEntry } from "./journal-entries.js";
 
@@ -138,13 +138,30 @@ export class Journal {
    * appending. Bad lines and write failures are logged, never thrown.
    */
   open(): { inbound: PendingInbound[]; outbound: PendingOutbound[] } {
-    const { values } = readJsonl(this.path, JournalEntry, { log: this.log, what: "journal" });
-    for (const entry of values) this.apply(entry);
+    for (const entry of this.read()) this.apply(entry);
     for (const pending of [...this.pendingIn.values()]) {
       if ((pending.starts ?? 0) >= this.maxStarts) this.giveUp(pending);
     }
     this.compactOrFail();
     return { inbound: [...this.pendingIn.values()], outbound: [...this.pendingOut.values()] };
+  }
+
+  /**
+   * The valid entries of the file. A file that exists but cannot be read is an
+   * operator's problem (owner, permissions): exit 78 with its path rather than
+   * start without what it holds, or crash-loop under systemd.
+   */
+  private read(): JournalEntry[] {
+    try {
+      return readJsonl(this.path, JournalEntry, { log: this.log, what: "journal" }).values;
+    } catch (err) {
+      throw new ConfigError(
+        `cannot read the message journal ${this.path} (${describeWriteError(err)}): ` +
+          "fix its owner or permissions (it belongs to the user palaver runs as)",
+        [],
+        { cause: err },
+      );
+    }
   }
 
   /** Closes the file; during a write failure, tries once more to save the state first. */
@@ -364,7 +381,7 @@ export class Journal {
   }
 }
 
-/** Write errors in the words an operator acts on, with the code to search for. */
+/** File errors in the words an operator acts on, with the code to search for. */
 const WRITE_ERRORS: Record<string, string> = {
   ENOSPC: "disk full (ENOSPC)",
   EDQUOT: "disk quota exceeded (EDQUOT)",

@@ -1,5 +1,5 @@
 import { copyFileSync } from "node:fs";
-import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -7,6 +7,7 @@ import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import { Journal, JOURNAL_ID, nodeJournalIo, type JournalIo } from "../../src/daemon/journal.js";
+import { ConfigError } from "../../src/util/errors.js";
 import { captureLog } from "../helpers/log.js";
 import { TestChannel } from "../helpers/test-channel.js";
 import { waitFor } from "../helpers/wait.js";
@@ -366,5 +367,15 @@ describe("ChannelManager with the journal", () => {
     const again = new Journal(journal.path);
     expect(again.open().outbound.map((p) => p.msg.content)).toEqual(["for slack"]);
     again.close();
+  });
+});
+
+describe("Journal: an unreadable file", () => {
+  it("is a configuration problem naming the file (exit 78), not a crash loop", async () => {
+    const path = join(dir, "j.jsonl");
+    await mkdir(path); // reading a folder fails like a file with the wrong owner would
+    const journal = new Journal(path);
+    expect(() => journal.open()).toThrow(ConfigError);
+    expect(() => journal.open()).toThrow(`cannot read the message journal ${path}`);
   });
 });
