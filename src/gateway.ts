@@ -166,12 +166,15 @@ export class Gateway {
     );
     const platforms = this.opts.platforms ?? PLATFORMS;
     for (const name of changedPlatforms) {
+      const wasRunning = this.channels.names.includes(name);
       await this.channels.remove(name);
       const [created] = await createEnabledChannels(
         { config: after, workspace: this.opts.loaded.workspace, log: this.log },
         { [name]: platforms[name] },
       );
       if (created) await this.channels.replace(created.channel, { allowFrom: created.allowFrom });
+      // Replies kept for it while it was off go out now (a running channel's own are being sent already).
+      if (created && !wasRunning) this.channels.resend(this.journal.unsentReplies(name));
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
     const needRestart = Object.keys(after).filter(

@@ -270,6 +270,41 @@ describe("Gateway.reload (SIGHUP)", () => {
   });
 });
 
+describe("Gateway.reload enabling a channel again", () => {
+  it("sends the replies the journal kept for it while it was off", async () => {
+    await mkdir(join(dir, "journal"), { recursive: true });
+    const kept = { channel: "slack", chatId: "C1", content: "kept for slack" };
+    await writeFile(
+      join(dir, "journal", "messages.jsonl"),
+      `${JSON.stringify({ t: "out", id: "o1", at: 1, msg: kept })}\n`,
+    );
+    const slack = new TestChannel("slack");
+    const config = configFor();
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => new TestChannel("telegram"), slack: async () => slack },
+    });
+    await gateway.start();
+    try {
+      expect(gateway.journal.pending.outbound).toBe(1); // kept, not dropped
+      await gateway.reload({
+        config: configFor({
+          channels: {
+            telegram: { enabled: true, allowFrom: ["42"] },
+            slack: { enabled: true, allowFrom: ["*"] },
+          },
+        }),
+      });
+      await waitFor(() => slack.sent.length === 1, 10_000, "the kept reply");
+      expect(slack.sent[0]!.content).toBe("kept for slack");
+      await waitFor(() => gateway.journal.pending.outbound === 0, 10_000, "the reply marked sent");
+    } finally {
+      await gateway.stop(500);
+    }
+  });
+});
+
 describe("palaver gateway (child process)", () => {
   it("finishes the turn in flight on SIGTERM, persists it and exits 0", { timeout: 90_000 }, async () => {
     // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.

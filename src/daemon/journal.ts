@@ -181,6 +181,11 @@ export class Journal {
     return { inbound: this.pendingIn.size, outbound: this.pendingOut.size };
   }
 
+  /** Final replies not yet sent, oldest first (a channel enabled again by a reload sends its own). */
+  unsentReplies(channel: string): PendingOutbound[] {
+    return [...this.pendingOut.values()].filter((p) => p.msg.channel === channel);
+  }
+
   /** Whether the journal is writing (for /readyz). */
   get health(): JournalHealth {
     if (!this.failure) return { ready: true };
