@@ -21,7 +21,8 @@ import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
-import { JOURNAL_ID, Journal } from "./daemon/journal.js";
+import { JOURNAL_ID, Journal, type JournalIo } from "./daemon/journal.js";
+import { StateLock } from "./daemon/lock.js";
 import { Metrics } from "./daemon/metrics.js";
 import { ToolJournal } from "./daemon/tool-journal.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
@@ -37,6 +38,8 @@ export interface GatewayOptions {
   platforms?: Partial<Record<string, ChannelFactory | undefined>>;
   /** Backoff of a channel that fails to start (default 2 s doubling to 5 min). */
   channelRetryBaseMs?: number;
+  /** Replaces the journal's file operations (tests: a full disk). */
+  journalIo?: Partial<JournalIo>;
   log?: Logger;
 }
 
@@ -50,12 +53,15 @@ export class Gateway {
   readonly metrics: Metrics;
   readonly health: HealthServer;
   private readonly log: Logger;
+  private lock: StateLock | null = null;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
-    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"));
     this.toolJournal = new ToolJournal(join(stateDir(path), "journal", "tools.jsonl"));
+    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"), {
+      ...(opts.journalIo ? { io: opts.journalIo } : {}),
+    });
     this.metrics = new Metrics({
       queueDepth: () => this.agent.loop.pending,
       activeTurns: () => this.agent.loop.activeTurns,
@@ -75,6 +81,10 @@ export class Gateway {
         // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
         if (typeof id === "string") this.toolJournal.endTurn(id);
         this.metrics.turn(report);
+      },
+      onTurnStart: (msg) => {
+        const id = msg.metadata?.[JOURNAL_ID];
+        if (typeof id === "string") this.journal.markStarted(id);
       },
     });
     this.bus.onInbound((msg) => this.metrics.inbound(msg));
@@ -99,16 +109,22 @@ export class Gateway {
       port: config.gateway.port,
       metrics: this.metrics,
       readiness: () =>
-        evaluateReadiness(this.channels.status(), {
-          lastSuccessAt: this.metrics.lastLlmSuccessAt,
-          lastFailureAt: this.metrics.lastLlmFailureAt,
-          ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
-        }),
+        evaluateReadiness(
+          this.channels.status(),
+          {
+            lastSuccessAt: this.metrics.lastLlmSuccessAt,
+            lastFailureAt: this.metrics.lastLlmFailureAt,
+            ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
+          },
+          this.journal.health,
+        ),
     });
   }
 
   async start(): Promise<void> {
-    const { config, workspace } = this.opts.loaded;
+    const { config, workspace, path } = this.opts.loaded;
+    // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
+    this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
     await this.health.start();
     const unfinished = this.journal.open();
@@ -157,12 +173,15 @@ export class Gateway {
     );
     const platforms = this.opts.platforms ?? PLATFORMS;
     for (const name of changedPlatforms) {
+      const wasRunning = this.channels.names.includes(name);
       await this.channels.remove(name);
       const [created] = await createEnabledChannels(
         { config: after, workspace: this.opts.loaded.workspace, log: this.log },
         { [name]: platforms[name] },
       );
       if (created) await this.channels.replace(created.channel, { allowFrom: created.allowFrom });
+      // Replies kept for it while it was off go out now (a running channel's own are being sent already).
+      if (created && !wasRunning) this.channels.resend(this.journal.unsentReplies(name));
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
     const needRestart = Object.keys(after).filter(
@@ -186,5 +205,6 @@ export class Gateway {
     this.journal.close();
     this.toolJournal.close();
     await this.health.stop();
+    this.lock?.release();
   }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../src/config/schema.js";
+import { nodeJournalIo, type JournalIo } from "../src/daemon/journal.js";
 import { Gateway } from "../src/gateway.js";
 import { createProvider } from "../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "./fakes/openai-server.js";
@@ -145,6 +146,85 @@ describe("Gateway restarts (journal)", () => {
   });
 });
 
+describe("Gateway on a full disk", () => {
+  /** The real file operations, failing like a full disk while `full.on`. */
+  function diskThatFills(): { io: Partial<JournalIo>; full: { on: boolean } } {
+    const full = { on: false };
+    const enospc = () => Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    return {
+      full,
+      io: {
+        write: (fd, text) => {
+          if (full.on) throw enospc();
+          nodeJournalIo.write(fd, text);
+        },
+        replace: (path, text) => {
+          if (full.on) throw enospc();
+          nodeJournalIo.replace(path, text);
+        },
+      },
+    };
+  }
+
+  async function readyz(gateway: Gateway): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await fetch(`http://127.0.0.1:${gateway.health.port}/readyz`);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  it("keeps answering, reports the disk on /readyz, and after recovery and a restart answers nothing twice", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const config = configFor({ gateway: { heartbeat: { enabled: false }, port: 0, host: "127.0.0.1" } });
+    const loaded = { config, workspace: join(dir, "ws"), path: join(dir, "config.json") };
+    const { io, full } = diskThatFills();
+    const channel = new TestChannel("telegram");
+    const gateway = new Gateway({
+      loaded,
+      provider: createProvider(config),
+      platforms: { telegram: async () => channel },
+      journalIo: io,
+    });
+    await gateway.start();
+    try {
+      await waitFor(async () => (await readyz(gateway)).status === 200, 10_000, "ready");
+      full.on = true;
+      // Before: the ENOSPC was thrown out of the channel's handler (an unhandled rejection ended the daemon).
+      channel.receive({ content: "hello", senderId: "42", metadata: { messageId: 1 } });
+      await waitFor(() => channel.sent.length === 1);
+      expect(channel.sent[0]!.content).toBe("re: hello");
+      const down = await readyz(gateway);
+      expect(down.status).toBe(503);
+      expect(down.body.components).toMatchObject({
+        journal: { ready: false, error: "disk full (ENOSPC)" },
+      });
+
+      full.on = false;
+      await waitFor(async () => (await readyz(gateway)).status === 200, 15_000, "the journal to recover");
+    } finally {
+      await gateway.stop(1000);
+    }
+
+    // A restart over the same state: nothing to replay, and the platform's redelivery is not answered again.
+    const after = new TestChannel("telegram");
+    const second = new Gateway({
+      loaded,
+      provider: createProvider(config),
+      platforms: { telegram: async () => after },
+    });
+    await second.start();
+    try {
+      after.receive({ content: "hello", senderId: "42", metadata: { messageId: 1 } });
+      after.receive({ content: "marker", senderId: "42", metadata: { messageId: 2 } });
+      await waitFor(() => after.sent.length === 1);
+      await second.agent.loop.idle();
+      await second.channels.flush(1000);
+      expect(after.sent.map((m) => m.content)).toEqual(["re: marker"]);
+      expect(fake.requests.filter((r) => lastUserText(r) === "hello")).toHaveLength(1);
+    } finally {
+      await second.stop(1000);
+    }
+  });
+});
+
 describe("Gateway.reload (SIGHUP)", () => {
   it("restarts only the channels whose config section changed", async () => {
     const made: TestChannel[] = [];
@@ -190,8 +270,43 @@ describe("Gateway.reload (SIGHUP)", () => {
   });
 });
 
+describe("Gateway.reload enabling a channel again", () => {
+  it("sends the replies the journal kept for it while it was off", async () => {
+    await mkdir(join(dir, "journal"), { recursive: true });
+    const kept = { channel: "slack", chatId: "C1", content: "kept for slack" };
+    await writeFile(
+      join(dir, "journal", "messages.jsonl"),
+      `${JSON.stringify({ t: "out", id: "o1", at: 1, msg: kept })}\n`,
+    );
+    const slack = new TestChannel("slack");
+    const config = configFor();
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => new TestChannel("telegram"), slack: async () => slack },
+    });
+    await gateway.start();
+    try {
+      expect(gateway.journal.pending.outbound).toBe(1); // kept, not dropped
+      await gateway.reload({
+        config: configFor({
+          channels: {
+            telegram: { enabled: true, allowFrom: ["42"] },
+            slack: { enabled: true, allowFrom: ["*"] },
+          },
+        }),
+      });
+      await waitFor(() => slack.sent.length === 1, 10_000, "the kept reply");
+      expect(slack.sent[0]!.content).toBe("kept for slack");
+      await waitFor(() => gateway.journal.pending.outbound === 0, 10_000, "the reply marked sent");
+    } finally {
+      await gateway.stop(500);
+    }
+  });
+});
+
 describe("palaver gateway (child process)", () => {
-  it("finishes the turn in flight on SIGTERM, persists it and exits 0", async () => {
+  it("finishes the turn in flight on SIGTERM, persists it and exits 0", { timeout: 90_000 }, async () => {
     // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.
     const configPath = join(dir, "config.json");
     await writeFile(
@@ -231,8 +346,12 @@ describe("palaver gateway (child process)", () => {
     );
     fake.setHandler(() => ({ content: "Time to stretch!", delayMs: 1000 }));
 
-    const run = startCli(["gateway", "--config", configPath], { cwd: dir, env: { HOME: dir } });
-    await waitFor(() => fake.requests.length === 1, 10_000);
+    const run = startCli(["gateway", "--config", configPath], {
+      cwd: dir,
+      env: { HOME: dir },
+      timeoutMs: 60_000,
+    });
+    await waitFor(() => fake.requests.length === 1, 30_000, "the reminder's LLM request");
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
     const session = await readFile(join(dir, "ws", "sessions", "cron_job00001.jsonl"), "utf8");

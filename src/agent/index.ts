@@ -54,6 +54,8 @@ export interface CreateAgentOptions {
   onHandled?: AgentLoopDeps["onHandled"];
   /** Records tool calls so a replayed turn does not repeat them (the gateway's tool journal). */
   toolJournal?: AgentLoopDeps["toolJournal"];
+  /** Called when a message's turn begins (the gateway's journal counts starts). */
+  onTurnStart?: AgentLoopDeps["onTurnStart"];
 }
 
 export function createAgent({
@@ -64,6 +66,7 @@ export function createAgent({
   provider,
   onHandled,
   toolJournal,
+  onTurnStart,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -113,6 +116,7 @@ export function createAgent({
     isNothingToDo,
     onHandled,
     toolJournal,
+    onTurnStart,
     statusLines: () => mcpStatusLines(mcp.status()),
     settings: {
       workspace,

@@ -58,6 +58,8 @@ export interface AgentLoopDeps {
   onHandled?: (msg: InboundMessage, report: TurnReport) => void;
   /** Records tool calls so a turn replayed after a crash does not repeat them (the gateway's journal). */
   toolJournal?: ToolCallJournal;
+  /** Called as a message's turn begins: the journal counts starts, to give up a message that keeps killing the daemon. */
+  onTurnStart?: (msg: InboundMessage) => void;
   /** Extra /status lines (MCP servers ...). */
   statusLines?: () => string[];
   log?: Logger;
@@ -192,6 +194,7 @@ export class AgentLoop {
         const controller = new AbortController();
         lane.current = controller;
         const started = performance.now();
+        this.deps.onTurnStart?.(msg);
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
           report = await this.handle(msg, controller.signal);

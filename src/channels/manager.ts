@@ -277,11 +277,12 @@ export class ChannelManager {
       const entry = this.entries.get(msg.channel);
       if (entry) this.enqueueSend(entry, msg, id);
       else {
+        // Kept pending, not dropped and not counted as sent: the channel may be enabled again
+        // (a config slip, a token being rotated), and the next start with it delivers the reply.
         this.log.warn(
           { channel: msg.channel, chatId: msg.chatId },
-          "undelivered reply for a channel that is not enabled; dropped",
+          `undelivered reply for channel ${msg.channel}, which is not enabled; kept in the journal until it is`,
         );
-        this.opts.journal?.markDropped(id, "channel not enabled");
       }
     }
   }

@@ -2,7 +2,8 @@
  * The gateway's HTTP endpoints for supervisors and monitoring, on
  * gateway.host:gateway.port (loopback by default):
  *   GET /healthz  the process is up
- *   GET /readyz   every enabled channel connected and the LLM answering (503 otherwise), with detail
+ *   GET /readyz   every enabled channel connected, the LLM answering and the journal writing
+ *                 (503 otherwise), with detail: each component's state and the reason when it is not ready
  *   GET /metrics  Prometheus text format
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -28,8 +29,23 @@ export interface Readiness {
   components: Record<string, { ready: boolean } & Record<string, unknown>>;
 }
 
-/** Pure: ready when every channel is running and the LLM's last call did not fail (or none was made yet). */
-export function evaluateReadiness(channels: ChannelHealth[], llm: LlmHealth): Readiness {
+/** Whether the durable state can be written (a full or read-only disk makes it not ready). */
+export interface StorageHealth {
+  ready: boolean;
+  /** Why not, in words: "disk full (ENOSPC)". */
+  error?: string;
+  since?: string;
+}
+
+/**
+ * Pure: ready when every channel is running, the LLM's last call did not fail
+ * (or none was made yet) and the journal (when given) is writing.
+ */
+export function evaluateReadiness(
+  channels: ChannelHealth[],
+  llm: LlmHealth,
+  journal?: StorageHealth,
+): Readiness {
   const components: Readiness["components"] = {};
   for (const channel of channels) {
     components[`channel:${channel.name}`] = {
@@ -46,6 +62,7 @@ export function evaluateReadiness(channels: ChannelHealth[], llm: LlmHealth): Re
     lastFailureAt: llm.lastFailureAt ? new Date(llm.lastFailureAt).toISOString() : null,
     ...(llm.circuits ? { circuits: llm.circuits } : {}),
   };
+  if (journal) components.journal = { ...journal };
   return { ready: Object.values(components).every((c) => c.ready), components };
 }
 

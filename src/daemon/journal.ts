@@ -5,6 +5,10 @@
  * - Every admitted inbound message is appended ("in") before the platform is
  *   acknowledged, and marked "done" once its turn has ended (its final reply
  *   is then already in the outbox). Unfinished ones are replayed at startup.
+ * - Each turn begun on a message is appended ("start"). A message whose turns
+ *   began `maxStarts` times without ever finishing (it crashes or freezes the
+ *   daemon) is a poison message: at the next start it is marked "failed", its
+ *   chat is told in plain words through the outbox, and it is never replayed.
  * - Every final reply is appended ("out") before it is sent and marked
  *   "sent" (or "dropped" after the retry budget) afterwards. Unsent ones are
  *   sent again at startup.
@@ -14,38 +18,67 @@
  * Appends are synchronous writes to one open file: cheap (no fsync; the page
  * cache survives a killed process) and ordered. The file is compacted to the
  * pending entries and recent ids at open and whenever it has grown enough.
+ *
+ * Lines read back are validated (journal-entries.ts, util/jsonl.ts): a bad
+ * one is skipped with a warning and kept in `<file>.corrupt`.
+ *
+ * A write that fails (disk full, read-only, I/O error) never throws to the
+ * caller: the in-memory state stays authoritative, messages keep being
+ * answered, `health` reports the failure (/readyz), it is logged once per
+ * episode, and the whole file is rewritten from memory as soon as a retry
+ * succeeds, so nothing is answered twice after recovery. Only a crash during
+ * the episode loses what was not written.
  */
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
-import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import { originOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
+import { backoffDelay } from "../llm/retry.js";
 import { logger, type Logger } from "../log.js";
-
-type Entry =
-  | { t: "in"; id: string; at: number; key?: string; msg: InboundMessage }
-  | { t: "done"; id: string }
-  | { t: "out"; id: string; at: number; msg: OutboundMessage }
-  | { t: "sent"; id: string }
-  | { t: "dropped"; id: string; reason: string }
-  | { t: "seen"; key: string };
+import { ConfigError, errorMessage } from "../util/errors.js";
+import { readJsonl } from "../util/jsonl.js";
+import { JournalEntry } from "./journal-entries.js";
 
 export interface PendingInbound {
   id: string;
   msg: InboundMessage;
+  /** Turns begun on it so far. */
+  starts?: number;
 }
 export interface PendingOutbound {
   id: string;
   msg: OutboundMessage;
 }
+
+/** The file operations the journal uses; tests inject failing ones (a full disk). */
+export interface JournalIo {
+  /** Opens the file for appending (created 0600). */
+  open(path: string): number;
+  /** Writes all of `text` at the end of the file. */
+  write(fd: number, text: string): void;
+  close(fd: number): void;
+  /** Replaces the file with `text` (temp file + rename: a crash keeps the old one). */
+  replace(path: string, text: string): void;
+}
+
+export const nodeJournalIo: JournalIo = {
+  open: (path) => {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    return openSync(path, "a", 0o600);
+  },
+  write: (fd, text) => {
+    // writeSync may write part of the buffer; a torn line would be skipped at the next start.
+    const buffer = Buffer.from(text);
+    for (let done = 0; done < buffer.length;) done += writeSync(fd, buffer, done);
+  },
+  close: (fd) => closeSync(fd),
+  replace: (path, text) => {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const temp = `${path}.tmp`;
+    writeFileSync(temp, text, { mode: 0o600 });
+    renameSync(temp, path);
+  },
+};
 
 export interface JournalOptions {
   log?: Logger;
@@ -53,6 +86,20 @@ export interface JournalOptions {
   maxSeen?: number;
   /** Appended lines after which the file is compacted. */
   compactEvery?: number;
+  /** Turns begun on one message without finishing before it is given up (default 3). */
+  maxStarts?: number;
+  /** What the chat of a given-up message is told (default {@link giveUpReply}). */
+  giveUpReply?: (msg: InboundMessage, starts: number) => OutboundMessage;
+  /** First wait before retrying a failed write, doubling up to 30 s (default 1 s). */
+  retryBaseMs?: number;
+  io?: Partial<JournalIo>;
+}
+
+/** Why the journal cannot write, while it cannot (for /readyz). */
+export interface JournalHealth {
+  ready: boolean;
+  error?: string;
+  since?: string;
 }
 
 /** The metadata key that carries an inbound message's journal id through the loop. */
@@ -68,31 +115,81 @@ export class Journal {
   private readonly log: Logger;
   private readonly maxSeen: number;
   private readonly compactEvery: number;
+  private readonly maxStarts: number;
+  private readonly io: JournalIo;
+  /** The current write-failure episode, if any: nothing is appended until a rewrite succeeds. */
+  private failure: { error: string; since: number; attempts: number } | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly path: string,
-    opts: JournalOptions = {},
+    private readonly opts: JournalOptions = {},
   ) {
     this.log = opts.log ?? logger("journal");
     this.maxSeen = opts.maxSeen ?? 10_000;
     this.compactEvery = opts.compactEvery ?? 5_000;
+    this.maxStarts = opts.maxStarts ?? 3;
+    this.io = { ...nodeJournalIo, ...opts.io };
   }
 
-  /** Reads what an earlier run left, compacts the file and opens it for appending. */
+  /**
+   * Reads what an earlier run left, gives up poison messages (their chats'
+   * notices join the outbound list), compacts the file and opens it for
+   * appending. Bad lines and write failures are logged, never thrown.
+   */
   open(): { inbound: PendingInbound[]; outbound: PendingOutbound[] } {
-    mkdirSync(dirname(this.path), { recursive: true });
-    if (existsSync(this.path)) this.load(readFileSync(this.path, "utf8"));
-    this.compact();
+    for (const entry of this.read()) this.apply(entry);
+    for (const pending of [...this.pendingIn.values()]) {
+      if ((pending.starts ?? 0) >= this.maxStarts) this.giveUp(pending);
+    }
+    this.compactOrFail();
     return { inbound: [...this.pendingIn.values()], outbound: [...this.pendingOut.values()] };
   }
 
+  /**
+   * The valid entries of the file. A file that exists but cannot be read is an
+   * operator's problem (owner, permissions): exit 78 with its path rather than
+   * start without what it holds, or crash-loop under systemd.
+   */
+  private read(): JournalEntry[] {
+    try {
+      return readJsonl(this.path, JournalEntry, { log: this.log, what: "journal" }).values;
+    } catch (err) {
+      throw new ConfigError(
+        `cannot read the message journal ${this.path} (${describeWriteError(err)}): ` +
+          "fix its owner or permissions (it belongs to the user palaver runs as)",
+        [],
+        { cause: err },
+      );
+    }
+  }
+
+  /** Closes the file; during a write failure, tries once more to save the state first. */
   close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.failure && !this.compactOrFail()) {
+      this.log.error(
+        { file: this.path, pending: this.pending },
+        "journal: could not be saved before exit; the next start may answer some messages again",
+      );
+    }
+    this.closeFile();
   }
 
   get pending(): { inbound: number; outbound: number } {
     return { inbound: this.pendingIn.size, outbound: this.pendingOut.size };
+  }
+
+  /** Final replies not yet sent, oldest first (a channel enabled again by a reload sends its own). */
+  unsentReplies(channel: string): PendingOutbound[] {
+    return [...this.pendingOut.values()].filter((p) => p.msg.channel === channel);
+  }
+
+  /** Whether the journal is writing (for /readyz). */
+  get health(): JournalHealth {
+    if (!this.failure) return { ready: true };
+    return { ready: false, error: this.failure.error, since: new Date(this.failure.since).toISOString() };
   }
 
   /** Records an admitted message. Returns its journal id, or null when the platform already delivered it. */
@@ -103,7 +200,7 @@ export class Journal {
       this.remember(key);
     }
     const id = randomUUID();
-    this.pendingIn.set(id, { id, msg });
+    this.pendingIn.set(id, { id, msg, starts: 0 });
     this.append({ t: "in", id, at: Date.now(), ...(key ? { key } : {}), msg });
     return id;
   }
@@ -115,6 +212,14 @@ export class Journal {
     pending.msg = msg;
     // Loading applies entries in order, so a second "in" line with the same id wins.
     this.append({ t: "in", id, at: Date.now(), msg });
+  }
+
+  /** A turn begins on message `id`; counted so a message that keeps killing the daemon is given up. */
+  markStarted(id: string): void {
+    const pending = this.pendingIn.get(id);
+    if (!pending) return;
+    pending.starts = (pending.starts ?? 0) + 1;
+    this.append({ t: "start", id });
   }
 
   markDone(id: string): void {
@@ -142,29 +247,33 @@ export class Journal {
     this.maybeCompact();
   }
 
-  private load(text: string): void {
-    const lines = text.split("\n");
-    lines.forEach((line, index) => {
-      if (!line.trim()) return;
-      let entry: Entry;
-      try {
-        entry = JSON.parse(line) as Entry;
-      } catch {
-        // A torn last line is what a crash mid-append leaves; anything else is worth a warning too.
-        this.log.warn({ file: this.path, line: index + 1 }, "journal: skipping a broken line");
-        return;
-      }
-      this.apply(entry);
-    });
+  /** A poison message: its chat is told (through the outbox, so the notice survives a crash too), then it is dropped. */
+  private giveUp(pending: PendingInbound): void {
+    const starts = pending.starts ?? 0;
+    this.log.error(
+      { id: pending.id, channel: pending.msg.channel, chatId: pending.msg.chatId, starts },
+      `journal: a message was started ${starts} times without finishing; giving it up (it will not be replayed)`,
+    );
+    this.recordOutbound((this.opts.giveUpReply ?? giveUpReply)(pending.msg, starts));
+    this.pendingIn.delete(pending.id);
+    this.append({ t: "failed", id: pending.id, starts });
   }
 
-  private apply(entry: Entry): void {
+  private apply(entry: JournalEntry): void {
     switch (entry.t) {
-      case "in":
+      case "in": {
         if (entry.key) this.remember(entry.key);
-        this.pendingIn.set(entry.id, { id: entry.id, msg: entry.msg });
+        const starts = entry.starts ?? this.pendingIn.get(entry.id)?.starts ?? 0;
+        this.pendingIn.set(entry.id, { id: entry.id, msg: entry.msg, starts });
         return;
+      }
+      case "start": {
+        const pending = this.pendingIn.get(entry.id);
+        if (pending) pending.starts = (pending.starts ?? 0) + 1;
+        return;
+      }
       case "done":
+      case "failed":
         this.pendingIn.delete(entry.id);
         return;
       case "out":
@@ -189,40 +298,127 @@ export class Journal {
     }
   }
 
-  private append(entry: Entry): void {
-    this.fd ??= openSync(this.path, "a", 0o600);
-    writeSync(this.fd, `${JSON.stringify(entry)}\n`);
-    this.appended++;
+  private append(entry: JournalEntry): void {
+    // During a failure episode the memory is ahead of the file; the recovery rewrite saves it all, in order.
+    if (this.failure) return;
+    try {
+      this.fd ??= this.io.open(this.path);
+      this.io.write(this.fd, `${JSON.stringify(entry)}\n`);
+      this.appended++;
+    } catch (err) {
+      this.fail(err);
+    }
   }
 
   private maybeCompact(): void {
-    if (this.appended >= this.compactEvery) this.compact();
+    if (this.appended >= this.compactEvery) this.compactOrFail();
   }
 
-  /** Rewrites the file with only what is still needed (temp file + rename: a crash keeps the old one). */
+  /** Compacts; a failure starts (or continues) a failure episode. Returns whether the file is now current. */
+  private compactOrFail(): boolean {
+    try {
+      this.compact();
+    } catch (err) {
+      this.fail(err);
+      return false;
+    }
+    if (this.failure) {
+      this.log.warn(
+        { file: this.path, downForMs: Date.now() - this.failure.since, attempts: this.failure.attempts },
+        "journal: writing again; everything held in memory meanwhile is saved",
+      );
+      this.failure = null;
+    }
+    return true;
+  }
+
+  /** Rewrites the file with only what is still needed. */
   private compact(): void {
     const pendingKeys = new Set(
       [...this.pendingIn.values()].map((p) => dedupeKey(p.msg)).filter((k) => k !== undefined),
     );
     const lines: string[] = [];
-    for (const key of this.seen.keys()) {
-      if (!pendingKeys.has(key)) lines.push(JSON.stringify({ t: "seen", key } satisfies Entry));
-    }
-    for (const { id, msg } of this.pendingIn.values()) {
+    const line = (entry: JournalEntry) => lines.push(JSON.stringify(entry));
+    for (const key of this.seen.keys()) if (!pendingKeys.has(key)) line({ t: "seen", key });
+    for (const { id, msg, starts } of this.pendingIn.values()) {
       const key = dedupeKey(msg);
-      lines.push(
-        JSON.stringify({ t: "in", id, at: Date.now(), ...(key ? { key } : {}), msg } satisfies Entry),
-      );
+      line({ t: "in", id, at: Date.now(), ...(key ? { key } : {}), ...(starts ? { starts } : {}), msg });
     }
-    for (const { id, msg } of this.pendingOut.values()) {
-      lines.push(JSON.stringify({ t: "out", id, at: Date.now(), msg } satisfies Entry));
-    }
-    const temp = `${this.path}.tmp`;
-    writeFileSync(temp, lines.length ? `${lines.join("\n")}\n` : "", { mode: 0o600 });
-    this.close();
-    renameSync(temp, this.path);
+    for (const { id, msg } of this.pendingOut.values()) line({ t: "out", id, at: Date.now(), msg });
+    this.closeFile();
+    this.io.replace(this.path, lines.length ? `${lines.join("\n")}\n` : "");
     this.appended = 0;
   }
+
+  /** Starts or continues a failure episode: logged once, retried with backoff until a rewrite succeeds. */
+  private fail(err: unknown): void {
+    // The file may end in a torn line; the recovery rewrite replaces it whole.
+    this.closeFile();
+    const error = describeWriteError(err);
+    if (!this.failure) {
+      this.failure = { error, since: Date.now(), attempts: 0 };
+      this.log.error(
+        { file: this.path, err },
+        `journal: cannot write (${error}); messages are still answered but are not crash-safe until it can; retrying`,
+      );
+    }
+    this.failure.error = error;
+    this.failure.attempts++;
+    if (this.retryTimer) return;
+    const delayMs = backoffDelay(this.failure.attempts - 1, this.opts.retryBaseMs ?? 1000, 30_000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.compactOrFail();
+    }, delayMs);
+    // A retry alone must not keep a stopping daemon alive.
+    this.retryTimer.unref();
+  }
+
+  private closeFile(): void {
+    const fd = this.fd;
+    this.fd = null;
+    if (fd === null) return;
+    try {
+      this.io.close(fd);
+    } catch {
+      // Closing after a failed write can fail the same way; the descriptor is released anyway.
+    }
+  }
+}
+
+/** File errors in the words an operator acts on, with the code to search for. */
+const WRITE_ERRORS: Record<string, string> = {
+  ENOSPC: "disk full (ENOSPC)",
+  EDQUOT: "disk quota exceeded (EDQUOT)",
+  EROFS: "file system is read-only (EROFS)",
+  EACCES: "no permission to write the state folder (EACCES)",
+  EPERM: "no permission to write the state folder (EPERM)",
+  EIO: "I/O error (EIO)",
+};
+
+function describeWriteError(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return (code && WRITE_ERRORS[code]) ?? errorMessage(err);
+}
+
+/** What a chat is told when its message is given up: plain words, and what to do. */
+export function giveUpReply(msg: InboundMessage, starts: number): OutboundMessage {
+  const origin = originOf(msg);
+  const text = msg.content.replace(/\s+/g, " ").trim();
+  const quoted = text.length > 60 ? `${text.slice(0, 60)}…` : text;
+  const what = msg.channel === SYSTEM_CHANNEL ? "a background task" : "your message";
+  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
+  return {
+    channel: origin.channel,
+    chatId: origin.chatId,
+    content:
+      `I could not finish answering ${what}${quoted ? ` ("${quoted}")` : ""} after ${starts} attempts; ` +
+      "something in it stops me every time, so I will not try it again. Please send it again, " +
+      "perhaps in other words, or start over with /new.",
+    kind: "final",
+    ...(typeof messageId === "string" || typeof messageId === "number" ? { replyTo: String(messageId) } : {}),
+    ...(origin.metadata ? { metadata: origin.metadata } : {}),
+  };
 }
 
 /** Identifies a platform message across redeliveries (none when the channel gives no message id). */

@@ -16,8 +16,8 @@ import { writeGatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
 /** Upper bound for one gateway child: a test that hangs is killed, never left behind. */
-const CHILD_LIMIT_MS = 30_000;
-const STARTUP_MS = 15_000;
+const CHILD_LIMIT_MS = 60_000;
+const STARTUP_MS = 30_000;
 
 let dir: string;
 let llm: FakeOpenAI;
@@ -93,14 +93,14 @@ async function sessionMessages(key: string): Promise<{ role: string; content: un
   return session.messages.map((m) => ({ role: m.role, content: m.content }));
 }
 
-describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
+describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
   it("SIGKILL mid-turn, then a restart: the message is answered exactly once, its redelivery ignored", async () => {
     llm.setHandler(echo({ delayMs: 60_000 }));
     const first = await startGateway();
     tg.userMessage({ text: "hello" });
     // Telegram never hears that the update was handled: the offset does not move, so it redelivers.
     tg.hangGetUpdates = true;
-    await waitFor(() => llm.requests.length === 1, 10_000, "the LLM request");
+    await waitFor(() => llm.requests.length === 1, 20_000, "the LLM request");
     await kill(first);
     expect(tg.sent).toEqual([]);
     expect(tg.pendingUpdates).toBe(1);
@@ -109,11 +109,11 @@ describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
     tg.releaseHung();
     llm.setHandler(echo());
     await startGateway();
-    await tg.waitForSent((m) => m.text === "re: hello", 10_000);
-    await tg.waitFor(() => tg.pendingUpdates === 0, 10_000, "the redelivered update to be confirmed");
+    await tg.waitForSent((m) => m.text === "re: hello", 20_000);
+    await tg.waitFor(() => tg.pendingUpdates === 0, 20_000, "the redelivered update to be confirmed");
     // Same chat, handled in order: once this is answered, the redelivery has been dealt with.
     tg.userMessage({ text: "marker" });
-    await tg.waitForSent((m) => m.text === "re: marker", 10_000);
+    await tg.waitForSent((m) => m.text === "re: marker", 20_000);
 
     expect(repliesWith("re: hello")).toHaveLength(1);
     expect(llmAsked("hello")).toHaveLength(2); // the one cut off and the one answered
@@ -135,9 +135,9 @@ describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
     expect(llm.requests).toHaveLength(1);
 
     await startGateway(); // Telegram is healthy again: nothing more is scripted
-    await tg.waitForSent((m) => m.text === "re: ping", 10_000);
+    await tg.waitForSent((m) => m.text === "re: ping", 20_000);
     tg.userMessage({ text: "marker" });
-    await tg.waitForSent((m) => m.text === "re: marker", 10_000);
+    await tg.waitForSent((m) => m.text === "re: marker", 20_000);
 
     expect(repliesWith("re: ping")).toHaveLength(1);
     expect(tg.callsTo("sendMessage").filter((c) => c.params.text === "re: ping")).toHaveLength(3);
@@ -182,10 +182,10 @@ describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
     const run = await startGateway();
 
     // The journal's valid entries were kept: the undelivered reply goes out, a seen message stays answered.
-    await tg.waitForSent((m) => m.text === "left over reply", 10_000);
+    await tg.waitForSent((m) => m.text === "left over reply", 20_000);
     tg.userMessage({ message_id: 500, text: "already answered before the crash" });
     tg.userMessage({ text: "what is my name?" });
-    await tg.waitForSent((m) => m.text === "re: what is my name?", 10_000);
+    await tg.waitForSent((m) => m.text === "re: what is my name?", 20_000);
     expect(llm.requests.map(lastUserText)).toEqual(["what is my name?"]);
     // The session's valid lines are the history the LLM saw; the torn one is not.
     const history = llm.requests[0]!.body.messages.map((m) => m.content);
@@ -211,7 +211,7 @@ describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
     llm.setHandler(echo({ delayMs: 1500 }));
     const run = await startGateway();
     tg.userMessage({ text: "slow one" });
-    await waitFor(() => llm.requests.length === 1, 10_000, "the LLM request");
+    await waitFor(() => llm.requests.length === 1, 20_000, "the LLM request");
     const signalledAt = Date.now();
     run.child.kill("SIGTERM");
     const code = await run.exited;
@@ -240,7 +240,7 @@ describe("palaver gateway survives being killed", { timeout: 40_000 }, () => {
     const result = await runCli(["gateway", "--config", configPath], {
       cwd: dir,
       env: { HOME: dir },
-      timeoutMs: 15_000,
+      timeoutMs: CHILD_LIMIT_MS,
     });
     expect(result.code).toBe(78);
     expect(result.stderr).toContain(configPath);

@@ -7,6 +7,7 @@ import { evaluateReadiness } from "../../src/daemon/health.js";
 import { Gateway } from "../../src/gateway.js";
 import { createLlm } from "../../src/llm/resilient.js";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
+import type { InboundSink } from "../../src/channels/types.js";
 import { TestChannel } from "../helpers/test-channel.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -40,6 +41,15 @@ function parseMetrics(text: string): Map<string, number> {
   return values;
 }
 
+/** A channel whose platform refuses every start until the test brings it up (no race with a retry timer). */
+class GatedChannel extends TestChannel {
+  up = false;
+  override async start(bus: InboundSink): Promise<void> {
+    if (!this.up) throw new Error("401 Unauthorized: bad token for telegram");
+    return super.start(bus);
+  }
+}
+
 describe("health endpoints of the gateway", () => {
   it("serves /healthz, /readyz (503 while a channel is down, 200 after) and /metrics", async () => {
     const config = ConfigSchema.parse({
@@ -48,12 +58,12 @@ describe("health endpoints of the gateway", () => {
       channels: { telegram: { enabled: true, allowFrom: ["*"] } },
       gateway: { port: 0, heartbeat: { enabled: false } },
     });
-    const channel = new TestChannel("telegram", { failStarts: 1 });
+    const channel = new GatedChannel("telegram");
     gateway = new Gateway({
       loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
       provider: createLlm(config),
       platforms: { telegram: async () => channel },
-      channelRetryBaseMs: 200,
+      channelRetryBaseMs: 50,
     });
     await gateway.start();
 
@@ -64,10 +74,13 @@ describe("health endpoints of the gateway", () => {
       ready: false,
       components: {
         "channel:telegram": { ready: false, error: expect.stringMatching(/bad token/) as unknown },
+        journal: { ready: true },
       },
     });
 
-    await waitFor(async () => (await get("/readyz")).status === 200);
+    // Before: the channel came up on its own 100-200 ms after start, sometimes before the 503 was asked for.
+    channel.up = true;
+    await waitFor(async () => (await get("/readyz")).status === 200, 10_000, "/readyz 200");
 
     fake.setHandler((req) => ({
       content: `re: ${lastUserText(req)}`,
@@ -99,5 +112,15 @@ describe("evaluateReadiness", () => {
     expect(evaluateReadiness(running, { circuits: { a: "open", b: "closed" } }).ready).toBe(true);
     expect(evaluateReadiness(running, { circuits: { a: "open" } }).ready).toBe(false);
     expect(evaluateReadiness([{ name: "slack", state: "retrying" }], {}).ready).toBe(false);
+  });
+
+  it("is not ready while the journal cannot write, and says why", () => {
+    const running = [{ name: "telegram", state: "running" }];
+    expect(evaluateReadiness(running, {}, { ready: true }).ready).toBe(true);
+    const full = evaluateReadiness(running, {}, { ready: false, error: "disk full (ENOSPC)", since: "x" });
+    expect(full).toMatchObject({
+      ready: false,
+      components: { journal: { ready: false, error: "disk full (ENOSPC)", since: "x" } },
+    });
   });
 });

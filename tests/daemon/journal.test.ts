@@ -1,13 +1,16 @@
 import { copyFileSync } from "node:fs";
-import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
-import { Journal, JOURNAL_ID } from "../../src/daemon/journal.js";
+import { Journal, JOURNAL_ID, nodeJournalIo, type JournalIo } from "../../src/daemon/journal.js";
+import { ConfigError } from "../../src/util/errors.js";
+import { captureLog } from "../helpers/log.js";
 import { TestChannel } from "../helpers/test-channel.js";
+import { waitFor } from "../helpers/wait.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -107,6 +110,162 @@ describe("Journal", () => {
   });
 });
 
+describe("Journal: bad lines", () => {
+  it("skips a line of valid JSON but the wrong shape, keeps it in .corrupt, and keeps the rest", async () => {
+    const path = join(dir, "j.jsonl");
+    const good = {
+      t: "in",
+      id: "a",
+      at: 1,
+      msg: { channel: "telegram", senderId: "1", chatId: "10", content: "ok" },
+    };
+    const bad = [
+      '{"t":"in","id":"x","at":1}',
+      '{"t":"out","id":"y","at":1,"msg":{"chatId":5}}',
+      '{"t":"nope"}',
+      "[1]",
+    ];
+    await writeFile(path, [JSON.stringify(good), ...bad].join("\n") + "\n");
+    const { log, lines } = captureLog();
+    const journal = new Journal(path, { log });
+    const pending = journal.open(); // before: TypeError in dedupeKey, on every start
+    journal.close();
+    expect(pending.inbound.map((p) => p.msg.content)).toEqual(["ok"]);
+    expect(pending.outbound).toEqual([]);
+    expect(await readFile(`${path}.corrupt`, "utf8")).toBe(`${bad.join("\n")}\n`);
+    expect(lines.filter((l) => l.msg === "journal: skipping a bad line")).toHaveLength(4);
+    // The journal itself was rewritten without them.
+    expect(await readFile(path, "utf8")).not.toContain('"id":"x"');
+  });
+});
+
+describe("Journal: poison messages", () => {
+  /** One daemon run that begins a turn on every pending message and dies before finishing it. */
+  function crashingRun(path: string) {
+    const journal = new Journal(path);
+    const pending = journal.open();
+    for (const p of pending.inbound) journal.markStarted(p.id);
+    return pending; // no close(): as after a crash
+  }
+
+  it("gives a message up after 3 starts without finishing: the chat is told once, it is never replayed", () => {
+    const path = join(dir, "j.jsonl");
+    const first = new Journal(path);
+    first.open();
+    const id = first.recordInbound({ ...inbound(1, "render this page"), sessionKey: "telegram:10" })!;
+    const other = first.recordInbound({ ...inbound(2, "queued behind"), chatId: "11" })!;
+    first.markStarted(id); // run 1: the turn begins, the process dies
+    expect(crashingRun(path).inbound.map((p) => p.id)).toEqual([id, other]); // run 2
+    expect(crashingRun(path).inbound.map((p) => p.id)).toEqual([id, other]); // run 3: third start
+
+    const fourth = new Journal(path);
+    const pending = fourth.open();
+    expect(pending.inbound.map((p) => p.id)).toEqual([other]); // the other message is not held back
+    expect(pending.outbound).toHaveLength(1);
+    const notice = pending.outbound[0]!.msg;
+    expect(notice).toMatchObject({ channel: "telegram", chatId: "10", replyTo: "1" });
+    expect(notice.content).toMatch(
+      /^I could not finish answering your message \("render this page"\) after 3 attempts/,
+    );
+    expect(notice.content).toMatch(/send it again.*\/new/);
+    fourth.markSent(pending.outbound[0]!.id);
+    fourth.close();
+
+    const fifth = new Journal(path);
+    expect(fifth.open()).toEqual({ inbound: [expect.objectContaining({ id: other })], outbound: [] });
+    // Its platform id is still remembered: a redelivery is not answered either.
+    expect(fifth.recordInbound(inbound(1))).toBeNull();
+    fifth.close();
+  });
+
+  it("keeps start counts through a compaction", () => {
+    const path = join(dir, "j.jsonl");
+    const a = new Journal(path, { compactEvery: 1 });
+    a.open();
+    const id = a.recordInbound(inbound(1))!;
+    a.markStarted(id);
+    a.markStarted(id);
+    a.markDone(a.recordInbound(inbound(2))!); // compacts
+    a.close();
+    const b = new Journal(path, { maxStarts: 2 });
+    expect(b.open().inbound).toEqual([]);
+    b.close();
+  });
+});
+
+describe("Journal: write failures", () => {
+  function enospc(): Error {
+    return Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+  }
+  /** The real file operations, failing like a full disk while `full.on`. */
+  function diskThatFills(): { io: JournalIo; full: { on: boolean } } {
+    const full = { on: false };
+    const io: JournalIo = {
+      ...nodeJournalIo,
+      write: (fd, text) => {
+        if (full.on) throw enospc();
+        nodeJournalIo.write(fd, text);
+      },
+      replace: (path, text) => {
+        if (full.on) throw enospc();
+        nodeJournalIo.replace(path, text);
+      },
+    };
+    return { io, full };
+  }
+
+  it("never throws, says why in health, logs once per episode, and saves everything once the disk has room", async () => {
+    const path = join(dir, "j.jsonl");
+    const { io, full } = diskThatFills();
+    const { log, lines } = captureLog();
+    const journal = new Journal(path, { io, log, retryBaseMs: 5 });
+    journal.open();
+    const answered = journal.recordInbound(inbound(1))!;
+    full.on = true;
+    const during = journal.recordInbound(inbound(2))!; // before: the ENOSPC was thrown to the channel
+    journal.markDone(answered);
+    journal.markSent(journal.recordOutbound({ channel: "telegram", chatId: "10", content: "re: m1" }));
+    for (let i = 3; i < 50; i++) journal.markDone(journal.recordInbound(inbound(i))!);
+    expect(journal.health).toEqual({
+      ready: false,
+      error: "disk full (ENOSPC)",
+      since: expect.any(String) as unknown,
+    });
+    expect(journal.recordInbound(inbound(2))).toBeNull(); // still de-duplicated from memory
+    await waitFor(() => lines.some((l) => l.msg?.includes("retrying") && l.msg.includes("ENOSPC")));
+    expect(lines.filter((l) => l.level === 50)).toHaveLength(1); // once, not per line or per retry
+
+    full.on = false;
+    await waitFor(() => journal.health.ready, 10_000, "the journal to recover");
+    expect(
+      lines.some((l) => l.msg === "journal: writing again; everything held in memory meanwhile is saved"),
+    ).toBe(true);
+    // What a restart would see now: only the message still pending, nothing to answer twice.
+    const after = pendingAfterCrash(path);
+    expect(after.map((p) => p.id)).toEqual([during]);
+    journal.close();
+    const again = new Journal(path);
+    const state = again.open();
+    expect(state.outbound).toEqual([]);
+    expect(again.recordInbound(inbound(7))).toBeNull();
+    again.close();
+  });
+
+  it("starts on a read-only state folder (the compaction at open fails) and tries again on close", () => {
+    const path = join(dir, "j.jsonl");
+    const { log, lines } = captureLog();
+    const erofs = () => {
+      throw Object.assign(new Error("EROFS: read-only file system"), { code: "EROFS" });
+    };
+    const journal = new Journal(path, { io: { replace: erofs, write: erofs }, log, retryBaseMs: 60_000 });
+    expect(journal.open()).toEqual({ inbound: [], outbound: [] });
+    expect(journal.recordInbound(inbound(1))).toEqual(expect.any(String));
+    expect(journal.health.error).toBe("file system is read-only (EROFS)");
+    journal.close();
+    expect(lines.some((l) => String(l.msg).includes("could not be saved before exit"))).toBe(true);
+  });
+});
+
 describe("ChannelManager with the journal", () => {
   let manager: ChannelManager;
   afterEach(async () => {
@@ -195,5 +354,28 @@ describe("ChannelManager with the journal", () => {
     expect(journal.pending.outbound).toBe(0);
     journal.close();
     expect(await readFile(path, "utf8")).toContain('"t":"dropped"');
+  });
+
+  it("keeps a reply for a channel that is not enabled pending, with a warning, instead of dropping it", async () => {
+    const channel = new TestChannel("telegram");
+    const { journal } = await setup(channel);
+    const id = journal.recordOutbound({ channel: "slack", chatId: "C1", content: "for slack" });
+    manager.resend([{ id, msg: { channel: "slack", chatId: "C1", content: "for slack" } }]);
+    await manager.flush(1000);
+    expect(journal.pending.outbound).toBe(1);
+    journal.close();
+    const again = new Journal(journal.path);
+    expect(again.open().outbound.map((p) => p.msg.content)).toEqual(["for slack"]);
+    again.close();
+  });
+});
+
+describe("Journal: an unreadable file", () => {
+  it("is a configuration problem naming the file (exit 78), not a crash loop", async () => {
+    const path = join(dir, "j.jsonl");
+    await mkdir(path); // reading a folder fails like a file with the wrong owner would
+    const journal = new Journal(path);
+    expect(() => journal.open()).toThrow(ConfigError);
+    expect(() => journal.open()).toThrow(`cannot read the message journal ${path}`);
   });
 });

@@ -1,0 +1,62 @@
+/**
+ * The lines of the message journal, one zod schema per entry type. Every
+ * line read back at startup is validated against {@link JournalEntry}: a
+ * line of the wrong shape is skipped (and kept in `messages.jsonl.corrupt`)
+ * instead of crashing every start.
+ *
+ * To add an entry type (a tool-call record, say): add its schema to the
+ * union below, handle it in Journal.apply, and write it again in
+ * Journal.compact if it must outlive a compaction.
+ */
+import { z } from "zod";
+
+const id = z.string().min(1);
+const metadata = z.record(z.string(), z.unknown());
+
+/** An InboundMessage as journaled (fields this version does not know are dropped). */
+export const InboundSchema = z.object({
+  channel: z.string(),
+  senderId: z.string(),
+  chatId: z.string(),
+  content: z.string(),
+  media: z.array(z.string()).optional(),
+  metadata: metadata.optional(),
+  sessionKey: z.string().optional(),
+});
+
+/** An OutboundMessage as journaled. */
+export const OutboundSchema = z.object({
+  channel: z.string(),
+  chatId: z.string(),
+  content: z.string(),
+  media: z.array(z.string()).optional(),
+  replyTo: z.string().optional(),
+  kind: z.enum(["final", "progress", "toolHint"]).optional(),
+  metadata: metadata.optional(),
+});
+
+export const JournalEntry = z.discriminatedUnion("t", [
+  /** An admitted message; a later "in" line with the same id replaces it (a reservation finished). */
+  z.object({
+    t: z.literal("in"),
+    id,
+    at: z.number(),
+    key: z.string().optional(),
+    /** Turns begun on it so far (written by compaction; "start" lines add to it). */
+    starts: z.number().int().nonnegative().optional(),
+    msg: InboundSchema,
+  }),
+  /** A turn began on message `id`. */
+  z.object({ t: z.literal("start"), id }),
+  /** Its turn ended; its final reply is already in the outbox. */
+  z.object({ t: z.literal("done"), id }),
+  /** Given up after too many starts without finishing (a poison message); never replayed. */
+  z.object({ t: z.literal("failed"), id, starts: z.number().int().nonnegative() }),
+  /** A final reply to send. */
+  z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema }),
+  z.object({ t: z.literal("sent"), id }),
+  z.object({ t: z.literal("dropped"), id, reason: z.string() }),
+  /** A platform message id already admitted (de-duplication of redeliveries). */
+  z.object({ t: z.literal("seen"), key: z.string() }),
+]);
+export type JournalEntry = z.infer<typeof JournalEntry>;
