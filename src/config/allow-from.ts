@@ -6,7 +6,10 @@
  */
 import type { Config } from "./schema.js";
 
-export function allowFromOf(config: Pick<Config, "channels">, channel: string): readonly string[] | undefined {
+export function allowFromOf(
+  config: Pick<Config, "channels">,
+  channel: string,
+): readonly string[] | undefined {
   const section: unknown = (config.channels as Record<string, unknown>)[channel];
   if (section === null || typeof section !== "object") return undefined;
   const list = (section as { allowFrom?: unknown }).allowFrom;

@@ -16,7 +16,10 @@ export function createDefaultTools(
   message: Omit<MessageToolOptions, "restrictToWorkspace"> = {},
 ): ToolRegistry {
   const registry = new ToolRegistry();
-  const messageTool = createMessageTool({ ...message, restrictToWorkspace: config.tools.restrictToWorkspace });
+  const messageTool = createMessageTool({
+    ...message,
+    restrictToWorkspace: config.tools.restrictToWorkspace,
+  });
   for (const tool of [...workerTools(config, workspace), messageTool]) registry.register(tool);
   return registry;
 }

@@ -79,7 +79,11 @@ export function createMessageTool(opts: MessageToolOptions = { restrictToWorkspa
  * `"*"` does not count: letting everybody in is not a reason to write to
  * strangers first.
  */
-async function checkTarget(channel: string, chatId: string, targets: MessageTargets | undefined): Promise<void> {
+async function checkTarget(
+  channel: string,
+  chatId: string,
+  targets: MessageTargets | undefined,
+): Promise<void> {
   const allowFrom = targets?.allowFrom(channel);
   if (targets && allowFrom === undefined) {
     throw new ToolError(`cannot send to ${channel}:${chatId}: palaver has no channel named "${channel}"`);
