@@ -85,11 +85,11 @@ async function checkTarget(
   targets: MessageTargets | undefined,
 ): Promise<void> {
   const allowFrom = targets?.allowFrom(channel);
+  if (allowFrom?.includes(chatId)) return;
+  if (targets && (await targets.hasSession(channel, chatId))) return;
   if (targets && allowFrom === undefined) {
     throw new ToolError(`cannot send to ${channel}:${chatId}: palaver has no channel named "${channel}"`);
   }
-  if (allowFrom?.includes(chatId)) return;
-  if (targets && (await targets.hasSession(channel, chatId))) return;
   throw new ToolError(
     `cannot send to ${channel}:${chatId}: the message tool only writes to chats that have talked to ` +
       `palaver before, or to users listed in channels.${channel}.allowFrom. Reply in this chat instead ` +

@@ -114,6 +114,17 @@ export interface SecretPaths {
   configPath?: string;
 }
 
+/**
+ * Whether `real` is in the state folder and not in a workspace nested inside
+ * it (the default layout, ~/.palaver/workspace). A state folder inside the
+ * workspace is protected whole; a workspace that IS the state folder leaves
+ * only the config file and dotenv files protected (nothing else could be sent).
+ */
+function inStateFolder(real: string, state: string, workspace: string): boolean {
+  if (state === workspace || !isInside(real, state)) return false;
+  return !(isInside(workspace, state) && isInside(real, workspace));
+}
+
 /** `.env`, `.env.local`, `.env.production` ...: dotenv files hold keys wherever they are. */
 const DOTENV = /^\.env(\..+)?$/;
 
@@ -141,7 +152,7 @@ export async function resolveNonSecretPath(
     DOTENV.test(basename(target)) ||
     DOTENV.test(basename(real)) ||
     real === realConfig ||
-    (realState !== undefined && isInside(real, realState) && !isInside(real, realWorkspace));
+    (realState !== undefined && inStateFolder(real, realState, realWorkspace));
   if (secret) {
     throw new ToolError(
       `access denied: ${path} is one of palaver's own files (its config, a .env file or the state folder` +
