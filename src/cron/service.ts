@@ -134,9 +134,13 @@ export class CronService implements ScheduleView {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await mkdir(dirname(this.store.path), { recursive: true });
-    await writeFile(CronService.pidPath(this.store.path), String(process.pid)).catch((err: unknown) =>
-      this.log.warn({ err }, "cron: cannot write the pid file; `palaver cron run` will not see the gateway"),
+    await mkdir(dirname(this.store.path), { recursive: true, mode: 0o700 });
+    await writeFile(CronService.pidPath(this.store.path), String(process.pid), { mode: 0o600 }).catch(
+      (err: unknown) =>
+        this.log.warn(
+          { err },
+          "cron: cannot write the pid file; `palaver cron run` will not see the gateway",
+        ),
     );
     await this.enqueue(() => this.catchUp());
     this.schedulePoll();
