@@ -356,6 +356,21 @@ describe("DiscordChannel: slash commands", () => {
     expect(fake.sent[2]!.via).toBe("channel");
   });
 
+  it("does not defer (no 'thinking…') a refused sender's slash command; it goes to the manager's notice", async () => {
+    const BOB = "900000000000000002";
+    const { channel, fake, sink, inbound, alice } = await setup({ discord: { allowFrom: [BOB] } });
+    const bob = fake.addUser("bob", { id: BOB });
+    await channel.start(sink, never());
+    fake.slashCommand({ name: "help", user: alice, channelId: fake.dmChannel(alice).id });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the refused command");
+    expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "/help" });
+    // bob's command is deferred at once: once his callback is in, alice's would have been too.
+    fake.slashCommand({ name: "help", user: bob, channelId: fake.dmChannel(bob).id });
+    await fake.waitFor(() => fake.calls("POST", /\/callback$/).length >= 1, 5000, "bob's deferral");
+    await fake.waitFor(() => inbound.length === 2, 5000, "bob's command");
+    expect(fake.calls("POST", /\/callback$/)).toHaveLength(1);
+  });
+
   it("refuses a slash command outside the allowlisted channels, privately, without bothering the agent", async () => {
     const { channel, fake, sink, inbound, general, alice } = await setup({
       discord: { groupPolicy: "allowlist", groupAllowFrom: ["1"] },
