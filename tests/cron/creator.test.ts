@@ -89,7 +89,9 @@ describe("cron jobs and their creator", () => {
     const [stored] = await onDisk();
     expect(stored).toMatchObject({ id: job.id, enabled: false });
     expect(stored!.state).toMatchObject({ nextRunAtMs: null, lastStatus: "skipped" });
-    expect(stored!.state.lastError).toMatch(/telegram user 42\) is no longer in channels\.telegram\.allowFrom/);
+    expect(stored!.state.lastError).toMatch(
+      /telegram user 42\) is no longer in channels\.telegram\.allowFrom/,
+    );
     const warning = lines.find((l) => String(l.msg).startsWith("cron job disabled"));
     expect(warning).toMatchObject({ id: job.id, level: 40 });
 
