@@ -111,15 +111,12 @@ const MetadataLineSchema = z.looseObject({
 });
 type MetadataLine = z.infer<typeof MetadataLineSchema>;
 
-/** One line of a session file: a metadata line or a message. */
-const SessionLineSchema = z.union([MetadataLineSchema, MessageLineSchema]);
-
 /**
  * The one place a session line is judged: the parsed line, or why it is
  * skipped. A line with `_type: "metadata"` is only ever a metadata line (a
  * broken one is not read as a message).
  */
-export function parseSessionLine(
+function parseSessionLine(
   line: string,
 ): { kind: "metadata"; data: MetadataLine } | { kind: "message"; data: ChatMessage } | { problem: string } {
   let json: unknown;
@@ -128,7 +125,7 @@ export function parseSessionLine(
   } catch {
     return { problem: "not valid JSON (truncated or corrupt)" };
   }
-  const schema = isObject(json) && json._type === "metadata" ? MetadataLineSchema : SessionLineSchema;
+  const schema = isObject(json) && json._type === "metadata" ? MetadataLineSchema : MessageLineSchema;
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
