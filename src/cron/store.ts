@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { logger, type Logger } from "../log.js";
-import { keepCorrupt, corruptPathOf } from "../sessions/corrupt.js";
+import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
 

@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
-import { keepCorrupt, corruptPathOf } from "./corrupt.js";
+import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {

@@ -10,7 +10,7 @@
  */
 import { appendFile, readFile, stat } from "node:fs/promises";
 import type { Logger } from "../log.js";
-import { errorMessage } from "../util/errors.js";
+import { errorMessage } from "./errors.js";
 
 /** A .corrupt file larger than this is not read for de-duplication (appends go on). */
 const MAX_DEDUPE_BYTES = 8 * 1024 * 1024;
