@@ -16,6 +16,7 @@ import {
   type ChannelFactory,
   type PlatformName,
 } from "./channels/registry.js";
+import { allowFromOf } from "./config/allow-from.js";
 import type { LoadedConfig } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
@@ -73,6 +74,9 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
+      configPath: path,
+      // Live: a SIGHUP that takes someone out of allowFrom stops their cron jobs and the message tool's access.
+      allowFromOf: (channel) => allowFromOf(this.opts.loaded.config, channel),
       provider: this.metrics.meter(llm),
       toolJournal: this.toolJournal,
       onHandled: (msg, report) => {

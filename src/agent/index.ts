@@ -3,8 +3,9 @@
  * context, memory consolidation, subagents, the cron service and the loop.
  * The gateway, `palaver chat` and `palaver cron run` all build it this way.
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { MessageBus } from "../bus/bus.js";
+import { allowFromOf as configAllowFrom } from "../config/allow-from.js";
 import { builtinSkillsDir } from "../config/paths.js";
 import type { Config } from "../config/schema.js";
 import { CronService } from "../cron/service.js";
@@ -56,6 +57,14 @@ export interface CreateAgentOptions {
   toolJournal?: AgentLoopDeps["toolJournal"];
   /** Called when a message's turn begins (the gateway's journal counts starts). */
   onTurnStart?: AgentLoopDeps["onTurnStart"];
+  /** The config file: never attached by the message tool (default: none known, only the state folder). */
+  configPath?: string;
+  /**
+   * A channel's allowFrom as it is now: the gateway's follows SIGHUP reloads.
+   * Default: the config given. Used by the message tool (who may be written to)
+   * and the scheduler (whose jobs may still run).
+   */
+  allowFromOf?: (channel: string) => readonly string[] | undefined;
 }
 
 export function createAgent({
@@ -67,6 +76,8 @@ export function createAgent({
   onHandled,
   toolJournal,
   onTurnStart,
+  configPath,
+  allowFromOf = (channel) => configAllowFrom(config, channel),
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -89,9 +100,21 @@ export function createAgent({
     sessions,
     memoryWindow: defaults.memoryWindow,
   });
-  const cron = new CronService({ storePath: cronStorePath, bus, maxCatchUp: config.cron.maxCatchUp });
+  const cron = new CronService({
+    storePath: cronStorePath,
+    bus,
+    maxCatchUp: config.cron.maxCatchUp,
+    allowFromOf,
+  });
 
-  const tools = createDefaultTools(config, workspace);
+  const tools = createDefaultTools(config, workspace, {
+    // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
+    secrets: { stateDir: configPath ? dirname(configPath) : dirname(dirname(cronStorePath)), configPath },
+    targets: {
+      hasSession: (channel, chatId) => sessions.hasChat(channel, chatId),
+      allowFrom: allowFromOf,
+    },
+  });
   tools.register(createSpawnTool(subagents));
   tools.register(createCronTool(cron));
   const mcp = new McpManager({

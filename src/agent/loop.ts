@@ -328,6 +328,7 @@ export class AgentLoop {
       chatId: origin.chatId,
       sessionKey: session.key,
       signal,
+      ...(msg.channel === SYSTEM_CHANNEL ? {} : { sender: senderOf(msg) }),
       metadata: origin.metadata,
       publish: (out) => bus.publishOutbound(out),
       turn: { sentToOriginChat: false },
@@ -409,4 +410,13 @@ function toolOutcomes(messages: ChatMessage[]): { name: string; ok: boolean }[] 
       name: m.name ?? "?",
       ok: !(typeof m.content === "string" && m.content.startsWith("Error:")),
     }));
+}
+
+/** The person a chat message came from; aliases as the channel put them (metadata.senderAliases). */
+function senderOf(msg: InboundMessage): { id: string; aliases: string[] } {
+  const aliases = msg.metadata?.senderAliases;
+  return {
+    id: msg.senderId,
+    aliases: Array.isArray(aliases) ? aliases.filter((a): a is string => typeof a === "string") : [],
+  };
 }

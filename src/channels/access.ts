@@ -7,13 +7,25 @@ import type { InboundMessage } from "../bus/types.js";
  * @username, say) as `metadata.senderAliases`.
  */
 export function isAllowed(msg: InboundMessage, allowFrom: readonly string[]): boolean {
+  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), allowFrom);
+}
+
+/** The same rule for a sender known by id and aliases only (a cron job's creator, say). */
+export function isSenderAllowed(
+  senderId: string,
+  aliases: readonly string[],
+  allowFrom: readonly string[],
+): boolean {
   if (allowFrom.includes("*")) return true;
-  const aliases = msg.metadata?.senderAliases;
-  const identities = [
-    msg.senderId,
-    ...(Array.isArray(aliases) ? aliases.filter((a) => typeof a === "string") : []),
-  ];
-  return identities.some((id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")));
+  return [senderId, ...aliases].some(
+    (id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")),
+  );
+}
+
+/** `metadata.senderAliases`, keeping only strings. */
+export function senderAliasesOf(metadata: Record<string, unknown> | undefined): string[] {
+  const aliases = metadata?.senderAliases;
+  return Array.isArray(aliases) ? aliases.filter((a): a is string => typeof a === "string") : [];
 }
 
 /** What a refused sender is told: its own id and the exact config key that would let it in. */

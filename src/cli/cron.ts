@@ -85,6 +85,8 @@ export function registerCronCommand(program: Command): void {
           deleteAfterRun,
           channel: opts.channel,
           to: opts.to,
+          // The operator's own job: not tied to anyone's place in allowFrom.
+          creator: { kind: "operator" },
         });
         const next =
           job.state.nextRunAtMs != null

@@ -18,11 +18,12 @@ import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { ScheduleView } from "../agent/extensions.js";
 import { systemMessage, type InboundMessage } from "../bus/types.js";
+import { isSenderAllowed } from "../channels/access.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { describeSchedule, formatTime, nextRun } from "./schedule.js";
 import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
-import { deliveryTarget, type CronJob, type CronSchedule } from "./types.js";
+import { deliveryTarget, type CronCreator, type CronJob, type CronSchedule } from "./types.js";
 
 /** setTimeout's limit (about 24.8 days); longer waits are re-armed in chunks. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -44,6 +45,12 @@ export interface CronServiceOptions {
   pollIntervalMs?: number;
   /** Tests: the longest single timer (default setTimeout's limit). */
   maxTimerMs?: number;
+  /**
+   * A channel's allowFrom as configured now (it changes on SIGHUP); undefined
+   * when there is no such channel. A job whose creator it no longer lets in is
+   * disabled instead of fired. Without it, creators are not checked.
+   */
+  allowFromOf?: (channel: string) => readonly string[] | undefined;
 }
 
 export interface AddJobInput {
@@ -59,6 +66,8 @@ export interface AddJobInput {
   sessionKey?: string;
   /** The origin chat's metadata (thread ids), so the reply stays in the thread. */
   metadata?: Record<string, unknown>;
+  /** Who asked for the job: a chat sender (checked against allowFrom when it fires) or the operator. */
+  creator?: CronCreator;
 }
 
 export interface JobFilter {
@@ -80,6 +89,7 @@ export class CronService implements ScheduleView {
   readonly now: () => number;
   private readonly pollIntervalMs: number;
   private readonly maxTimerMs: number;
+  private readonly allowFromOf: CronServiceOptions["allowFromOf"];
 
   /** The jobs as last read, for the timer. */
   private jobs: CronJob[] = [];
@@ -100,6 +110,7 @@ export class CronService implements ScheduleView {
     this.now = opts.now ?? (() => Date.now());
     this.pollIntervalMs = Math.max(10, opts.pollIntervalMs ?? 2000);
     this.maxTimerMs = Math.min(MAX_TIMER_MS, Math.max(1, opts.maxTimerMs ?? MAX_TIMER_MS));
+    this.allowFromOf = opts.allowFromOf;
   }
 
   /** The file that tells `palaver cron` a gateway is running this store. */
@@ -123,9 +134,13 @@ export class CronService implements ScheduleView {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await mkdir(dirname(this.store.path), { recursive: true });
-    await writeFile(CronService.pidPath(this.store.path), String(process.pid)).catch((err: unknown) =>
-      this.log.warn({ err }, "cron: cannot write the pid file; `palaver cron run` will not see the gateway"),
+    await mkdir(dirname(this.store.path), { recursive: true, mode: 0o700 });
+    await writeFile(CronService.pidPath(this.store.path), String(process.pid), { mode: 0o600 }).catch(
+      (err: unknown) =>
+        this.log.warn(
+          { err },
+          "cron: cannot write the pid file; `palaver cron run` will not see the gateway",
+        ),
     );
     await this.enqueue(() => this.catchUp());
     this.schedulePoll();
@@ -172,6 +187,7 @@ export class CronService implements ScheduleView {
             to: input.to,
             ...(input.sessionKey ? { sessionKey: input.sessionKey } : {}),
             ...(input.metadata && Object.keys(input.metadata).length ? { metadata: input.metadata } : {}),
+            ...(input.creator ? { creator: input.creator } : {}),
           },
           state: { nextRunAtMs, lastRunAtMs: null, lastStatus: null, lastError: null },
           createdAtMs: now,
@@ -406,6 +422,11 @@ export class CronService implements ScheduleView {
     now: number,
     opts: { lateSince?: number; keepSchedule?: boolean; explicit?: boolean } = {},
   ): void {
+    const refused = this.refusedCreator(job);
+    if (refused) {
+      this.disable(job, now, refused);
+      return;
+    }
     const occurrence = job.state.nextRunAtMs ?? now;
     const alreadyPublished = !opts.explicit && this.published.get(job.id) === occurrence;
     const target = deliveryTarget(job.payload);
@@ -450,6 +471,33 @@ export class CronService implements ScheduleView {
     job.updatedAtMs = now;
     if (opts.keepSchedule) return;
     this.advance(snap, job, now);
+  }
+
+  /**
+   * Why the job's creator may no longer have it run (undefined when it may):
+   * a sender taken out of the channel's allowFrom must not keep receiving,
+   * or making the agent act on, what they scheduled while they were let in.
+   */
+  private refusedCreator(job: CronJob): string | undefined {
+    const creator = job.payload.creator;
+    if (!this.allowFromOf || creator?.kind !== "sender") return undefined;
+    const allowFrom = this.allowFromOf(creator.channel) ?? [];
+    if (isSenderAllowed(creator.senderId, creator.aliases ?? [], allowFrom)) return undefined;
+    return `its creator (${creator.channel} user ${creator.senderId}) is no longer in channels.${creator.channel}.allowFrom`;
+  }
+
+  /** Turns a job off for good (kept in the file, so `cron list` shows it and why). */
+  private disable(job: CronJob, now: number, reason: string): void {
+    this.log.warn(
+      { id: job.id, name: job.name, creator: job.payload.creator },
+      `cron job disabled: ${reason}; it will not run again (palaver cron list shows it)`,
+    );
+    job.enabled = false;
+    job.state.nextRunAtMs = null;
+    job.state.lastStatus = "skipped";
+    job.state.lastError = `disabled: ${reason}`;
+    job.updatedAtMs = now;
+    this.published.delete(job.id);
   }
 
   /** A missed run beyond maxCatchUp: recorded as skipped, the schedule moves on. */

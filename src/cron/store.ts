@@ -12,9 +12,10 @@
  * nothing a person (or nanobot) wrote is lost.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { chmod, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { logger, type Logger } from "../log.js";
+import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
 
@@ -47,6 +48,8 @@ export interface CronStoreOptions {
 /** Retried once after this pause before a file that does not parse is set aside (an editor may be mid-save). */
 const REREAD_DELAY_MS = 150;
 const LOCK_RETRY_MS = 20;
+/** The jobs hold what people asked for and where it goes: only the owner reads them. */
+const DIR_MODE = 0o700;
 
 export function emptySnapshot(): StoreSnapshot {
   return { version: STORE_VERSION, jobs: [], invalid: [], extra: {} };
@@ -99,23 +102,27 @@ export class CronStore {
       await this.setAside(parsed.error);
       return emptySnapshot();
     }
+    const fresh: string[] = [];
     for (const { entry, error } of parsed.problems) {
       const key = JSON.stringify(entry);
       if (this.warned.has(key)) continue;
       this.warned.add(key);
+      fresh.push(key);
       const id = entry && typeof entry === "object" ? (entry as { id?: unknown }).id : undefined;
       this.log.warn(
-        { path: this.path, id, problem: error },
-        "cron job skipped: it is not valid (kept in the file)",
+        { path: this.path, id, problem: error, keptIn: corruptPathOf(this.path) },
+        "cron job skipped: it is not valid (left in the file for nanobot, a copy kept in the .corrupt file)",
       );
     }
+    // Left in jobs.json too: nanobot, sharing the file, may run what palaver cannot read.
+    await keepCorrupt(this.path, fresh, this.log);
     return parsed.snapshot;
   }
 
   /** Replaces the file atomically. */
   async write(snapshot: StoreSnapshot): Promise<void> {
     const text = serialize(snapshot);
-    await mkdir(dirname(this.path), { recursive: true });
+    await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
     const tmp = `${this.path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
       const handle = await open(tmp, "w", 0o600);
@@ -170,6 +177,7 @@ export class CronStore {
     const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, "-")}`;
     try {
       await rename(this.path, aside);
+      await chmod(aside, 0o600).catch(() => undefined);
       this.log.error(
         { path: this.path, keptAs: aside, problem },
         "the cron jobs file is not valid; it was set aside and the job list starts empty",
@@ -181,7 +189,7 @@ export class CronStore {
   }
 
   private async withFileLock<T>(fn: () => Promise<T>): Promise<T> {
-    await mkdir(dirname(this.path), { recursive: true });
+    await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
     const deadline = Date.now() + this.lockTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {

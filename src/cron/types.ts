@@ -3,7 +3,8 @@
  * (nanobot/cron/types.py): `{ "version": 1, "jobs": [CronJob] }`, camelCase
  * keys (snake_case accepted on load), null for "not set". palaver adds
  * `payload.sessionKey` and `payload.metadata` (the origin chat's thread ids) so
- * deliveries stay in a Slack/Discord thread. Keys this version does not know
+ * deliveries stay in a Slack/Discord thread, and `payload.creator` (who made
+ * the job; nanobot reads payload fields by name and ignores it). Keys this version does not know
  * are kept, so a file shared with nanobot loses nothing when palaver rewrites it.
  */
 import { z } from "zod";
@@ -42,6 +43,26 @@ export const CronScheduleSchema = z.preprocess(
     .loose(),
 );
 
+/**
+ * palaver: who created the job. A chat sender's job stops for good (disabled,
+ * with a log line) once that sender is no longer let in on the channel; an
+ * operator's (`palaver cron add`) is never checked. Jobs without it (nanobot's,
+ * or palaver's before this field) are treated as the operator's: nobody can
+ * tell who made them.
+ */
+export const CronCreatorSchema = z.discriminatedUnion("kind", [
+  z
+    .object({
+      kind: z.literal("sender"),
+      channel: z.string().min(1),
+      senderId: z.string().min(1),
+      /** Other identities of the sender (a Telegram @username) that allowFrom may name instead. */
+      aliases: z.array(z.string()).optional(),
+    })
+    .loose(),
+  z.object({ kind: z.literal("operator") }).loose(),
+]);
+
 export const CronPayloadSchema = z.preprocess(
   camelKeys,
   z
@@ -57,6 +78,8 @@ export const CronPayloadSchema = z.preprocess(
       sessionKey: nullableString,
       /** palaver: the origin chat's inbound metadata (thread ids ...). */
       metadata: z.record(z.string(), z.unknown()).nullish(),
+      /** palaver: who created the job (see CronCreatorSchema). */
+      creator: CronCreatorSchema.nullish(),
     })
     .loose(),
 );
@@ -104,6 +127,7 @@ export const CronJobSchema = z.preprocess(
 
 export type CronSchedule = z.infer<typeof CronScheduleSchema>;
 export type CronPayload = z.infer<typeof CronPayloadSchema>;
+export type CronCreator = z.infer<typeof CronCreatorSchema>;
 export type CronJobState = z.infer<typeof CronJobStateSchema>;
 export type CronJob = z.infer<typeof CronJobSchema>;
 export type CronStatus = NonNullable<CronJobState["lastStatus"]>;

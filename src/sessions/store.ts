@@ -10,6 +10,7 @@ import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -94,6 +95,49 @@ const MessageLineSchema = z.looseObject({
   name: z.string().optional(),
 });
 
+/**
+ * A metadata line as nanobot writes it. Timestamps are checked by
+ * parseTimestamp (an unreadable one is ignored, not fatal: nanobot may write
+ * other precisions); everything else must have the right type, or the line is
+ * skipped and kept aside.
+ */
+const MetadataLineSchema = z.looseObject({
+  _type: z.literal("metadata"),
+  key: z.string().optional(),
+  created_at: z.string().nullish(),
+  updated_at: z.string().nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+  last_consolidated: z.number().int().nonnegative().nullish(),
+});
+type MetadataLine = z.infer<typeof MetadataLineSchema>;
+
+/**
+ * The one place a session line is judged: the parsed line, or why it is
+ * skipped. A line with `_type: "metadata"` is only ever a metadata line (a
+ * broken one is not read as a message).
+ */
+function parseSessionLine(
+  line: string,
+): { kind: "metadata"; data: MetadataLine } | { kind: "message"; data: ChatMessage } | { problem: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch {
+    return { problem: "not valid JSON (truncated or corrupt)" };
+  }
+  const schema = isObject(json) && json._type === "metadata" ? MetadataLineSchema : MessageLineSchema;
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+    return { problem: `wrong shape (${where}${issue?.message ?? "invalid"})` };
+  }
+  const data = parsed.data as Record<string, unknown>;
+  return data._type === "metadata"
+    ? { kind: "metadata", data: data as MetadataLine }
+    : { kind: "message", data: data as unknown as ChatMessage };
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -102,6 +146,8 @@ function isErrno(err: unknown, code: string): boolean {
   return isObject(err) && err.code === code;
 }
 
+/** Session files hold whole conversations: only the owner reads them. */
+const FILE_MODE = 0o600;
 /** Warnings per file before the rest are only counted, so a mangled file cannot flood the log. */
 const MAX_LINE_WARNINGS = 10;
 /** Messages per write while rewriting a file, to avoid one giant string for a huge session. */
@@ -214,6 +260,24 @@ export class SessionStore {
     return out.sort((a, b) => b.updatedAt.getTime() - a.updatedAt.getTime());
   }
 
+  /**
+   * Whether palaver has a session file for this chat: `<channel>:<chatId>`
+   * itself or one of its threads (`<channel>:<chatId>:<thread>`). Only files
+   * count, so a chat merely looked up in memory is not "known".
+   */
+  async hasChat(channel: string, chatId: string): Promise<boolean> {
+    const key = `${channel}:${chatId}`;
+    if (await isFile(this.pathFor(key))) return true;
+    // Thread sessions: the file name is only a hint ('_' is ambiguous); the key on the first line decides.
+    const prefix = `${safeKey(key)}_`;
+    const candidates = (await this.fileNames()).filter((n) => n.startsWith(prefix));
+    for (const name of candidates) {
+      const found = await firstLineKey(join(this.sessionsDir, name)).catch(() => undefined);
+      if (found?.startsWith(`${key}:`)) return true;
+    }
+    return false;
+  }
+
   async count(): Promise<number> {
     return (await this.fileNames()).length;
   }
@@ -236,7 +300,8 @@ export class SessionStore {
   }
 
   private ensureDir(): Promise<void> {
-    this.dirReady ??= mkdir(this.sessionsDir, { recursive: true }).then(
+    // 0700: sessions hold whole conversations (mode applies to folders this creates).
+    this.dirReady ??= mkdir(this.sessionsDir, { recursive: true, mode: 0o700 }).then(
       () => undefined,
       (err: unknown) => {
         this.dirReady = undefined;
@@ -249,13 +314,13 @@ export class SessionStore {
   private async openForAppend(path: string): Promise<FileHandle> {
     await this.ensureDir();
     try {
-      return await open(path, "a+");
+      return await open(path, "a+", FILE_MODE);
     } catch (err) {
       if (!isErrno(err, "ENOENT")) throw err;
       // The folder was removed while we ran: make it again, once.
       this.dirReady = undefined;
       await this.ensureDir();
-      return await open(path, "a+");
+      return await open(path, "a+", FILE_MODE);
     }
   }
 
@@ -269,7 +334,7 @@ export class SessionStore {
     try {
       if (this.wholeLines.has(path)) {
         // This process wrote the last line itself, so it is whole: a plain append will do.
-        await appendFile(path, text, "utf8");
+        await appendFile(path, text, { encoding: "utf8", mode: FILE_MODE });
         return;
       }
       const fh = await this.openForAppend(path);
@@ -297,7 +362,7 @@ export class SessionStore {
     await this.ensureDir();
     const tmp = `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
-      const fh = await open(tmp, "w");
+      const fh = await open(tmp, "w", FILE_MODE);
       try {
         for (const chunk of chunks) await fh.write(chunk);
         await fh.sync();
@@ -323,47 +388,35 @@ export class SessionStore {
     const session = new Session(key);
     let updatedAt: Date | undefined;
     let lineNo = 0;
-    let bad = 0;
-    const skip = (reason: string): void => {
-      bad++;
-      if (bad <= MAX_LINE_WARNINGS)
-        this.log.warn({ file: path, line: lineNo }, `skipping session line: ${reason}`);
-    };
+    const bad: string[] = [];
     try {
       // Line by line: a long session never becomes one giant string.
       for await (const raw of fh.readLines({ encoding: "utf8", autoClose: false })) {
         lineNo++;
         const line = raw.trim();
         if (line === "") continue;
-        let data: unknown;
-        try {
-          data = JSON.parse(line);
-        } catch {
-          skip("not valid JSON (truncated or corrupt)");
-          continue;
+        const parsed = parseSessionLine(line);
+        if ("problem" in parsed) {
+          bad.push(line);
+          if (bad.length <= MAX_LINE_WARNINGS)
+            this.log.warn({ file: path, line: lineNo }, `skipping session line: ${parsed.problem}`);
+        } else if (parsed.kind === "metadata") {
+          updatedAt = applyMetadata(session, parsed.data) ?? updatedAt;
+        } else {
+          session.messages.push(parsed.data);
         }
-        if (!isObject(data)) {
-          skip("not a JSON object");
-          continue;
-        }
-        if (data._type === "metadata") {
-          updatedAt = applyMetadata(session, data) ?? updatedAt;
-          continue;
-        }
-        const parsed = MessageLineSchema.safeParse(data);
-        if (!parsed.success) {
-          skip(`not a chat message (${parsed.error.issues[0]?.message ?? "invalid"})`);
-          continue;
-        }
-        session.messages.push(parsed.data as unknown as ChatMessage);
       }
     } catch (err) {
       throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
     } finally {
       await fh.close();
     }
-    if (bad > MAX_LINE_WARNINGS) {
-      this.log.warn({ file: path, skipped: bad }, `skipped ${bad} bad lines in session file`);
+    if (bad.length > 0) {
+      await keepCorrupt(path, bad, this.log);
+      this.log.warn(
+        { file: path, skipped: bad.length, keptIn: corruptPathOf(path) },
+        `skipped ${bad.length} bad line(s) in the session file; they are kept in ${corruptPathOf(path)}`,
+      );
     }
     session.lastConsolidated = Math.min(session.lastConsolidated, session.messages.length);
     // Messages are appended after the last metadata line, so the newest one may be later.
@@ -397,12 +450,11 @@ export class SessionStore {
 }
 
 /** Applies one metadata line (the last one wins); returns its updated_at. */
-function applyMetadata(session: Session, data: Record<string, unknown>): Date | undefined {
+function applyMetadata(session: Session, data: MetadataLine): Date | undefined {
   const created = parseTimestamp(data.created_at);
   if (created) session.createdAt = created;
-  if (isObject(data.metadata)) session.metadata = data.metadata;
-  const lc = data.last_consolidated;
-  if (typeof lc === "number" && Number.isInteger(lc) && lc >= 0) session.lastConsolidated = lc;
+  if (data.metadata) session.metadata = data.metadata;
+  if (data.last_consolidated != null) session.lastConsolidated = data.last_consolidated;
   return parseTimestamp(data.updated_at);
 }
 
@@ -428,5 +480,13 @@ async function firstLineKey(path: string): Promise<string | undefined> {
     return undefined;
   } finally {
     await fh.close();
+  }
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
   }
 }

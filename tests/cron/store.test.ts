@@ -1,5 +1,5 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CronStore, parseStore, serialize, type StoreSnapshot } from "../../src/cron/store.js";
 import type { CronJob } from "../../src/cron/types.js";
@@ -116,6 +116,37 @@ describe("CronStore", () => {
     // Warned once per entry, not on every read.
     await store.read();
     expect(lines.filter((l) => l.level === 40)).toHaveLength(3);
+  });
+
+  it("keeps a copy of each invalid job, once, in jobs.json.corrupt (0600); files and folder are private", async () => {
+    const { path } = await storeIn();
+    const bad = [{ id: 7, schedule: { kind: "every", everyMs: 1000 } }, "not a job", { id: "nosched1" }];
+    await new CronStore(path, { log: silentLog() }).write({
+      version: 1,
+      jobs: [job("good0001")],
+      invalid: bad,
+      extra: {},
+    });
+    await new CronStore(path, { log: silentLog() }).read();
+    // Another process (a restart) reads it again: nothing is added twice.
+    await new CronStore(path, { log: silentLog() }).read();
+    const corrupt = `${path}.corrupt`;
+    const kept = (await readFile(corrupt, "utf8")).split("\n").filter(Boolean);
+    expect(kept.map((l) => JSON.parse(l) as unknown)).toEqual(bad);
+    const mode = async (p: string) => (await stat(p)).mode & 0o777;
+    expect(await mode(corrupt)).toBe(0o600);
+    expect(await mode(path)).toBe(0o600);
+    expect(await mode(dirname(path))).toBe(0o700);
+  });
+
+  it("a set-aside document is private too, even if it was written by hand 0644", async () => {
+    const { dir, path } = await storeIn();
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, "not json at all", { mode: 0o644 });
+    await chmod(path, 0o644);
+    expect((await new CronStore(path, { log: silentLog() }).read()).jobs).toEqual([]);
+    const aside = (await readdir(join(dir, "cron"))).find((f) => f.startsWith("jobs.json.corrupt-"));
+    expect((await stat(join(dir, "cron", aside!))).mode & 0o777).toBe(0o600);
   });
 
   it("reads nanobot's files: snake_case keys, nulls, numeric chat ids, unknown keys kept", () => {

@@ -85,6 +85,8 @@ export class FakeSlack {
   readonly calls: SlackCall[] = [];
   readonly acks: Ack[] = [];
   readonly uploads: Upload[] = [];
+  /** Ids of the files fetched from their private URLs, in order. */
+  readonly downloads: string[] = [];
   /** `channel:ts` → reaction names currently on that message. */
   readonly reactions = new Map<string, Set<string>>();
   /** Messages per channel, for conversations.replies (posted ones are added too). */
@@ -530,6 +532,7 @@ export class FakeSlack {
 
   private serveFile(req: IncomingMessage, res: ServerResponse, url: URL): void {
     const id = /^\/files-pri\/[^-]+-([^/]+)\//.exec(url.pathname)?.[1] ?? "";
+    this.downloads.push(id);
     const file = this.files.get(id);
     if (!file) {
       res.writeHead(404).end();

@@ -255,7 +255,7 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     const store = new SessionStore(sessionsDir, log);
     const s = await store.get("t:1");
     expect(s.messages.map((m) => m.content)).toEqual(["one", "two"]);
-    const warnings = records.filter((r) => r.level === 40);
+    const warnings = records.filter((r) => r.level === 40 && r.line !== undefined);
     expect(warnings.map((w) => w.line)).toEqual([3, 4, 5, 8]);
     expect(warnings.every((w) => w.file === path)).toBe(true);
 
@@ -263,6 +263,57 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     await store.append(s, [{ role: "user", content: "three" }]);
     const again = await new SessionStore(sessionsDir, captureLog().log).get("t:1");
     expect(again.messages.map((m) => m.content)).toEqual(["one", "two", "three"]);
+  });
+
+  it("validates metadata lines too; every bad line is kept once, raw, in <file>.corrupt (0600)", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const path = join(sessionsDir, "t_2.jsonl");
+    const good = JSON.stringify({
+      _type: "metadata",
+      key: "t:2",
+      metadata: { lang: "fr" },
+      last_consolidated: 1,
+    });
+    const bad = [
+      JSON.stringify({ _type: "metadata", key: "t:2", metadata: "oops", last_consolidated: -5 }),
+      JSON.stringify({ role: "user", content: "fine", tool_calls: [{ id: 3 }] }),
+      '{"role": "assistant", "content": "cut',
+      JSON.stringify({ t: "in", id: "x", at: 1 }),
+    ];
+    const text = [
+      good,
+      JSON.stringify({ role: "user", content: "a" }),
+      ...bad,
+      JSON.stringify({ role: "user", content: "b" }),
+    ];
+    await writeFile(path, text.join("\n") + "\n");
+    const { log, lines: records } = captureLog();
+    const s = await new SessionStore(sessionsDir, log).get("t:2");
+    // The broken metadata line did not undo the good one before it.
+    expect(s.metadata).toEqual({ lang: "fr" });
+    expect(s.lastConsolidated).toBe(1);
+    expect(s.messages.map((m) => m.content)).toEqual(["a", "b"]);
+    const corrupt = `${path}.corrupt`;
+    expect(await lines(corrupt)).toEqual(bad);
+    expect((await stat(corrupt)).mode & 0o777).toBe(0o600);
+    const summary = records.find((r) => r.level === 40 && r.keptIn === corrupt);
+    expect(summary).toMatchObject({ skipped: 4 });
+    // Sessions are never rewritten to drop them, so a second load must not add them again.
+    await new SessionStore(sessionsDir, captureLog().log).get("t:2");
+    expect(await lines(corrupt)).toEqual(bad);
+  });
+
+  it("creates session files 0600 and the sessions folder 0700 (conversations are private)", async () => {
+    const store = new SessionStore(sessionsDir, captureLog().log);
+    const s = await store.get("t:3");
+    await store.append(s, [{ role: "user", content: "secret plans" }]);
+    const mode = async (p: string) => (await stat(p)).mode & 0o777;
+    expect(await mode(sessionsDir)).toBe(0o700);
+    expect(await mode(store.pathFor("t:3"))).toBe(0o600);
+    await store.compact(s);
+    expect(await mode(store.pathFor("t:3"))).toBe(0o600);
+    await store.clear(s);
+    expect(await mode(store.pathFor("t:3"))).toBe(0o600);
   });
 
   it("appends without reading or rewriting: earlier bytes and inode stay", async () => {

@@ -61,6 +61,17 @@ export function createCronTool(service: CronService): Tool {
             to: ctx.chatId,
             sessionKey: ctx.sessionKey,
             metadata: ctx.metadata,
+            // Who asked: the job stops once they are no longer let in (see CronService).
+            ...(ctx.sender
+              ? {
+                  creator: {
+                    kind: "sender" as const,
+                    channel: ctx.channel,
+                    senderId: ctx.sender.id,
+                    ...(ctx.sender.aliases.length ? { aliases: ctx.sender.aliases } : {}),
+                  },
+                }
+              : {}),
           });
           return `Created job '${job.name}' (id: ${job.id}, ${describeSchedule(job.schedule)}); next run ${nextRunText(job)}`;
         }

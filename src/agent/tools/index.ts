@@ -5,14 +5,22 @@
 import type { Config } from "../../config/schema.js";
 import { createExecTool } from "./exec.js";
 import { createFilesystemTools } from "./filesystem.js";
-import { createMessageTool } from "./message.js";
+import { createMessageTool, type MessageToolOptions } from "./message.js";
 import { ToolRegistry } from "./registry.js";
 import type { Tool } from "./types.js";
 import { createWebTools } from "./web.js";
 
-export function createDefaultTools(config: Config, workspace: string): ToolRegistry {
+export function createDefaultTools(
+  config: Config,
+  workspace: string,
+  message: Omit<MessageToolOptions, "restrictToWorkspace"> = {},
+): ToolRegistry {
   const registry = new ToolRegistry();
-  for (const tool of [...workerTools(config, workspace), createMessageTool()]) registry.register(tool);
+  const messageTool = createMessageTool({
+    ...message,
+    restrictToWorkspace: config.tools.restrictToWorkspace,
+  });
+  for (const tool of [...workerTools(config, workspace), messageTool]) registry.register(tool);
   return registry;
 }
 

@@ -2,15 +2,37 @@
  * The `message` tool: the model sends a message to a chat by itself, in the
  * middle of a turn or to another chat. When it writes to the turn's own chat
  * the runner leaves out its final reply, so the user does not get it twice.
+ *
+ * It is the one tool that moves data out of the machine on the model's word,
+ * so a prompt injection must not turn it into an exfiltration channel:
+ * attachments follow the file tools' workspace policy and are never palaver's
+ * own secrets (config, `.env`, state folder), and only chats palaver already
+ * knows can be written to.
  */
 import { stat } from "node:fs/promises";
-import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { ToolError } from "../../util/errors.js";
-import { defineTool, type Tool } from "./types.js";
-import { expandPath } from "./workspace-paths.js";
+import { defineTool, type Tool, type ToolContext } from "./types.js";
+import { resolveNonSecretPath, type SecretPaths } from "./workspace-paths.js";
 
-export function createMessageTool(): Tool {
+/** What the tool may know about chats other than the turn's own. */
+export interface MessageTargets {
+  /** Whether palaver has a session with this chat (someone there talked to the bot before). */
+  hasSession(channel: string, chatId: string): Promise<boolean>;
+  /** The channel's allowFrom as configured now; undefined when palaver has no such channel. */
+  allowFrom(channel: string): readonly string[] | undefined;
+}
+
+export interface MessageToolOptions {
+  /** tools.restrictToWorkspace: attachments must be inside the workspace. */
+  restrictToWorkspace: boolean;
+  /** Never attached, even when restrictToWorkspace is off. */
+  secrets?: SecretPaths;
+  /** Without it, the tool writes only to the turn's own chat. */
+  targets?: MessageTargets;
+}
+
+export function createMessageTool(opts: MessageToolOptions = { restrictToWorkspace: true }): Tool {
   return defineTool({
     name: "message",
     description: "Send a message to the user. Use this when you want to communicate something.",
@@ -31,9 +53,10 @@ export function createMessageTool(): Tool {
       const targetChat = chat_id || ctx.chatId;
       if (!targetChannel || !targetChat)
         throw new ToolError("no target channel/chat_id to send the message to");
-      const files = await resolveMedia(media ?? [], ctx.workspace);
-      if (content.trim() === "" && files.length === 0) throw new ToolError("the message is empty");
       const toOrigin = targetChannel === ctx.channel && targetChat === ctx.chatId;
+      if (!toOrigin) await checkTarget(targetChannel, targetChat, opts.targets);
+      const files = await resolveMedia(media ?? [], ctx, opts);
+      if (content.trim() === "" && files.length === 0) throw new ToolError("the message is empty");
       ctx.publish({
         channel: targetChannel,
         chatId: targetChat,
@@ -50,11 +73,37 @@ export function createMessageTool(): Tool {
   });
 }
 
-/** Attachments as absolute paths (relative ones are in the workspace); each must exist. */
-async function resolveMedia(paths: string[], workspace: string): Promise<string[]> {
+/**
+ * Another chat is allowed when palaver has a session with it, or when the
+ * channel's allowFrom names it (a direct chat whose id is the user's id).
+ * `"*"` does not count: letting everybody in is not a reason to write to
+ * strangers first.
+ */
+async function checkTarget(
+  channel: string,
+  chatId: string,
+  targets: MessageTargets | undefined,
+): Promise<void> {
+  const allowFrom = targets?.allowFrom(channel);
+  if (allowFrom?.includes(chatId)) return;
+  if (targets && (await targets.hasSession(channel, chatId))) return;
+  if (targets && allowFrom === undefined) {
+    throw new ToolError(`cannot send to ${channel}:${chatId}: palaver has no channel named "${channel}"`);
+  }
+  throw new ToolError(
+    `cannot send to ${channel}:${chatId}: the message tool only writes to chats that have talked to ` +
+      `palaver before, or to users listed in channels.${channel}.allowFrom. Reply in this chat instead ` +
+      "(leave channel and chat_id out).",
+  );
+}
+
+/** Attachments as absolute paths (relative ones are in the workspace); each must be an existing file palaver may send. */
+async function resolveMedia(paths: string[], ctx: ToolContext, opts: MessageToolOptions): Promise<string[]> {
+  const policy = { workspace: ctx.workspace, restrict: opts.restrictToWorkspace };
+  const secrets = opts.secrets ?? {};
   return Promise.all(
     paths.map(async (p) => {
-      const abs = isAbsolute(p) ? p : expandPath(p, resolve(workspace));
+      const abs = await resolveNonSecretPath(p, policy, secrets);
       const st = await stat(abs).catch(() => null);
       if (!st?.isFile()) throw new ToolError(`attachment not found: ${p}`);
       return abs;

@@ -10,6 +10,12 @@ export interface ToolContext {
   sessionKey: string;
   /** Aborted by /stop and shutdown: long-running tools must honour it. */
   signal: AbortSignal;
+  /**
+   * Who sent the message this turn answers (platform id and aliases such as a
+   * Telegram @username). Absent for background work (a cron job firing, a
+   * subagent's result, the heartbeat): no person asked for that turn.
+   */
+  sender?: { id: string; aliases: string[] };
   /** Metadata of the inbound message (message id, thread id ...), for replies that stay in a thread. */
   metadata?: Record<string, unknown>;
   /** Publishes a message to a chat (used by the `message` tool). */

@@ -105,3 +105,59 @@ function isMissing(err: unknown): boolean {
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/** palaver's own secrets on disk: never attached to a message, whatever restrictToWorkspace says. */
+export interface SecretPaths {
+  /** The state folder (beside the config): config, journal, cron store, lock, `.env`. */
+  stateDir?: string;
+  /** The config file itself (it may sit outside the state folder, or inside the workspace). */
+  configPath?: string;
+}
+
+/**
+ * Whether `real` is in the state folder and not in a workspace nested inside
+ * it (the default layout, ~/.palaver/workspace). A state folder inside the
+ * workspace is protected whole; a workspace that IS the state folder leaves
+ * only the config file and dotenv files protected (nothing else could be sent).
+ */
+function inStateFolder(real: string, state: string, workspace: string): boolean {
+  if (state === workspace || !isInside(real, state)) return false;
+  return !(isInside(workspace, state) && isInside(real, workspace));
+}
+
+/** `.env`, `.env.local`, `.env.production` ...: dotenv files hold keys wherever they are. */
+const DOTENV = /^\.env(\..+)?$/;
+
+/**
+ * The path as resolveToolPath gives it, refused also when it is one of
+ * palaver's secrets: the config file, a dotenv file, or anything in the state
+ * folder outside the workspace (the default workspace lives inside the state
+ * folder, so the workspace itself stays usable). Checked on real paths, so a
+ * symlink in the workspace pointing at config.json is caught too.
+ */
+export async function resolveNonSecretPath(
+  path: string,
+  policy: PathPolicy,
+  secrets: SecretPaths,
+): Promise<string> {
+  const target = await resolveToolPath(path, policy);
+  const workspace = expandPath(policy.workspace, process.cwd());
+  const [real, realWorkspace, realState, realConfig] = await Promise.all([
+    realPathLoose(target),
+    realPathLoose(workspace),
+    secrets.stateDir ? realPathLoose(resolve(secrets.stateDir)) : Promise.resolve(undefined),
+    secrets.configPath ? realPathLoose(resolve(secrets.configPath)) : Promise.resolve(undefined),
+  ]);
+  const secret =
+    DOTENV.test(basename(target)) ||
+    DOTENV.test(basename(real)) ||
+    real === realConfig ||
+    (realState !== undefined && inStateFolder(real, realState, realWorkspace));
+  if (secret) {
+    throw new ToolError(
+      `access denied: ${path} is one of palaver's own files (its config, a .env file or the state folder` +
+        `${secrets.stateDir ? ` ${secrets.stateDir}` : ""}), which hold keys and tokens; they are never sent or attached`,
+    );
+  }
+  return target;
+}

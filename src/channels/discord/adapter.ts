@@ -348,6 +348,13 @@ export class DiscordChannel implements Channel {
         .catch((err: unknown) => this.log.warn({ err }, "could not answer a slash command"));
       return;
     }
+    const inbound = interactionToInbound(view);
+    if (!isAllowed(inbound, this.opts.config.allowFrom)) {
+      // No "thinking…" for a refused sender: the manager tells them how to get in (at most
+      // once an hour, in the chat); their other commands go unanswered, as their messages do.
+      this.publishInOrder(view.channelId, Promise.resolve({ msg: inbound, showTyping: false }));
+      return;
+    }
     // Discord wants an answer within 3 s; the turn may take longer, so defer at once.
     const deferred = interaction.deferReply().then(
       () => true,
@@ -362,10 +369,7 @@ export class DiscordChannel implements Channel {
       answered: false,
       expiresAt: Date.now() + INTERACTION_TTL_MS,
     });
-    this.publishInOrder(
-      view.channelId,
-      Promise.resolve({ msg: interactionToInbound(view), showTyping: false }),
-    );
+    this.publishInOrder(view.channelId, Promise.resolve({ msg: inbound, showTyping: false }));
   }
 
   private rememberInteraction(pending: PendingInteraction): void {

@@ -15,6 +15,7 @@ import type { OutboundMessage } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { backoffDelay } from "../../llm/retry.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
+import { isAllowed } from "../access.js";
 import { downloadFile, MediaTooLargeError, mediaPath } from "../media.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import type { Channel, InboundSink } from "../types.js";
@@ -425,12 +426,29 @@ export class SlackChannel implements Channel {
       this.log.debug({ channel: event.channel, ts: event.ts }, "thread reply in a thread without the bot");
       return;
     }
-    // Slack has the event acked already: journal a message with files before the slow downloads.
-    const draft = event.files?.length ? toInbound(event, bot, this.policy, { media: [], notes: [] }) : null;
-    const reservation = draft ? this.sink?.reserve?.(draft) : undefined;
-    const { media, notes } = await this.fetchFiles(event.files ?? []);
+    // The name first (a read, nothing the sender sees): allowFrom may name people by username.
     const senderName = event.user ? await this.userName(event.user) : undefined;
-    const msg = toInbound(event, bot, this.policy, { media, notes, ...(senderName ? { senderName } : {}) });
+    const named = senderName ? { senderName } : {};
+    const files = event.files ?? [];
+    // Access before any side effect: a refused sender's files are not fetched, its message
+    // gets no reaction and is not journaled. The manager still tells them how to get in
+    // (at most once an hour), so the bare message is handed on with a note per file.
+    const probe = toInbound(event, bot, this.policy, {
+      media: [],
+      notes: files.map(() => "[file]"),
+      ...named,
+    });
+    if (probe && !isAllowed(probe, this.config.allowFrom)) {
+      this.sink?.publishInbound(probe);
+      return;
+    }
+    // Slack has the event acked already: journal a message with files before the slow downloads.
+    const draft = files.length
+      ? toInbound(event, bot, this.policy, { media: [], notes: [], ...named })
+      : null;
+    const reservation = draft ? this.sink?.reserve?.(draft) : undefined;
+    const { media, notes } = await this.fetchFiles(files);
+    const msg = toInbound(event, bot, this.policy, { media, notes, ...named });
     if (!msg) {
       reservation?.cancel();
       return;

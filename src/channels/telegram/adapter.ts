@@ -23,7 +23,7 @@ import type { InboundMessage, OutboundMessage } from "../../bus/types.js";
 import { backoffDelay, sleep } from "../../llm/retry.js";
 import { logger, type Logger } from "../../log.js";
 import { ChannelError, ConfigError, errorMessage } from "../../util/errors.js";
-import { isAllowed, refusalNotice } from "../access.js";
+import { isAllowed } from "../access.js";
 import { downloadFile, formatBytes, mediaPath, MediaTooLargeError } from "../media.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import type { Channel, InboundReservation, InboundSink } from "../types.js";
@@ -719,8 +719,10 @@ export class TelegramChannel implements Channel {
     const threadId = inbound.metadata?.threadId as number | undefined;
     const key = conversationKey(inbound.chatId, threadId);
     const allowed = isAllowed(inbound, this.cfg.allowFrom);
-    if (mapped.isStart) {
-      await this.greet(inbound, allowed);
+    // A refused /start is handed on like any refused message: the manager answers it through
+    // the one notice limiter (at most once an hour), so /start cannot be used to spam the notice.
+    if (mapped.isStart && allowed) {
+      await this.greet(inbound);
       return;
     }
     // From here on the message is accepted: show "typing…" while files download and the agent works.
@@ -736,13 +738,12 @@ export class TelegramChannel implements Channel {
     else sink.publishInbound(message);
   }
 
-  private async greet(inbound: InboundMessage, allowed: boolean): Promise<void> {
+  private async greet(inbound: InboundMessage): Promise<void> {
     const name = this.me ? `@${this.me.username}` : "this bot";
-    const text = allowed
-      ? `Hello! I'm ${name}, your palaver assistant. Send me a message and I'll answer. ` +
-        `Commands: /new starts a new conversation, /stop cancels a reply, /status and /help tell you more. ` +
-        `(Your Telegram user id is ${inbound.senderId}.)`
-      : refusalNotice(CHANNEL, inbound.senderId);
+    const text =
+      `Hello! I'm ${name}, your palaver assistant. Send me a message and I'll answer. ` +
+      `Commands: /new starts a new conversation, /stop cancels a reply, /status and /help tell you more. ` +
+      `(Your Telegram user id is ${inbound.senderId}.)`;
     await this.sendText(replyTarget(inbound, false), { html: text, plain: text }, { plainOnly: true });
   }
 

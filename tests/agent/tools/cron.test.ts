@@ -52,6 +52,27 @@ describe("cron tool", () => {
     expect(params.required).toEqual(["action"]);
   });
 
+  it("add records who asked (channel, sender id, aliases), so the job stops when they are let out", async () => {
+    const { ctx } = makeContext({
+      channel: "telegram",
+      chatId: "42",
+      sessionKey: "telegram:42",
+      sender: { id: "42", aliases: ["@ada"] },
+    });
+    await call({ action: "add", message: "water", every_seconds: 600 }, ctx);
+    const { ctx: background } = makeContext({ channel: "telegram", chatId: "42", sessionKey: "telegram:42" });
+    await call({ action: "add", message: "heartbeat's", every_seconds: 600 }, background);
+    const jobs = await service.list();
+    expect(jobs.find((j) => j.payload.message === "water")!.payload.creator).toEqual({
+      kind: "sender",
+      channel: "telegram",
+      senderId: "42",
+      aliases: ["@ada"],
+    });
+    // A turn no person asked for (heartbeat, a subagent's result) has no sender to record.
+    expect(jobs.find((j) => j.payload.message === "heartbeat's")!.payload.creator).toBeUndefined();
+  });
+
   it("add binds the job to the turn's chat and thread", async () => {
     const out = await call({
       action: "add",

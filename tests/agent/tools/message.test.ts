@@ -1,8 +1,13 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createMessageTool } from "../../../src/agent/tools/message.js";
+import { createMessageTool, type MessageTargets } from "../../../src/agent/tools/message.js";
 import { TempDirs, makeContext } from "./helpers.js";
+
+/** Targets with these allowFrom lists and no sessions. */
+function allowing(lists: Record<string, string[]>): MessageTargets {
+  return { hasSession: () => Promise.resolve(false), allowFrom: (channel) => lists[channel] };
+}
 
 describe("message tool", () => {
   const temps = new TempDirs();
@@ -30,19 +35,22 @@ describe("message tool", () => {
 
   it("sends to another chat without touching the turn or leaking metadata", async () => {
     const { ctx, published } = makeContext({ channel: "slack", chatId: "C1", metadata: { thread_ts: "1" } });
-    const out = await createMessageTool().execute(
-      { content: "ping", channel: "telegram", chat_id: "42" },
-      ctx,
-    );
+    const out = await createMessageTool({
+      restrictToWorkspace: true,
+      targets: allowing({ telegram: ["42"] }),
+    }).execute({ content: "ping", channel: "telegram", chat_id: "42" }, ctx);
     expect(out).toBe("Message sent to telegram:42");
     expect(published).toEqual([{ channel: "telegram", chatId: "42", content: "ping", kind: "final" }]);
     expect(ctx.turn.sentToOriginChat).toBe(false);
   });
 
   it("only a different chat_id on the same channel is another chat", async () => {
-    const { ctx, published } = makeContext({ channel: "cli", chatId: "direct" });
-    await createMessageTool().execute({ content: "x", chat_id: "other" }, ctx);
-    expect(published[0]).toMatchObject({ channel: "cli", chatId: "other" });
+    const { ctx, published } = makeContext({ channel: "slack", chatId: "C1" });
+    await createMessageTool({ restrictToWorkspace: true, targets: allowing({ slack: ["U2"] }) }).execute(
+      { content: "x", chat_id: "U2" },
+      ctx,
+    );
+    expect(published[0]).toMatchObject({ channel: "slack", chatId: "U2" });
     expect(ctx.turn.sentToOriginChat).toBe(false);
   });
 

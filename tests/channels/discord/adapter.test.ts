@@ -296,6 +296,41 @@ describe("DiscordChannel: receiving", () => {
     expect(inbound[0]).not.toHaveProperty("media");
     expect(fake.requests.filter((r) => r.path.startsWith("/attachments/"))).toHaveLength(0);
   });
+
+  it("checks access before any side effect: no download, no journal entry, no typing for a refused sender", async () => {
+    const BOB = "900000000000000001";
+    const { channel, fake, inbound, alice } = await setup({ discord: { allowFrom: [BOB] } });
+    const bob = fake.addUser("bob", { id: BOB });
+    const reserved: InboundMessage[] = [];
+    await channel.start(
+      {
+        publishInbound: (m) => inbound.push(m),
+        reserve: (draft) => {
+          reserved.push(draft);
+          return { publish: (m) => inbound.push(m), cancel: () => undefined };
+        },
+      },
+      never(),
+    );
+    fake.userMessage({
+      channelId: fake.dmChannel(alice).id,
+      author: alice,
+      content: "let me in",
+      attachments: [fake.addAttachment("x.txt", "data", "text/plain")],
+    });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the refused message");
+    // Handed on bare: the manager tells alice how to get in.
+    expect(inbound[0]).toMatchObject({ senderId: alice.id });
+    expect(inbound[0]).not.toHaveProperty("media");
+    // bob is let in: his typing shows that alice's would have been sent by now.
+    const bobDm = fake.dmChannel(bob).id;
+    fake.userMessage({ channelId: bobDm, author: bob, content: "hello" });
+    const typing = () => fake.requests.filter((r) => r.path.endsWith("/typing"));
+    await fake.waitFor(() => typing().length >= 1, 5000, "bob's typing");
+    expect(typing().map((r) => r.path)).toEqual([`/channels/${bobDm}/typing`]);
+    expect(reserved).toEqual([]);
+    expect(fake.requests.filter((r) => r.path.startsWith("/attachments/"))).toHaveLength(0);
+  });
 });
 
 describe("DiscordChannel: slash commands", () => {
@@ -319,6 +354,22 @@ describe("DiscordChannel: slash commands", () => {
       metadata: inbound[0]!.metadata,
     });
     expect(fake.sent[2]!.via).toBe("channel");
+  });
+
+  it("does not defer (no 'thinking…') a refused sender's slash command; it goes to the manager's notice", async () => {
+    const BOB = "900000000000000002";
+    const { channel, fake, sink, inbound, alice } = await setup({ discord: { allowFrom: [BOB] } });
+    const bob = fake.addUser("bob", { id: BOB });
+    await channel.start(sink, never());
+    const refused = fake.slashCommand({ name: "help", user: alice, channelId: fake.dmChannel(alice).id });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the refused command");
+    expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "/help" });
+    // bob's command is deferred at once; alice's would have been asked for before his.
+    const allowed = fake.slashCommand({ name: "help", user: bob, channelId: fake.dmChannel(bob).id });
+    const callbackOf = (id: string) => fake.calls("POST", new RegExp(`^/interactions/${id}/[^/]+/callback$`));
+    await fake.waitFor(() => callbackOf(allowed.id).length === 1, 5000, "bob's deferral");
+    expect(callbackOf(refused.id)).toEqual([]);
+    await fake.waitFor(() => inbound.length === 2, 5000, "bob's command");
   });
 
   it("refuses a slash command outside the allowlisted channels, privately, without bothering the agent", async () => {

@@ -1,5 +1,5 @@
 /** The real Slack adapter (Bolt, Socket Mode, Web API client) against the loopback fake Slack. */
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -255,6 +255,27 @@ describe("Slack Socket Mode: receiving", () => {
     expect(msg.content).toBe(
       "see attached\n\n[The file huge.bin was not downloaded: the file is larger than the 1000 bytes limit.]",
     );
+  });
+
+  it("checks access before anything else: a refused sender's files are not fetched and get no reaction", async () => {
+    const { fake, workspace } = await started({ allowFrom: ["U1"] });
+    const files = Array.from({ length: 3 }, (_, i) => fake.addFile(`big-${i}.bin`, Buffer.alloc(2000)));
+    await fake.pushEvent(dmEvent("take these", { user: "U2", channel: "D2", subtype: "file_share", files }));
+    // Handed on bare, so the manager can tell the sender how to get in.
+    const msg = await rig!.nextInbound(1);
+    expect(msg).toMatchObject({ senderId: "U2", content: "take these\n\n[file]\n\n[file]\n\n[file]" });
+    expect(msg.media).toBeUndefined();
+    expect(rig!.reserved).toEqual([]);
+    // An allowed message after it, in the same order of handling, proves the refused one is done.
+    await fake.pushEvent(dmEvent("marker", { user: "U1", channel: "D2" }));
+    await rig!.nextInbound(2);
+    await fake.waitForCalls("reactions.add", 1);
+    expect(fake.downloads).toEqual([]);
+    expect(fake.callsTo("files.info")).toEqual([]);
+    expect(fake.callsTo("reactions.add").map((c) => c.params.timestamp)).toEqual([
+      rig!.inbound[1]!.metadata!.messageId,
+    ]);
+    await expect(readdir(join(workspace, "media", "slack"))).rejects.toThrow(/ENOENT/);
   });
 
   it("tells the model when Slack answers a file URL with its sign-in page (no files:read)", async () => {

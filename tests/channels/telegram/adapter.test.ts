@@ -7,6 +7,10 @@ import { createTranscriber } from "../../../src/channels/telegram/transcription.
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { rig, type Rig } from "./helpers.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
+import { MessageBus } from "../../../src/bus/bus.js";
+import { NoticeLimiter } from "../../../src/channels/access.js";
+import { ChannelManager } from "../../../src/channels/manager.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const GROUP = { id: -1001234, type: "supergroup", title: "Team" };
 const FORUM = { id: -1005678, type: "supergroup", title: "Forum", is_forum: true };
@@ -316,17 +320,52 @@ describe("inbound", () => {
     expect(fake.callsTo("getFile")).toHaveLength(0);
   });
 
-  it("answers /start itself: a greeting with the id, or the refusal notice", async () => {
-    const { fake, inbound } = await started();
+  it("greets an allowed /start itself; a refused one goes to the manager's notice limiter", async () => {
+    const { fake, inbound, nthInbound } = await started();
     fake.userMessage({ text: "/start" });
     const hello = await fake.waitForSent((m) => m.chatId === 42);
     expect(hello.text).toMatch(/^Hello! I'm @palaver_test_bot/);
     expect(hello.text).toContain("Your Telegram user id is 42");
-    fake.userMessage({ text: "/start", from: { id: 7, first_name: "Mallory" } });
-    const refused = await fake.waitForSent((m) => m.chatId === 7);
-    expect(refused.text).toContain("Your telegram user id is 7");
-    expect(refused.text).toContain("channels.telegram.allowFrom");
     expect(inbound).toHaveLength(0);
+    fake.userMessage({ text: "/start", from: { id: 7, first_name: "Mallory" } });
+    const refused = await nthInbound(1);
+    expect(refused).toMatchObject({ senderId: "7", content: "/start" });
+    // The adapter sends nothing to a refused sender on its own.
+    expect(fake.sent.filter((m) => m.chatId === 7)).toEqual([]);
+  });
+
+  it("a refused sender's /start goes through the one notice limiter: twice /start, one notice", async () => {
+    r = await rig();
+    const fake = r.fake;
+    // Counts every refusal the manager sees, so the test knows when Mallory's messages are all handled.
+    let refusals = 0;
+    const notices = new (class extends NoticeLimiter {
+      override shouldNotify(channel: string, senderId: string): boolean {
+        refusals++;
+        return super.shouldNotify(channel, senderId);
+      }
+    })();
+    const manager = new ChannelManager({
+      bus: new MessageBus(),
+      sendProgress: false,
+      sendToolHints: false,
+      notices,
+    });
+    manager.add(r.channel, { allowFrom: ["42"] });
+    await manager.start();
+    try {
+      const mallory = { id: 7, first_name: "Mallory" };
+      fake.userMessage({ text: "/start", from: mallory });
+      fake.userMessage({ text: "/start", from: mallory });
+      fake.userMessage({ text: "let me in", from: mallory });
+      await waitFor(() => refusals === 3, 5000, "three refusals");
+      await manager.flush(5000);
+      const toMallory = fake.sent.filter((m) => m.chatId === 7);
+      expect(toMallory).toHaveLength(1);
+      expect(toMallory[0]!.text).toContain("Your telegram user id is 7");
+    } finally {
+      await manager.stop(1000);
+    }
   });
 
   it("publishes /stop at once, even while an earlier message of the chat is still downloading", async () => {

@@ -1,0 +1,17 @@
+/**
+ * A channel's allowFrom as the config has it: what the message tool and the
+ * cron scheduler check against when nobody is in front of them (the channel
+ * manager checks live messages itself). Undefined when the config has no
+ * section of that name (the terminal's "cli", a typo in a tool call).
+ */
+import type { Config } from "./schema.js";
+
+export function allowFromOf(
+  config: Pick<Config, "channels">,
+  channel: string,
+): readonly string[] | undefined {
+  const section: unknown = (config.channels as Record<string, unknown>)[channel];
+  if (section === null || typeof section !== "object") return undefined;
+  const list = (section as { allowFrom?: unknown }).allowFrom;
+  return Array.isArray(list) ? list.filter((id): id is string => typeof id === "string") : undefined;
+}

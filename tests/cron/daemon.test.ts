@@ -1,0 +1,110 @@
+/**
+ * The real `palaver gateway` child process (issue 11): a user schedules a job
+ * through the model's cron tool, is then taken out of allowFrom with a SIGHUP
+ * reload, and the job is disabled instead of firing into their chat.
+ */
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeOpenAI, lastUserText, toolCall, type FakeReply } from "../fakes/openai-server.js";
+import { FakeTelegram } from "../fakes/telegram-server.js";
+import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
+import { gatewayConfig } from "../helpers/gateway-process.js";
+import { waitFor } from "../helpers/wait.js";
+
+const CHILD_LIMIT_MS = 60_000;
+
+let dir: string;
+let llm: FakeOpenAI;
+let tg: FakeTelegram;
+let configPath: string;
+let gateway: RunningCli | undefined;
+
+async function writeConfig(allowFrom: string[]): Promise<void> {
+  const config = gatewayConfig(
+    dir,
+    { llmBaseURL: llm.baseURL, telegram: tg },
+    { channels: { telegram: { allowFrom } } },
+  );
+  await writeFile(configPath, `${JSON.stringify(config, null, 2)}\n`);
+}
+
+interface StoredJob {
+  id: string;
+  enabled: boolean;
+  payload: { creator?: unknown };
+  state: { lastStatus: string | null; lastError: string | null };
+}
+async function jobs(): Promise<StoredJob[]> {
+  try {
+    return (JSON.parse(await readFile(join(dir, "cron", "jobs.json"), "utf8")) as { jobs: StoredJob[] }).jobs;
+  } catch {
+    return [];
+  }
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-cron-daemon-"));
+  llm = await FakeOpenAI.start();
+  tg = await FakeTelegram.start();
+  configPath = join(dir, "config.json");
+  await writeConfig(["42"]);
+  llm.setHandler((req): FakeReply => {
+    const last = req.body.messages.at(-1) as { role: string };
+    if (last.role === "tool") return { content: "scheduled" };
+    if (lastUserText(req).includes("[Scheduled task")) return { content: "time for water" };
+    return { toolCalls: [toolCall("cron", { action: "add", message: "water", every_seconds: 3600 })] };
+  });
+});
+
+afterEach(async () => {
+  if (gateway && gateway.child.exitCode === null && gateway.child.signalCode === null)
+    gateway.child.kill("SIGKILL");
+  await gateway?.exited.catch(() => undefined);
+  gateway = undefined;
+  await tg.close();
+  await llm.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("cron jobs of a sender taken out of allowFrom", { timeout: 90_000 }, () => {
+  it("are disabled with a log line after a SIGHUP reload, and never fire into the chat", async () => {
+    gateway = startCli(["gateway", "--config", configPath], {
+      cwd: dir,
+      env: { HOME: dir },
+      timeoutMs: CHILD_LIMIT_MS,
+    });
+    await gateway.stderrIncludes("gateway running");
+    tg.userMessage({ text: "remind me every hour to drink water" });
+    await tg.waitForSent((m) => m.text === "scheduled", 20_000);
+    const [job] = await jobs();
+    expect(job!.payload.creator).toMatchObject({ kind: "sender", channel: "telegram", senderId: "42" });
+
+    // While the sender is let in, the job delivers.
+    const run = (id: string) =>
+      runCli(["cron", "run", id, "--config", configPath], {
+        cwd: dir,
+        env: { HOME: dir },
+        timeoutMs: 30_000,
+      });
+    expect((await run(job!.id)).code).toBe(0);
+    await tg.waitForSent((m) => m.text === "time for water" && m.chatId === 42, 20_000);
+
+    // The operator takes 42 out of allowFrom and reloads.
+    await writeConfig(["99"]);
+    gateway.child.kill("SIGHUP");
+    await gateway.stderrIncludes("channel reloaded");
+    expect((await run(job!.id)).code).toBe(0);
+    await waitFor(async () => (await jobs())[0]?.enabled === false, 20_000, "the job to be disabled");
+    const [disabled] = await jobs();
+    expect(disabled!.state.lastStatus).toBe("skipped");
+    expect(disabled!.state.lastError).toMatch(
+      /telegram user 42\) is no longer in channels\.telegram\.allowFrom/,
+    );
+    await gateway.stderrIncludes("cron job disabled");
+    const scheduledTurns = llm.requests.filter((r) => lastUserText(r).includes("[Scheduled task"));
+    expect(scheduledTurns).toHaveLength(1);
+    expect(tg.sent.filter((m) => m.text === "time for water")).toHaveLength(1);
+  });
+});
