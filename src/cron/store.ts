@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { logger, type Logger } from "../log.js";
-import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
+import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
 
@@ -115,7 +115,7 @@ export class CronStore {
       );
     }
     // Left in jobs.json too: nanobot, sharing the file, may run what palaver cannot read.
-    await keepCorrupt(this.path, fresh, this.log);
+    keepCorrupt(corruptPathOf(this.path), fresh, this.log);
     return parsed.snapshot;
   }
 

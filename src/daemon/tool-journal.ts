@@ -16,23 +16,14 @@
  *
  * To remove: drop it from gateway.ts; the agent then runs every call again on replay.
  */
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
 import type { CallKey, RecalledCall, ToolCallJournal, TurnCallRecord } from "../agent/tool-replay.js";
 import type { TurnState } from "../agent/tools/types.js";
 import type { InboundMessage } from "../bus/types.js";
 import { logger, type Logger } from "../log.js";
+import { readJsonl } from "../util/jsonl.js";
 import { JOURNAL_ID } from "./journal.js";
 
 const CallFields = {
@@ -88,9 +79,10 @@ export class ToolJournal implements ToolCallJournal {
    */
   open(pendingTurns: Iterable<string>): void {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
-    if (existsSync(this.path)) {
-      this.guard("read its file", () => this.load(readFileSync(this.path, "utf8")));
-    }
+    this.guard("read its file", () => {
+      const { values } = readJsonl(this.path, Entry, { log: this.log, what: "tool journal" });
+      for (const entry of values) this.apply(entry);
+    });
     const keep = new Set(pendingTurns);
     for (const turn of this.turns.keys()) if (!keep.has(turn)) this.turns.delete(turn);
     this.compact();
@@ -144,22 +136,6 @@ export class ToolJournal implements ToolCallJournal {
     );
   }
 
-  private load(text: string): void {
-    text.split("\n").forEach((line, index) => {
-      if (!line.trim()) return;
-      const entry = parseLine(line);
-      if (entry) return this.apply(entry);
-      // A torn last line is what a crash mid-append leaves; either way the line is kept for a human.
-      this.log.warn(
-        { file: this.path, line: index + 1, keptIn: `${this.path}.corrupt` },
-        "tool journal: skipping a line that is not a valid entry",
-      );
-      this.guard("keep a corrupt line", () =>
-        appendFileSync(`${this.path}.corrupt`, `${line}\n`, { mode: 0o600 }),
-      );
-    });
-  }
-
   private append(entry: Entry): void {
     this.guard("record a tool call", () => {
       this.fd ??= openSync(this.path, "a", 0o600);
@@ -203,15 +179,6 @@ export class ToolJournal implements ToolCallJournal {
       }
       this.failing = true;
     }
-  }
-}
-
-function parseLine(line: string): Entry | undefined {
-  try {
-    const parsed = Entry.safeParse(JSON.parse(line));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
   }
 }
 

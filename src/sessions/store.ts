@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
-import { keepCorrupt, corruptPathOf } from "../util/keep-corrupt.js";
+import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -412,7 +412,7 @@ export class SessionStore {
       await fh.close();
     }
     if (bad.length > 0) {
-      await keepCorrupt(path, bad, this.log);
+      keepCorrupt(corruptPathOf(path), bad, this.log);
       this.log.warn(
         { file: path, skipped: bad.length, keptIn: corruptPathOf(path) },
         `skipped ${bad.length} bad line(s) in the session file; they are kept in ${corruptPathOf(path)}`,

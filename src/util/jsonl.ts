@@ -74,8 +74,8 @@ export function parseJsonl<S extends z.ZodType>(
     }
   });
   if (bad.length === 0) return { values, skipped: 0 };
-  const corruptPath = opts.corruptPath ?? `${opts.source}.corrupt`;
-  keep(corruptPath, bad, log);
+  const corruptPath = opts.corruptPath ?? corruptPathOf(opts.source);
+  keepCorrupt(corruptPath, bad, log);
   log.warn(
     { file: opts.source, skipped: bad.length, keptIn: corruptPath },
     `${what}: skipped ${bad.length} bad line(s); they are kept in ${corruptPath}`,
@@ -101,8 +101,17 @@ function check<S extends z.ZodType>(line: string, schema: S, values: z.output<S>
   return undefined;
 }
 
-/** Appends the lines not already in the .corrupt file. Failing to keep them is logged, never fatal. */
-function keep(corruptPath: string, lines: string[], log: Logger): void {
+/** Where the bad lines of `path` are kept. */
+export function corruptPathOf(path: string): string {
+  return `${path}.corrupt`;
+}
+
+/**
+ * Appends the lines not already in the .corrupt file (0600: it may hold
+ * anything the file held). Failing to keep them is logged, never fatal.
+ */
+export function keepCorrupt(corruptPath: string, lines: readonly string[], log: Logger): void {
+  if (lines.length === 0) return;
   try {
     const known = existsSync(corruptPath)
       ? new Set(readFileSync(corruptPath, "utf8").split("\n"))

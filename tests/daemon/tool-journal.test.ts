@@ -144,7 +144,7 @@ describe("ToolJournal", () => {
       result: "Message sent",
       turn: { sentToOriginChat: true },
     });
-    expect(logged.filter((l) => l.msg?.includes("not a valid entry"))).toHaveLength(bad.length);
+    expect(logged.filter((l) => l.msg?.includes("skipping a bad line"))).toHaveLength(bad.length);
     expect((await readFile(`${path}.corrupt`, "utf8")).split("\n").filter(Boolean)).toEqual(bad);
     // The rewritten file holds only the valid entry.
     expect(await lines()).toEqual([good]);
