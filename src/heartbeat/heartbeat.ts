@@ -15,6 +15,7 @@ import type { InboundMessage, Origin } from "../bus/types.js";
 import { systemMessage } from "../bus/types.js";
 import type { ChatMessage, Provider, ToolDefinition } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
+import { secondsToTimerMs } from "../util/timers.js";
 import { PalaverError, errorMessage, isAbortError } from "../util/errors.js";
 
 export const HEARTBEAT_FILE = "HEARTBEAT.md";
@@ -91,7 +92,8 @@ export class HeartbeatService {
       return;
     }
     if (this.timer) return;
-    const ms = Math.max(1, this.opts.intervalSeconds) * 1000;
+    // The schema bounds intervalSeconds; clamping here too keeps a bad value from becoming a 1 ms loop.
+    const ms = Math.max(1000, secondsToTimerMs(this.opts.intervalSeconds));
     this.timer = setInterval(() => this.onTimer(), ms);
     // The gateway stays up on its own; a pending heartbeat must not keep a finished process alive.
     this.timer.unref();
