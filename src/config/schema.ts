@@ -51,6 +51,15 @@ export const AgentDefaultsSchema = z.object({
   maxSubagents: z.number().int().positive().default(3).describe("Background subagents running at once."),
   subagentMaxIterations: z.number().int().positive().default(15),
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
+  promptFileMaxChars: z
+    .number()
+    .int()
+    .min(1000)
+    .default(32_000)
+    .describe(
+      "Most characters of MEMORY.md and of each bootstrap file (AGENTS.md, SOUL.md ...) put in the system " +
+        "prompt; the model is told the rest can be read with read_file.",
+    ),
   llm: z
     .object({
       timeout: seconds(120).describe("Seconds one LLM call may take."),
