@@ -175,6 +175,18 @@ describe("HeartbeatService timer", () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
   });
 
+  it("an interval longer than a Node timer holds never turns into a 1 ms loop (issue 11)", async () => {
+    // The schema refuses such a value; this is the service's own guard for one that got past it.
+    await writeFile(join(workspace, "HEARTBEAT.md"), TASKS);
+    fake.setHandler(() => decide({ action: "skip" }));
+    const s = service({ intervalSeconds: 3_000_000 });
+    s.start();
+    // The fake clock behaves like Node: a delay above 2^31-1 ms fires after 1 ms.
+    vi.advanceTimersByTime(10_000);
+    await s.idle();
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("checks once per interval until stop() clears it", async () => {
     await writeFile(join(workspace, "HEARTBEAT.md"), TASKS);
     fake.setHandler(() => decide({ action: "skip" }));
