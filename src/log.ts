@@ -11,6 +11,8 @@ import { maskUrlCredentials } from "./util/url-credentials.js";
 export type { Logger };
 
 const SECRET_KEY = /(api_?key|token|secret|password|authorization|cookie)$/i;
+/** Objects whose every value is a secret whatever its name: HTTP headers, child-process environments. */
+const SECRET_RECORD_KEY = /^(env|headers|extraHeaders|childEnv)$/i;
 const TOKEN_SHAPES = [
   /\bsk-[A-Za-z0-9_-]{16,}/g, // OpenAI-style keys
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack bot/user tokens
@@ -50,8 +52,20 @@ export function redact(value: unknown, depth = 0): unknown {
   for (const [k, v] of Object.entries(value)) {
     // `err` at the top is left to the err serializer, which calls serializeError.
     if (depth === 0 && k === "err" && v instanceof Error) out[k] = v;
+    else if (SECRET_RECORD_KEY.test(k) && isRecord(v)) out[k] = maskRecord(v);
     else out[k] = SECRET_KEY.test(k) && typeof v === "string" && v !== "" ? MASK : redact(v, depth + 1);
   }
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Error);
+}
+
+/** Names kept (they help debugging), every value masked. */
+function maskRecord(record: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(record)) out[k] = MASK;
   return out;
 }
 

@@ -54,6 +54,13 @@ describe("redaction rules", () => {
     expect(out).not.toContain(SHORT_TOKEN);
     expect(out).not.toContain("pw123456");
     expect(out).toContain("bot[redacted]/getMe");
+    // Environments and headers: every value is a secret, whatever its name.
+    const logged = JSON.stringify(
+      redact({ server: { env: { GH_PAT: "ghp_value_1", MODE: "x" }, headers: { "X-Key": "hdr-value-2" } } }),
+    );
+    expect(logged).not.toContain("ghp_value_1");
+    expect(logged).not.toContain("hdr-value-2");
+    expect(logged).toContain('"GH_PAT":"[redacted]"');
     let deep: Record<string, unknown> = { secret: `http://a:deep-pass@h` };
     for (let i = 0; i < 20; i++) deep = { deep };
     expect(JSON.stringify(redact(deep))).not.toContain("deep-pass");
