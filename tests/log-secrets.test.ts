@@ -7,6 +7,11 @@
 import { Bot, HttpError } from "grammy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { configureLogging, logger, redact, redactText, registerSecrets } from "../src/log.js";
+import { MessageBus } from "../src/bus/bus.js";
+import { ChannelManager } from "../src/channels/manager.js";
+import { describeTelegramError } from "../src/channels/telegram/adapter.js";
+import type { Channel } from "../src/channels/types.js";
+import { ChannelError } from "../src/util/errors.js";
 import { FakeTelegram } from "./fakes/telegram-server.js";
 import { startHarness } from "./helpers/agent-harness.js";
 import { waitFor } from "./helpers/wait.js";
@@ -109,6 +114,48 @@ describe("grammy HttpError", () => {
       expect(written.join("\n")).not.toContain(SHORT_TOKEN);
     } finally {
       await r.cleanup();
+    }
+  });
+});
+
+describe("channel errors shown by /healthz and /status", () => {
+  it("a channel that cannot reach the Bot API reports its error without the token", async () => {
+    const fake = await FakeTelegram.start({ token: SHORT_TOKEN });
+    fake.dropNext("getMe", 1000);
+    const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });
+    // Fails the way TelegramChannel.start does: the real grammy HttpError, described for the operator.
+    const channel: Channel = {
+      name: "telegram",
+      async start() {
+        try {
+          await bot.api.getMe();
+        } catch (err) {
+          throw new ChannelError(describeTelegramError(err, fake.apiRoot), { cause: err });
+        }
+      },
+      async stop() {},
+      async send() {},
+    };
+    const manager = new ChannelManager({
+      bus: new MessageBus(),
+      sendProgress: false,
+      sendToolHints: false,
+      retryBaseMs: 60_000,
+      retryMaxMs: 60_000,
+    });
+    manager.add(channel, { allowFrom: ["42"] });
+    try {
+      await manager.start();
+      await waitFor(() => manager.status()[0]?.lastError !== undefined, 10_000, "the start failure");
+      const { lastError } = manager.status()[0]!;
+      // The operator still learns what failed, and where.
+      expect(lastError).toContain("cannot reach the Telegram Bot API");
+      expect(lastError).toContain("/bot[redacted]/getMe");
+      expect(lastError).not.toContain(SHORT_TOKEN);
+      expect(written.join("\n")).not.toContain(SHORT_TOKEN);
+    } finally {
+      await manager.stop();
+      await fake.close();
     }
   });
 });
