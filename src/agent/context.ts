@@ -115,17 +115,7 @@ export class ContextBuilder {
 
   /** The file's text, cut at promptFileMaxChars with a notice saying where the whole of it is. */
   private async readCapped(path: string): Promise<string> {
-    const max = this.promptFileMaxChars;
-    const { text, complete, bytes } = await readTextPrefix(path, max);
-    // Only the part that reaches the prompt counts: a long run of blank lines is not "more".
-    const body = text.trim();
-    if (complete && body.length <= max) return body;
-    const rel = relative(this.workspace, path);
-    const total = complete ? `${body.length} characters` : `${bytes} bytes`;
-    return (
-      `${body.slice(0, max)}\n\n[truncated: ${max} characters of ${total} shown; ` +
-      `the full file is at ${rel}, read it with read_file]`
-    );
+    return (await readForPrompt(path, this.promptFileMaxChars, relative(this.workspace, path))) ?? "";
   }
 
   /** [system, ...history, runtime context, user] for one turn. */
@@ -278,6 +268,30 @@ async function fileStamp(path: string): Promise<string> {
 }
 
 /**
+ * A workspace file for a prompt: trimmed, and cut at `maxChars` with a notice
+ * telling the model how much it sees and where the whole file is (`shownAs`,
+ * a path read_file accepts). Never reads more of the file than it needs.
+ * Undefined when the file does not exist.
+ */
+export async function readForPrompt(
+  path: string,
+  maxChars: number,
+  shownAs: string,
+): Promise<string | undefined> {
+  const read = await readTextPrefix(path, maxChars);
+  if (!read) return undefined;
+  const { text, complete, bytes } = read;
+  // Only the part that reaches the prompt counts: a long run of blank lines is not "more".
+  const body = text.trim();
+  if (complete && body.length <= maxChars) return body;
+  const total = complete ? `${body.length} characters` : `${bytes} bytes`;
+  return (
+    `${body.slice(0, maxChars)}\n\n[truncated: ${maxChars} characters of ${total} shown; ` +
+    `the full file is at ${shownAs}, read it with read_file]`
+  );
+}
+
+/**
  * The start of a text file, enough for `maxChars` UTF-16 characters (3 bytes
  * each at most in UTF-8), without reading a huge file whole. `complete` says
  * whether that was the whole file; `bytes` is its size.
@@ -285,7 +299,7 @@ async function fileStamp(path: string): Promise<string> {
 async function readTextPrefix(
   path: string,
   maxChars: number,
-): Promise<{ text: string; complete: boolean; bytes: number }> {
+): Promise<{ text: string; complete: boolean; bytes: number } | undefined> {
   // Leading whitespace is trimmed later, so leave room for a little of it.
   const limit = maxChars * 3 + 1024;
   try {
@@ -301,7 +315,7 @@ async function readTextPrefix(
     }
   } catch (err) {
     if (typeof err === "object" && err !== null && (err as { code?: unknown }).code === "ENOENT") {
-      return { text: "", complete: true, bytes: 0 };
+      return undefined;
     }
     throw new PalaverError(`cannot read ${path}: ${errorMessage(err)}`, { cause: err });
   }
