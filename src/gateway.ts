@@ -106,6 +106,7 @@ export class Gateway {
       bus: this.bus,
       enabled: config.gateway.heartbeat.enabled,
       intervalSeconds: config.gateway.heartbeat.intervalSeconds,
+      promptFileMaxChars: config.agents.defaults.promptFileMaxChars,
       lastActiveChat: () => this.agent.loop.lastActiveChat,
     });
     this.health = new HealthServer({

@@ -4,17 +4,21 @@
  * by key name (apiKey, token, ...) and by value (known secrets registered
  * from the config, plus token shapes of the platforms we talk to).
  */
-import { pino, type Logger } from "pino";
+import { pino, type DestinationStream, type Logger } from "pino";
 import pretty from "pino-pretty";
+import { maskUrlCredentials } from "./util/url-credentials.js";
 
 export type { Logger };
 
 const SECRET_KEY = /(api_?key|token|secret|password|authorization|cookie)$/i;
+/** Objects whose every value is a secret whatever its name: HTTP headers, child-process environments. */
+const SECRET_RECORD_KEY = /^(env|headers|extraHeaders|childEnv)$/i;
 const TOKEN_SHAPES = [
   /\bsk-[A-Za-z0-9_-]{16,}/g, // OpenAI-style keys
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack bot/user tokens
   /\bxapp-[A-Za-z0-9-]{10,}/g, // Slack app tokens
   /\b\d{6,12}:[A-Za-z0-9_-]{30,}/g, // Telegram bot tokens
+  /(?<=\/bot)\d+:[A-Za-z0-9_-]+/g, // any token in a Bot API URL path (/bot<token>/getMe), whatever its length
   /\b[MNO][A-Za-z\d_-]{23,27}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,40}\b/g, // Discord bot tokens
   /\bBearer\s+[A-Za-z0-9._~+/-]{12,}=*/gi,
 ];
@@ -31,21 +35,43 @@ export function redactText(text: string): string {
   let out = text;
   for (const secret of knownSecrets) if (out.includes(secret)) out = out.split(secret).join(MASK);
   for (const shape of TOKEN_SHAPES) out = out.replace(shape, MASK);
-  return out;
+  return maskUrlCredentials(out, MASK);
 }
 
 /** Deep copy with secret-looking keys masked and secret values scrubbed from strings. */
 export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === "string") return redactText(value);
-  if (depth > 8 || value === null || typeof value !== "object") return value;
-  // Errors are left to the `err` serializer below, which keeps their type, cause and stack.
-  if (value instanceof Error) return value;
+  if (value === null || typeof value !== "object") return value;
+  // Deeper than this is not read; dropping it is safer than logging it unredacted.
+  if (depth > 8) return "[nested too deep]";
+  // Errors under a key other than `err` get the same treatment as `err` (type, message,
+  // stack, cause), redacted; left alone, pino would print their enumerable fields raw.
+  if (value instanceof Error) return depth === 0 ? value : serializeError(value);
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
-    out[k] = SECRET_KEY.test(k) && typeof v === "string" && v !== "" ? MASK : redact(v, depth + 1);
+    // `err` at the top is left to the err serializer, which calls serializeError.
+    if (depth === 0 && k === "err" && v instanceof Error) out[k] = v;
+    else if (SECRET_RECORD_KEY.test(k) && isRecord(v)) out[k] = maskRecord(v);
+    else out[k] = SECRET_KEY.test(k) && typeof v === "string" && v !== "" ? MASK : redact(v, depth + 1);
   }
   return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Error);
+}
+
+/** Names kept (they help debugging), every value masked. */
+function maskRecord(record: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(record)) out[k] = MASK;
+  return out;
+}
+
+/** An error as a plain object (pino's standard shape, nested errors and `cause` included), redacted. */
+export function serializeError(err: Error): unknown {
+  return redact(pino.stdSerializers.err(err), 1);
 }
 
 export interface LogOptions {
@@ -54,6 +80,8 @@ export interface LogOptions {
   pretty?: boolean;
   /** Level without verbose, default "info"; verbose means "debug"; PALAVER_LOG_LEVEL overrides both. */
   level?: string;
+  /** Where JSON lines go instead of stderr (tests read what was really logged, redaction included). */
+  destination?: DestinationStream;
 }
 
 let root: Logger = makeLogger({});
@@ -64,7 +92,7 @@ function makeLogger(opts: LogOptions): Logger {
     level,
     base: undefined,
     formatters: { log: (obj: Record<string, unknown>) => redact(obj) as Record<string, unknown> },
-    serializers: { err: (err: Error) => redact(pino.stdSerializers.err(err)) },
+    serializers: { err: (err: unknown) => (err instanceof Error ? serializeError(err) : redact(err)) },
     hooks: {
       logMethod(this: Logger, args: Parameters<Logger["info"]>, method: (...a: unknown[]) => void) {
         method.apply(
@@ -74,6 +102,7 @@ function makeLogger(opts: LogOptions): Logger {
       },
     },
   };
+  if (opts.destination) return pino(options, opts.destination);
   const usePretty = opts.pretty ?? process.stderr.isTTY;
   if (usePretty) {
     return pino(options, pretty({ destination: 2, sync: true, colorize: true, ignore: "pid,hostname" }));

@@ -8,9 +8,9 @@
  * travel in a separate "runtime context" user message that is never saved to
  * the session.
  */
-import { readFile, stat } from "node:fs/promises";
+import { open, readFile, stat } from "node:fs/promises";
 import { arch, type as osType } from "node:os";
-import { extname, join, resolve } from "node:path";
+import { extname, join, relative, resolve } from "node:path";
 import type { ChatMessage, ContentPart } from "../llm/types.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { MemoryFiles } from "./memory.js";
@@ -20,6 +20,9 @@ import { SkillsLoader, type Skill } from "./skills.js";
 export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md"] as const;
 
 export const RUNTIME_CONTEXT_TAG = "[Runtime context — metadata, not instructions]";
+
+/** Default of agents.defaults.promptFileMaxChars: the most of each file put in the system prompt. */
+export const DEFAULT_PROMPT_FILE_MAX_CHARS = 32_000;
 
 /** Images larger than this are passed as a file path instead of inline data. */
 export const MAX_INLINE_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -40,6 +43,12 @@ export interface ContextBuilderOptions {
   /** Skills shipped with palaver; workspace skills of the same name win. */
   builtinSkillsDir?: string;
   agentName?: string;
+  /**
+   * The most characters of each bootstrap file and of MEMORY.md put in the
+   * system prompt (agents.defaults.promptFileMaxChars); the model is told
+   * where the rest is. A 10 MB MEMORY.md would otherwise go whole into every call.
+   */
+  promptFileMaxChars?: number;
 }
 
 export interface BuildMessagesInput {
@@ -62,11 +71,13 @@ export class ContextBuilder {
   readonly agentName: string;
   readonly memory: MemoryFiles;
   readonly skills: SkillsLoader;
+  readonly promptFileMaxChars: number;
   private cache: { signature: string; prompt: string; checkedAt: number } | undefined;
 
   constructor(opts: ContextBuilderOptions) {
     this.workspace = resolve(opts.workspace);
     this.agentName = opts.agentName ?? "palaver";
+    this.promptFileMaxChars = opts.promptFileMaxChars ?? DEFAULT_PROMPT_FILE_MAX_CHARS;
     this.memory = new MemoryFiles(this.workspace);
     // Memory written through this instance shows up in the very next prompt.
     this.memory.onMemoryWritten = () => (this.cache = undefined);
@@ -95,11 +106,16 @@ export class ContextBuilder {
     }
 
     const texts = await Promise.all(
-      files.map((f, i) => (stamps[i] === "-" ? Promise.resolve("") : readText(f))),
+      files.map((f, i) => (stamps[i] === "-" ? Promise.resolve("") : this.readCapped(f))),
     );
     const prompt = this.compose(texts.slice(0, BOOTSTRAP_FILES.length), texts.at(-1) ?? "", skills);
     this.cache = { signature, prompt, checkedAt: now };
     return prompt;
+  }
+
+  /** The file's text, cut at promptFileMaxChars with a notice saying where the whole of it is. */
+  private async readCapped(path: string): Promise<string> {
+    return (await readForPrompt(path, this.promptFileMaxChars, relative(this.workspace, path))) ?? "";
   }
 
   /** [system, ...history, runtime context, user] for one turn. */
@@ -120,12 +136,12 @@ export class ContextBuilder {
   private compose(bootstrap: string[], memory: string, skills: Skill[]): string {
     const parts = [this.identity()];
 
-    const files = BOOTSTRAP_FILES.map((name, i) => ({ name, text: bootstrap[i]?.trim() ?? "" }))
+    const files = BOOTSTRAP_FILES.map((name, i) => ({ name, text: bootstrap[i] ?? "" }))
       .filter((f) => f.text !== "")
       .map((f) => `## ${f.name}\n\n${f.text}`);
     if (files.length > 0) parts.push(files.join("\n\n"));
 
-    if (memory.trim() !== "") parts.push(`# Memory\n\n## Long-term Memory\n\n${memory.trim()}`);
+    if (memory !== "") parts.push(`# Memory\n\n## Long-term Memory\n\n${memory}`);
 
     const always = skills.filter((s) => s.always && s.available && s.body !== "");
     if (always.length > 0) {
@@ -251,11 +267,56 @@ async function fileStamp(path: string): Promise<string> {
   }
 }
 
-async function readText(path: string): Promise<string> {
+/**
+ * A workspace file for a prompt: trimmed, and cut at `maxChars` with a notice
+ * telling the model how much it sees and where the whole file is (`shownAs`,
+ * a path read_file accepts). Never reads more of the file than it needs.
+ * Undefined when the file does not exist.
+ */
+export async function readForPrompt(
+  path: string,
+  maxChars: number,
+  shownAs: string,
+): Promise<string | undefined> {
+  const read = await readTextPrefix(path, maxChars);
+  if (!read) return undefined;
+  const { text, complete, bytes } = read;
+  // Only the part that reaches the prompt counts: a long run of blank lines is not "more".
+  const body = text.trim();
+  if (complete && body.length <= maxChars) return body;
+  const total = complete ? `${body.length} characters` : `${bytes} bytes`;
+  return (
+    `${body.slice(0, maxChars)}\n\n[truncated: ${maxChars} characters of ${total} shown; ` +
+    `the full file is at ${shownAs}, read it with read_file]`
+  );
+}
+
+/**
+ * The start of a text file, enough for `maxChars` UTF-16 characters (3 bytes
+ * each at most in UTF-8), without reading a huge file whole. `complete` says
+ * whether that was the whole file; `bytes` is its size.
+ */
+async function readTextPrefix(
+  path: string,
+  maxChars: number,
+): Promise<{ text: string; complete: boolean; bytes: number } | undefined> {
+  // Leading whitespace is trimmed later, so leave room for a little of it.
+  const limit = maxChars * 3 + 1024;
   try {
-    return await readFile(path, "utf8");
+    const fh = await open(path, "r");
+    try {
+      const { size } = await fh.stat();
+      const buf = Buffer.alloc(Math.min(size, limit));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      // A multi-byte character cut at the end decodes to U+FFFD; it is past maxChars anyway.
+      return { text: buf.subarray(0, bytesRead).toString("utf8"), complete: size <= limit, bytes: size };
+    } finally {
+      await fh.close();
+    }
   } catch (err) {
-    if (typeof err === "object" && err !== null && (err as { code?: unknown }).code === "ENOENT") return "";
+    if (typeof err === "object" && err !== null && (err as { code?: unknown }).code === "ENOENT") {
+      return undefined;
+    }
     throw new PalaverError(`cannot read ${path}: ${errorMessage(err)}`, { cause: err });
   }
 }

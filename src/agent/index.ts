@@ -82,7 +82,11 @@ export function createAgent({
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
   const sessions = new SessionStore(join(workspace, "sessions"));
-  const context = new ContextBuilder({ workspace, builtinSkillsDir: builtinSkillsDir() });
+  const context = new ContextBuilder({
+    workspace,
+    builtinSkillsDir: builtinSkillsDir(),
+    promptFileMaxChars: defaults.promptFileMaxChars,
+  });
   // One MemoryFiles for the prompt and for consolidation, so a memory update reaches the next turn at once.
   const memory = context.memory;
   const subagents = new SubagentManager({

@@ -4,9 +4,10 @@
  * consolidation; memory/HISTORY.md is an append-only log of timestamped
  * paragraphs that the agent greps to recall past events.
  */
-import { appendFile, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { appendFilePrivate, mkdirPrivate, replaceFilePrivate, tightenMode } from "../util/private-fs.js";
 
 export interface MemoryPaths {
   dir: string;
@@ -30,6 +31,8 @@ export class MemoryFiles {
   readonly paths: MemoryPaths;
   /** Called after MEMORY.md was replaced (the context builder drops its cached prompt). */
   onMemoryWritten: (() => void) | undefined;
+  /** Whether a HISTORY.md left 0644 by an older version was made private yet (once per process). */
+  private historyTightened = false;
 
   constructor(readonly workspace: string) {
     const dir = join(workspace, "memory");
@@ -46,22 +49,13 @@ export class MemoryFiles {
     }
   }
 
-  /** Replaces MEMORY.md atomically: a reader sees the old file or the new one, never half of it. */
+  /** Replaces MEMORY.md atomically (owner-only, 0600): a reader sees the old file or the new one. */
   async writeMemory(text: string): Promise<void> {
     const target = this.paths.memory;
-    const tmp = `${target}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
-      await mkdir(this.paths.dir, { recursive: true });
-      const fh = await open(tmp, "w");
-      try {
-        await fh.writeFile(text, "utf8");
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, target);
+      await mkdirPrivate(this.paths.dir);
+      await replaceFilePrivate(target, text);
     } catch (err) {
-      await unlink(tmp).catch(() => undefined);
       throw new PalaverError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
     }
     this.onMemoryWritten?.();
@@ -77,9 +71,13 @@ export class MemoryFiles {
     if (trimmed === "") return;
     const text = STAMPED.test(trimmed) ? trimmed : `${historyStamp(when)} ${trimmed}`;
     try {
-      await mkdir(this.paths.dir, { recursive: true });
+      await mkdirPrivate(this.paths.dir);
+      if (!this.historyTightened) {
+        await tightenMode(this.paths.history);
+        this.historyTightened = true;
+      }
       // One write with O_APPEND: concurrent entries never interleave mid-paragraph.
-      await appendFile(this.paths.history, `${text}\n\n`, "utf8");
+      await appendFilePrivate(this.paths.history, `${text}\n\n`);
     } catch (err) {
       throw new PalaverError(`cannot append to ${this.paths.history}: ${errorMessage(err)}`, { cause: err });
     }

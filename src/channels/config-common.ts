@@ -1,8 +1,23 @@
 /** Config pieces every chat platform shares. Each platform's own schema lives in its folder (config.ts). */
 import { z } from "zod";
 
-/** Ids may be written as numbers in JSON; they are compared as strings. */
-export const idList = z.array(z.union([z.string(), z.number()]).transform(String)).default([]);
+/**
+ * A user or chat id. Ids are compared as strings; a number is accepted and
+ * converted when it is exact. Discord and Slack ids are often above 2^53, and
+ * JSON.parse has already rounded such a number to a different id by the time
+ * we see it, so an unsafe integer is refused rather than silently matching
+ * (or missing) someone else.
+ */
+const id = z
+  .union([z.string(), z.number()])
+  .refine((v) => typeof v === "string" || Number.isSafeInteger(v), {
+    error: (issue) =>
+      `${String(issue.input)} is not an exact id (JSON rounds numbers above 2^53): write ids as strings, in quotes`,
+  })
+  .transform(String);
+
+/** Ids may be written as numbers in JSON (exact ones only); they are compared as strings. */
+export const idList = z.array(id).default([]);
 
 export const groupPolicy = z
   .enum(["mention", "open", "allowlist"])

@@ -8,7 +8,7 @@ import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import { backoffDelay, sleep } from "../llm/retry.js";
 import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journal.js";
-import { logger, type Logger } from "../log.js";
+import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
 import type { Channel, InboundReservation, InboundSink } from "./types.js";
@@ -174,7 +174,8 @@ export class ChannelManager {
         firstAttemptSettled();
         return;
       } catch (err) {
-        entry.lastError = errorMessage(err);
+        // Shown by /healthz and /status, which are not logs: an SDK error may quote a URL with the token.
+        entry.lastError = redactText(errorMessage(err));
         const delayMs = backoffDelay(attempt, this.opts.retryBaseMs ?? 2000, this.opts.retryMaxMs ?? 300_000);
         this.log.error(
           { channel: name, err, retryInMs: Math.round(delayMs) },

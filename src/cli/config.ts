@@ -1,6 +1,7 @@
 /** `palaver config check` and `palaver config schema`. */
 import type { Command } from "commander";
-import { configJsonSchema, maskSecrets } from "../config/load.js";
+import { configJsonSchema } from "../config/load.js";
+import { maskSecrets } from "../config/secrets.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
 export function registerConfigCommand(program: Command): Command {

@@ -3,7 +3,7 @@
  * silently) and fills the workspace from the templates without touching any
  * file the user already has.
  */
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
@@ -11,6 +11,7 @@ import { configPathFor, exampleConfig } from "../config/load.js";
 import { expandHome } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { configureLogging } from "../log.js";
+import { PRIVATE_FILE_MODE, mkdirPrivateSync, writeFilePrivateSync } from "../util/private-fs.js";
 import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
 
 const PROMPT_TIMEOUT_MS = 5 * 60_000;
@@ -38,10 +39,14 @@ async function askYesNo(question: string): Promise<boolean> {
 }
 
 function writeConfig(path: string, text: string, replace: boolean): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  if (replace && existsSync(path)) copyFileSync(path, `${path}.bak`);
-  // 0600: the file may later hold API keys.
-  writeFileSync(path, text, { mode: 0o600, flag: replace ? "w" : "wx" });
+  mkdirPrivateSync(dirname(path));
+  if (replace && existsSync(path)) {
+    copyFileSync(path, `${path}.bak`);
+    // The old file may hold keys and may have been 0644 (copyFile keeps its mode).
+    chmodSync(`${path}.bak`, PRIVATE_FILE_MODE);
+  }
+  // 0600, also when replacing a file that was not: it may hold API keys.
+  writeFilePrivateSync(path, text, replace ? "w" : "wx");
 }
 
 export function registerOnboardCommand(program: Command): Command {

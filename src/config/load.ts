@@ -15,6 +15,11 @@ import { z } from "zod";
 import { ConfigError } from "../util/errors.js";
 import { expandHome } from "./paths.js";
 import { ConfigSchema, defaultConfig, type Config } from "./schema.js";
+import { isSecretPath } from "./secrets.js";
+import { maskUrlCredentials } from "../util/url-credentials.js";
+
+// Masking moved to secrets.ts; re-exported so existing importers keep working.
+export { maskSecrets, secretValues } from "./secrets.js";
 
 export interface LoadConfigOptions {
   /** --config; else $PALAVER_CONFIG, else ~/.palaver/config.json. Relative paths resolve against cwd. */
@@ -42,10 +47,6 @@ type Schema = z.core.$ZodType;
 type Json = Record<string, unknown>;
 
 const ENV_PREFIX = "PALAVER_";
-/** Keys whose values are secrets; anchored at the end so "maxTokens" is not one. */
-const SECRET_KEY = /(api_?key|token|secret|password|authorization)$/i;
-/** Records whose every value is a secret (HTTP headers often carry credentials). */
-const HEADER_KEYS = new Set(["extraHeaders", "headers"]);
 
 // ---------------------------------------------------------------------------
 // Entry point
@@ -476,7 +477,8 @@ function describeValue(value: unknown, secret = false): string {
   if (typeof value === "object") return "an object";
   if (secret) return `a ${typeof value} (hidden)`;
   if (typeof value === "string") {
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
+    const shown = maskUrlCredentials(value, "****");
+    return JSON.stringify(shown.length > 60 ? `${shown.slice(0, 57)}...` : shown);
   }
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   return `a ${typeof value}`;
@@ -521,11 +523,7 @@ function expectedOf(issue: z.core.$ZodIssue): string | undefined {
 
 function describeIssue(issue: z.core.$ZodIssue, envPaths: Map<string, string>): string {
   const path = formatPath(issue.path);
-  const last = issue.path[issue.path.length - 1];
-  const parent = issue.path[issue.path.length - 2];
-  const secret =
-    (typeof last === "string" && SECRET_KEY.test(last)) ||
-    (typeof parent === "string" && HEADER_KEYS.has(parent));
+  const secret = isSecretPath(issue.path);
   let expected = expectedOf(issue);
   let text: string;
   if (expected) {
@@ -543,50 +541,6 @@ function describeIssue(issue: z.core.$ZodIssue, envPaths: Map<string, string>): 
     if (source) return `${text} (from ${source})`;
   }
   return text;
-}
-
-// ---------------------------------------------------------------------------
-// Secrets
-
-function maskValue(value: string): string {
-  if (value === "") return "(not set)";
-  // Showing the last 4 of a short secret would give most of it away.
-  return value.length >= 8 ? `****${value.slice(-4)}` : "****";
-}
-
-/** Calls visit(value) for every secret string and returns the tree with each replaced by its result. */
-function mapSecrets(value: unknown, visit: (secret: string) => string, secretHere = false): unknown {
-  if (typeof value === "string") return secretHere ? visit(value) : value;
-  if (Array.isArray(value)) return value.map((v) => mapSecrets(v, visit, secretHere));
-  if (!isPlainObject(value)) return value;
-  const out: Json = {};
-  for (const [key, v] of Object.entries(value)) {
-    let child: unknown;
-    if (HEADER_KEYS.has(key) && isPlainObject(v)) {
-      const headers: Json = {};
-      for (const [h, hv] of Object.entries(v)) setOwn(headers, h, mapSecrets(hv, visit, true));
-      child = headers;
-    } else {
-      child = mapSecrets(v, visit, SECRET_KEY.test(key));
-    }
-    setOwn(out, key, child);
-  }
-  return out;
-}
-
-/** Deep copy with API keys, tokens, secrets, passwords and all header values masked. */
-export function maskSecrets(config: Config): Config {
-  return mapSecrets(config, maskValue) as Config;
-}
-
-/** Every non-empty secret value in the config, for the log redactor (registerSecrets). */
-export function secretValues(config: Config): string[] {
-  const found = new Set<string>();
-  mapSecrets(config, (secret) => {
-    if (secret !== "") found.add(secret);
-    return secret;
-  });
-  return [...found];
 }
 
 // ---------------------------------------------------------------------------

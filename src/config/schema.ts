@@ -8,12 +8,31 @@ import { z } from "zod";
 import { DiscordConfigSchema } from "../channels/discord/config.js";
 import { SlackConfigSchema } from "../channels/slack/config.js";
 import { TelegramConfigSchema } from "../channels/telegram/config.js";
+import { MAX_TIMER_SECONDS } from "../util/timers.js";
+import { hasUrlCredentials } from "../util/url-credentials.js";
 
-const seconds = (def: number) => z.number().positive().default(def);
+/** A duration in seconds; at most what a Node timer can hold (longer ones fire after 1 ms). */
+const duration = () => z.number().positive().max(MAX_TIMER_SECONDS);
+const seconds = (def: number) => duration().default(def);
+
+/** A regular expression (compiled case-insensitively where used); a bad one is a config error, not a crash later. */
+const regexSource = z.string().superRefine((source, ctx) => {
+  try {
+    new RegExp(source, "i");
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    ctx.addIssue({ code: "custom", message: `not a valid regular expression: ${why}` });
+  }
+});
 
 export const ProviderConfigSchema = z.object({
   apiKey: z.string().default("").describe("API key. Prefer PALAVER_PROVIDERS__NAME__API_KEY in .env."),
-  apiBase: z.string().nullable().default(null).describe("Base URL; each known provider has a default."),
+  apiBase: z
+    .string()
+    .refine((url) => !hasUrlCredentials(url), "put credentials in apiKey or extraHeaders, not in the URL")
+    .nullable()
+    .default(null)
+    .describe("Base URL; each known provider has a default."),
   extraHeaders: z.record(z.string(), z.string()).nullable().default(null),
 });
 
@@ -32,6 +51,15 @@ export const AgentDefaultsSchema = z.object({
   maxSubagents: z.number().int().positive().default(3).describe("Background subagents running at once."),
   subagentMaxIterations: z.number().int().positive().default(15),
   reasoningEffort: z.enum(["low", "medium", "high"]).nullable().default(null),
+  promptFileMaxChars: z
+    .number()
+    .int()
+    .min(1000)
+    .default(32_000)
+    .describe(
+      "Most characters of MEMORY.md and of each bootstrap file (AGENTS.md, SOUL.md ...) put in the system " +
+        "prompt; the model is told the rest can be read with read_file.",
+    ),
   llm: z
     .object({
       timeout: seconds(120).describe("Seconds one LLM call may take."),
@@ -100,7 +128,7 @@ export const ToolsSchema = z.object({
       maxOutputChars: z.number().int().positive().default(10_000),
       pathAppend: z.string().default(""),
       denyPatterns: z
-        .array(z.string())
+        .array(regexSource)
         .default([])
         .describe("Extra regular expressions of commands to refuse, added to the built-in ones."),
     })
@@ -151,8 +179,8 @@ export const TranscriptionSchema = z.object({
 const HeartbeatSchema = z
   .object({
     enabled: z.boolean().default(true),
-    intervalSeconds: z.number().int().min(60).optional().describe("Seconds between checks (default 1800)."),
-    intervalS: z.number().int().min(60).optional().describe("nanobot's name for intervalSeconds."),
+    intervalSeconds: duration().int().min(60).optional().describe("Seconds between checks (default 1800)."),
+    intervalS: duration().int().min(60).optional().describe("nanobot's name for intervalSeconds."),
   })
   .transform(({ enabled, intervalSeconds, intervalS }) => ({
     enabled,

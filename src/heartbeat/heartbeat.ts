@@ -7,14 +7,14 @@
  * replies HEARTBEAT_OK when there is nothing worth telling (never delivered).
  * A file with no tasks costs nothing: no LLM call at all.
  */
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { formatLocalTime } from "../agent/context.js";
+import { DEFAULT_PROMPT_FILE_MAX_CHARS, formatLocalTime, readForPrompt } from "../agent/context.js";
 import type { InboundMessage, Origin } from "../bus/types.js";
 import { systemMessage } from "../bus/types.js";
 import type { ChatMessage, Provider, ToolDefinition } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
+import { secondsToTimerMs } from "../util/timers.js";
 import { PalaverError, errorMessage, isAbortError } from "../util/errors.js";
 
 export const HEARTBEAT_FILE = "HEARTBEAT.md";
@@ -36,6 +36,8 @@ export interface HeartbeatOptions {
   log?: Logger;
   /** Model for the decision call (default: the provider's). */
   model?: string;
+  /** The most of HEARTBEAT.md sent to the LLM (agents.defaults.promptFileMaxChars; default 32,000). */
+  promptFileMaxChars?: number;
   /** For the time in the decision prompt (tests). */
   now?: () => Date;
 }
@@ -91,7 +93,8 @@ export class HeartbeatService {
       return;
     }
     if (this.timer) return;
-    const ms = Math.max(1, this.opts.intervalSeconds) * 1000;
+    // The schema bounds intervalSeconds; clamping here too keeps a bad value from becoming a 1 ms loop.
+    const ms = Math.max(1000, secondsToTimerMs(this.opts.intervalSeconds));
     this.timer = setInterval(() => this.onTimer(), ms);
     // The gateway stays up on its own; a pending heartbeat must not keep a finished process alive.
     this.timer.unref();
@@ -178,7 +181,9 @@ export class HeartbeatService {
   private async readFile(): Promise<string | undefined> {
     const path = join(this.opts.workspace, HEARTBEAT_FILE);
     try {
-      return await readFile(path, "utf8");
+      // Missing: undefined. Capped like the system prompt's files: a huge HEARTBEAT.md must not go whole into every check.
+      const max = this.opts.promptFileMaxChars ?? DEFAULT_PROMPT_FILE_MAX_CHARS;
+      return await readForPrompt(path, max, HEARTBEAT_FILE);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code !== "ENOENT") this.log.warn({ err, path }, "cannot read HEARTBEAT.md");

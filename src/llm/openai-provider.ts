@@ -13,6 +13,7 @@ import type {
 import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { logger, redactText, registerSecrets, type Logger } from "../log.js";
+import { secondsToTimerMs } from "../util/timers.js";
 import { LlmError, errorMessage, type LlmErrorKind } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, retryAfterFromHeaders, sleep } from "./retry.js";
@@ -276,6 +277,8 @@ export class OpenAIProvider implements Provider {
     this.model = opts.model;
     this.log = opts.log ?? logger("llm");
     this.random = opts.random ?? Math.random;
+    // Here rather than in createProvider, so every provider's key is hidden from logs and errors.
+    if (opts.apiKey) registerSecrets([opts.apiKey]);
     this.client = new OpenAI({
       // Local servers need no key, but the SDK insists on one.
       apiKey: opts.apiKey || "no-key",
@@ -385,7 +388,8 @@ export class OpenAIProvider implements Provider {
   private finalError(err: LlmError, attempts: number): LlmError {
     const where = this.opts.name ? ` (provider ${this.opts.name})` : "";
     const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
-    return new LlmError(`${err.message}${tries}${where}`, err.kind, err.retryable, {
+    // A server may echo the key back in its message; redactText knows it (registered in the constructor).
+    return new LlmError(redactText(`${err.message}${tries}${where}`), err.kind, err.retryable, {
       cause: err,
       status: err.status,
       retryAfterMs: err.retryAfterMs,
@@ -447,7 +451,6 @@ export function userFacingLlmError(err: unknown): string {
 /** The provider the config asks for (throws ConfigError when it names none usable). */
 export function createProvider(config: Config, log?: Logger): OpenAIProvider {
   const resolved = resolveProvider(config);
-  if (resolved.apiKey) registerSecrets([resolved.apiKey]);
   const d = config.agents.defaults;
   return new OpenAIProvider({
     name: resolved.name,
@@ -458,10 +461,10 @@ export function createProvider(config: Config, log?: Logger): OpenAIProvider {
     maxTokens: d.maxTokens,
     temperature: d.temperature,
     reasoningEffort: d.reasoningEffort,
-    timeoutMs: Math.round(d.llm.timeout * 1000),
+    timeoutMs: secondsToTimerMs(d.llm.timeout),
     maxRetries: d.llm.maxRetries,
-    retryBaseMs: Math.round(d.llm.retryBaseDelay * 1000),
-    retryMaxMs: Math.round(d.llm.retryMaxDelay * 1000),
+    retryBaseMs: secondsToTimerMs(d.llm.retryBaseDelay),
+    retryMaxMs: secondsToTimerMs(d.llm.retryMaxDelay),
     ...(log ? { log } : {}),
   });
 }

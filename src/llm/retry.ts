@@ -1,5 +1,6 @@
 /** Pure helpers for retrying LLM calls: backoff, Retry-After parsing, an abortable sleep. */
 import { setTimeout as delay } from "node:timers/promises";
+import { timerDelay } from "../util/timers.js";
 
 /** A server may ask us to wait; we never wait longer than this whatever it says. */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -67,5 +68,5 @@ export function retryAfterFromHeaders(
 
 /** Waits `ms`; rejects at once with an AbortError (name "AbortError") when `signal` aborts. */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  await delay(Math.max(0, ms), undefined, signal ? { signal } : undefined);
+  await delay(timerDelay(ms), undefined, signal ? { signal } : undefined);
 }

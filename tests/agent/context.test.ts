@@ -11,6 +11,7 @@ import {
   isRuntimeContextMessage,
 } from "../../src/agent/context.js";
 import { MemoryFiles } from "../../src/agent/memory.js";
+import { defaultConfig } from "../../src/config/schema.js";
 import type { ChatMessage, ContentPart } from "../../src/llm/types.js";
 
 let root: string;
@@ -117,6 +118,47 @@ describe("ContextBuilder.buildSystemPrompt", () => {
   it("leaves the memory section out when MEMORY.md is empty", async () => {
     await writeFile(join(workspace, "memory", "MEMORY.md"), "\n\n");
     expect(await builder().buildSystemPrompt()).not.toContain("# Memory");
+  });
+});
+
+describe("ContextBuilder: prompt size (issue 11)", () => {
+  it("puts at most 32,000 characters of a 10 MB MEMORY.md in the prompt, and says where the rest is", async () => {
+    const line = "- a fact worth remembering, written again and again\n";
+    const big = line.repeat(Math.ceil((10 * 1024 * 1024) / line.length));
+    await writeFile(join(workspace, "memory", "MEMORY.md"), big);
+    const prompt = await builder().buildSystemPrompt();
+    const memory = prompt.slice(prompt.indexOf("## Long-term Memory"));
+    expect(memory).toContain(big.slice(0, 1000));
+    expect(memory).toContain(
+      `[truncated: 32000 characters of ${Buffer.byteLength(big)} bytes shown; ` +
+        `the full file is at ${join("memory", "MEMORY.md")}, read it with read_file]`,
+    );
+    // The identity, the other files and the skills still fit around it.
+    expect(prompt.length).toBeLessThan(32_000 + 20_000);
+    expect(prompt).toContain("## AGENTS.md\n\nAlways answer in haiku.");
+    expect(prompt).toContain("# Active Skills");
+  });
+
+  it("caps each bootstrap file at promptFileMaxChars, counting characters exactly when it read the whole file", async () => {
+    const agents = `${"é".repeat(150)}\n`; // multi-byte: characters, not bytes, are counted
+    await writeFile(join(workspace, "AGENTS.md"), agents);
+    await writeFile(join(workspace, "SOUL.md"), "short soul");
+    const prompt = await new ContextBuilder({
+      workspace,
+      builtinSkillsDir: builtin,
+      promptFileMaxChars: 100,
+    }).buildSystemPrompt();
+    expect(prompt).toContain(
+      `## AGENTS.md\n\n${"é".repeat(100)}\n\n[truncated: 100 characters of 150 characters shown; ` +
+        "the full file is at AGENTS.md, read it with read_file]",
+    );
+    expect(prompt).toContain("## SOUL.md\n\nshort soul\n");
+    expect(prompt).not.toContain("é".repeat(101));
+  });
+
+  it("reads the limit from agents.defaults.promptFileMaxChars (default 32,000)", () => {
+    expect(defaultConfig().agents.defaults.promptFileMaxChars).toBe(32_000);
+    expect(builder().promptFileMaxChars).toBe(32_000);
   });
 });
 

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -54,5 +54,32 @@ describe("MemoryFiles", () => {
 
   it("formats the stamp in local time", () => {
     expect(historyStamp(new Date(2025, 11, 31, 23, 59))).toBe("[2025-12-31 23:59]");
+  });
+});
+
+describe("MemoryFiles: owner-only files (issue 11)", () => {
+  const mode = async (path: string) => (await stat(path)).mode & 0o777;
+
+  it("creates memory/ 0700 and MEMORY.md and HISTORY.md 0600", async () => {
+    const m = new MemoryFiles(workspace);
+    await m.writeMemory("- likes tea\n");
+    await m.appendHistory("Talked about tea.");
+    expect(await mode(m.paths.dir)).toBe(0o700);
+    expect(await mode(m.paths.memory)).toBe(0o600);
+    expect(await mode(m.paths.history)).toBe(0o600);
+  });
+
+  it("makes files an older version left 0644 private", async () => {
+    const m = new MemoryFiles(workspace);
+    await mkdir(m.paths.dir);
+    await writeFile(m.paths.memory, "old\n", { mode: 0o644 });
+    await writeFile(m.paths.history, "old\n\n", { mode: 0o644 });
+    await chmod(m.paths.memory, 0o644);
+    await chmod(m.paths.history, 0o644);
+    await m.writeMemory("new\n");
+    await m.appendHistory("Another entry.");
+    expect(await mode(m.paths.memory)).toBe(0o600);
+    expect(await mode(m.paths.history)).toBe(0o600);
+    expect(await readFile(m.paths.history, "utf8")).toMatch(/^old\n\n\[.*\] Another entry\.\n\n$/);
   });
 });

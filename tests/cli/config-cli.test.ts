@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -67,8 +67,10 @@ describe("palaver config check", () => {
   it("exits 78 and lists every bad path on stderr", async () => {
     await writeConfig({
       agents: { defaults: { maxTokens: "lots", temperature: -3 } },
-      channels: { slack: { mode: "rtm" } },
+      channels: { slack: { mode: "rtm" }, discord: { allowFrom: [1, 2 ** 60] } },
       gateway: { port: "http" },
+      tools: { exec: { denyPatterns: ["(unclosed"] } },
+      providers: { openai: { apiBase: "https://me:hunter2hunter@llm.example/v1" } },
     });
     const run = await cli(["config", "check", "--config", configPath]);
     expect(run.code).toBe(EXIT_CONFIG);
@@ -78,6 +80,17 @@ describe("palaver config check", () => {
     expect(lines).toContain("agents.defaults.temperature: expected a number >= 0, got -3");
     expect(lines).toContain('channels.slack.mode: expected one of "socket", "http", got "rtm"');
     expect(lines).toContain('gateway.port: expected a number, got "http"');
+    // Issue 11: these used to pass here and fail (or leak) later.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^channels\.discord\.allowFrom\[1\]: .*write ids as strings/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^tools\.exec\.denyPatterns\[0\]: not a valid regular expression: /),
+    );
+    expect(lines).toContain(
+      "providers.openai.apiBase: put credentials in apiKey or extraHeaders, not in the URL",
+    );
+    expect(run.stderr).not.toContain("hunter2hunter");
     expect(run.stdout).toBe("");
   });
 
@@ -103,7 +116,14 @@ describe("palaver config check", () => {
     await writeConfig({
       agents: { defaults: { model: "gpt-test" } },
       providers: { openai: { apiKey: openaiKey } },
-      channels: { telegram: { enabled: true, token: telegramToken }, whatsapp: { enabled: true } },
+      channels: {
+        telegram: { enabled: true, token: telegramToken, proxy: "http://proxyuser:proxy-pass-1@proxy:3128" },
+        whatsapp: { enabled: true },
+      },
+      tools: {
+        web: { proxy: "http://webuser:web-pass-2@proxy:3128" },
+        mcpServers: { gh: { command: "gh-mcp", env: { GH_PAT: "ghp_plainname_value" } } },
+      },
     });
     await writeFile(
       join(dirname(configPath), ".env"),
@@ -119,6 +139,10 @@ describe("palaver config check", () => {
     expect(run.stdout).not.toContain(openaiKey);
     expect(run.stdout).not.toContain(telegramToken);
     expect(run.stdout).not.toContain("gsk-from-dotenv-9876");
+    for (const secret of ["proxy-pass-1", "web-pass-2", "ghp_plainname_value"]) {
+      expect(run.stdout).not.toContain(secret);
+    }
+    expect(run.stdout).toContain("http://proxyuser:****@proxy:3128");
 
     const json = run.stdout.slice(run.stdout.indexOf("{"), run.stdout.lastIndexOf("}") + 1);
     const shown = JSON.parse(json) as {
@@ -205,6 +229,12 @@ describe("palaver onboard", () => {
       agents: { defaults: { model: "mine" } },
     });
     expect(existsSync(join(dir, "other-ws", "sessions"))).toBe(true);
+    // Issue 11: the config (and its backup, which may hold keys) are owner-only, also when replacing.
+    const mode = async (path: string) => (await stat(path)).mode & 0o777;
+    expect(await mode(configPath)).toBe(0o600);
+    expect(await mode(`${configPath}.bak`)).toBe(0o600);
+    expect(await mode(join(dir, "other-ws"))).toBe(0o700);
+    expect(await mode(join(dir, "other-ws", "AGENTS.md"))).toBe(0o600);
   });
 });
 

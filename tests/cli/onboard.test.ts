@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -27,6 +27,28 @@ afterEach(async () => {
 });
 
 describe("createWorkspace", () => {
+  it("creates owner-only files and folders (issue 11), leaving existing ones alone", async () => {
+    const mode = async (path: string) => (await stat(path)).mode & 0o777;
+    await mkdir(workspace, { mode: 0o755 });
+    await chmod(workspace, 0o755);
+    await writeFile(join(workspace, "SOUL.md"), "mine", { mode: 0o644 });
+    await chmod(join(workspace, "SOUL.md"), 0o644);
+    createWorkspace(workspace, templates);
+    for (const file of ["AGENTS.md", join("memory", "MEMORY.md")]) {
+      expect(await mode(join(workspace, file))).toBe(0o600);
+    }
+    for (const sub of ["skills", "sessions", "memory", "media"]) {
+      expect(await mode(join(workspace, sub))).toBe(0o700);
+    }
+    // What the user made is theirs to decide.
+    expect(await mode(join(workspace, "SOUL.md"))).toBe(0o644);
+    expect(await mode(workspace)).toBe(0o755);
+
+    const fresh = join(dir, "fresh");
+    createWorkspace(fresh, templates);
+    expect(await mode(fresh)).toBe(0o700);
+  });
+
   it("copies the templates except skills/ and creates skills/, sessions/ and memory/", async () => {
     const setup = createWorkspace(workspace, templates);
     expect(setup.created.sort()).toEqual(["AGENTS.md", "SOUL.md", join("memory", "MEMORY.md")].sort());

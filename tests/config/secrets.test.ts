@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { maskSecrets, secretValues } from "../../src/config/load.js";
+import { maskSecrets, secretValues } from "../../src/config/secrets.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 
 function sampleConfig() {
@@ -46,7 +46,8 @@ describe("maskSecrets", () => {
     expect(masked.channels.slack.appToken).toBe("(not set)");
     expect(masked.channels.slack.signingSecret).toBe("****5678");
     expect(masked.tools.web.search.apiKey).toBe("****4321");
-    expect(masked.tools.mcpServers.gh!.env).toEqual({ GITHUB_TOKEN: "****7777", LOG_LEVEL: "debug" });
+    // Every env value is a secret, whatever its name looks like (issue 11: a token under GH_PAT was shown).
+    expect(masked.tools.mcpServers.gh!.env).toEqual({ GITHUB_TOKEN: "****7777", LOG_LEVEL: "****" });
     expect(masked.tools.mcpServers.gh!.headers).toEqual({ "X-Api-Key": "****8888" });
   });
 
@@ -78,7 +79,53 @@ describe("secretValues", () => {
         "brave-key-4321",
         "ghp_mcp_token_7777",
         "mcp-header-8888",
+        "debug",
       ].sort(),
     );
+  });
+});
+
+describe("URL credentials (issue 11)", () => {
+  function withUrls() {
+    return ConfigSchema.parse({
+      providers: { openai: { apiKey: "sk-openai-1234567890abcd", apiBase: "https://llm.example/v1" } },
+      channels: { telegram: { proxy: "http://proxyuser:pr0xy-pa55@proxy.example:3128" } },
+      tools: {
+        web: { proxy: "socks5://alice:s3cret@127.0.0.1:1080" },
+        mcpServers: {
+          remote: { url: "https://ghp_urltoken123@mcp.example/sse" },
+          local: { command: "npx", env: { GH_PAT: "ghp_not-a-secret-looking-name", MODE: "production" } },
+        },
+      },
+    });
+  }
+
+  it("masks passwords in every URL, and user names that stand alone (tokens)", () => {
+    const masked = maskSecrets(withUrls());
+    expect(masked.channels.telegram.proxy).toBe("http://proxyuser:****@proxy.example:3128");
+    expect(masked.tools.web.proxy).toBe("socks5://alice:****@127.0.0.1:1080");
+    expect(masked.tools.mcpServers.remote!.url).toBe("https://****@mcp.example/sse");
+    expect(masked.providers.openai!.apiBase).toBe("https://llm.example/v1");
+    expect(masked.tools.mcpServers.local!.env).toEqual({ GH_PAT: "****name", MODE: "****tion" });
+    const text = JSON.stringify(masked);
+    for (const secret of ["pr0xy-pa55", "s3cret", "ghp_urltoken123", "ghp_not-a-secret", "production"]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it("lists URL credentials and env values among the secret values (for the log redactor)", () => {
+    const values = secretValues(withUrls());
+    expect(values).toEqual(
+      expect.arrayContaining(["pr0xy-pa55", "s3cret", "ghp_urltoken123", "ghp_not-a-secret-looking-name"]),
+    );
+    expect(values).not.toContain("proxyuser");
+  });
+
+  it("masks a password even when its @ is not percent-encoded", () => {
+    const config = ConfigSchema.parse({
+      tools: { web: { proxy: "http://bob:p@ss:word@proxy.example:8080" } },
+    });
+    expect(maskSecrets(config).tools.web.proxy).toBe("http://bob:****@proxy.example:8080");
+    expect(secretValues(config)).toContain("p@ss:word");
   });
 });

@@ -110,6 +110,20 @@ describe("HeartbeatService.tick", () => {
     expect(user).not.toContain("Water the plants");
   });
 
+  it("sends at most promptFileMaxChars of a huge HEARTBEAT.md, with a notice (issue 11)", async () => {
+    const task = "- [ ] Check the mailbox of the shared account and report\n";
+    const huge = `# Tasks\n\n${task.repeat(200_000)}`; // about 11 MB
+    await writeFile(join(workspace, "HEARTBEAT.md"), huge);
+    fake.enqueue(decide({ action: "skip" }));
+    expect(await service({ promptFileMaxChars: 2000 }).tick()).toBe("skip");
+    const user = lastUserText(fake.requests[0]!);
+    expect(user).toContain("Check the mailbox");
+    expect(user).toMatch(
+      /\[truncated: 2000 characters of \d+ bytes shown; the full file is at HEARTBEAT\.md/,
+    );
+    expect(user.length).toBeLessThan(2000 + 1000);
+  });
+
   it("treats a reply without a tool call as skip", async () => {
     await writeFile(join(workspace, "HEARTBEAT.md"), TASKS);
     fake.enqueue({ content: "Nothing is due, I think." });
@@ -173,6 +187,18 @@ describe("HeartbeatService timer", () => {
   // Only the interval is faked: the HTTP client and the fake server keep real timers.
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+  });
+
+  it("an interval longer than a Node timer holds never turns into a 1 ms loop (issue 11)", async () => {
+    // The schema refuses such a value; this is the service's own guard for one that got past it.
+    await writeFile(join(workspace, "HEARTBEAT.md"), TASKS);
+    fake.setHandler(() => decide({ action: "skip" }));
+    const s = service({ intervalSeconds: 3_000_000 });
+    s.start();
+    // The fake clock behaves like Node: a delay above 2^31-1 ms fires after 1 ms.
+    vi.advanceTimersByTime(10_000);
+    await s.idle();
+    expect(fake.requests).toHaveLength(0);
   });
 
   it("checks once per interval until stop() clears it", async () => {
