@@ -4,7 +4,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir, rename, rm } from "node:fs/promises";
+import { rename, rm } from "node:fs/promises";
+import { mkdirPrivate } from "../util/private-fs.js";
 import { extname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -87,7 +88,7 @@ export async function downloadFile(opts: DownloadOptions): Promise<string> {
     await response.body.cancel();
     throw new MediaTooLargeError(declared, opts.maxBytes);
   }
-  await mkdir(join(opts.dest, ".."), { recursive: true });
+  await mkdirPrivate(join(opts.dest, ".."));
   const temp = `${opts.dest}.part`;
   let received = 0;
   const limit = opts.maxBytes;

@@ -3,10 +3,10 @@
  * workspace media folder, so the model can refer to them (and send them with
  * the `message` tool) instead of receiving base64 it cannot use.
  */
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { base64Bytes } from "./convert.js";
+import { mkdirPrivate, writeFilePrivate } from "../util/private-fs.js";
 
 /** Bigger blobs are described but not written. */
 export const MAX_MEDIA_BYTES = 20 * 1024 * 1024;
@@ -61,8 +61,8 @@ export async function saveResultMedia(
     if (data === undefined || base64Bytes(data) > maxBytes) continue;
     const name = `${opts.prefix}_${stamp}_${i}.${EXTENSIONS[mime ?? ""] ?? "bin"}`;
     try {
-      await mkdir(join(opts.workspace, "media"), { recursive: true });
-      await writeFile(join(opts.workspace, "media", name), Buffer.from(data, "base64"));
+      await mkdirPrivate(join(opts.workspace, "media"));
+      await writeFilePrivate(join(opts.workspace, "media", name), Buffer.from(data, "base64"));
       saved.set(i, `media/${name}`);
     } catch (err) {
       opts.onError?.(err);

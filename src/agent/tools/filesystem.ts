@@ -3,7 +3,8 @@
  * (names and parameters as in nanobot). Paths are relative to the workspace
  * and, when restricted, must stay inside it (see workspace-paths.ts).
  */
-import { open, mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { open, readdir, stat, writeFile } from "node:fs/promises";
+import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
@@ -69,8 +70,9 @@ function writeFileTool(policy: PathPolicy) {
       if (existing?.isDirectory())
         throw new ToolError(`${path} is a directory; give a file path to write to`);
       try {
-        await mkdir(dirname(abs), { recursive: true });
-        await writeFile(abs, content, "utf8");
+        // A new file is private to the daemon's user (an existing one keeps its mode).
+        await mkdirPrivate(dirname(abs));
+        await writeFile(abs, content, { encoding: "utf8", mode: PRIVATE_FILE_MODE });
       } catch (err) {
         throw new ToolError(`could not write ${path}: ${errorMessage(err)}`, { cause: err });
       }

@@ -3,7 +3,8 @@
  * prints replies, progress and tool hints. Ctrl+C cancels a running turn
  * (it sends /stop); at an idle prompt Ctrl+C or Ctrl+D leaves.
  */
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import type { Channel, InboundSink } from "../types.js";
@@ -131,7 +132,7 @@ function loadHistory(file: string | undefined): string[] {
 function saveHistory(file: string | undefined, line: string): void {
   if (!file) return;
   try {
-    mkdirSync(dirname(file), { recursive: true });
+    mkdirPrivateSync(dirname(file));
     appendFileSync(file, `${line.replace(/\n/g, " ")}\n`, { mode: 0o600 });
   } catch {
     // History is a convenience; never fail a chat over it.

@@ -10,7 +10,8 @@
  * order per chat, so a slow download never holds up polling or other chats.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { copyFile, mkdir, stat } from "node:fs/promises";
+import { chmod, copyFile, stat } from "node:fs/promises";
+import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { extname, basename, isAbsolute, dirname } from "node:path";
@@ -825,8 +826,9 @@ export class TelegramChannel implements Channel {
       // A self-hosted Bot API server in --local mode hands out paths on its own disk.
       const size = (await stat(file.file_path)).size;
       if (size > max) throw new MediaTooLargeError(size, max);
-      await mkdir(dirname(dest), { recursive: true });
+      await mkdirPrivate(dirname(dest));
       await copyFile(file.file_path, dest);
+      await chmod(dest, PRIVATE_FILE_MODE);
       return dest;
     }
     return downloadFile({

@@ -1,4 +1,4 @@
-import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -122,6 +122,15 @@ describe("filesystem tools", () => {
   });
 
   describe("write_file", () => {
+    it("creates new files 0600 in new folders 0700, and keeps an existing file's mode", async () => {
+      await run("write_file", { path: "private/notes.md", content: "mine" });
+      expect((await stat(join(ws, "private"))).mode & 0o777).toBe(0o700);
+      expect((await stat(join(ws, "private", "notes.md"))).mode & 0o777).toBe(0o600);
+      await writeFile(join(ws, "script.sh"), "#!/bin/sh\n", { mode: 0o755 });
+      await chmod(join(ws, "script.sh"), 0o755);
+      await run("write_file", { path: "script.sh", content: "#!/bin/sh\necho hi\n" });
+      expect((await stat(join(ws, "script.sh"))).mode & 0o777).toBe(0o755);
+    });
     it("creates parent folders and reports bytes written", async () => {
       const out = await run("write_file", { path: "notes/day/1.md", content: "héllo" });
       expect(out).toBe("Wrote 6 bytes to notes/day/1.md");
