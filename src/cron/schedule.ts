@@ -23,6 +23,8 @@ export class ScheduleError extends PalaverError {}
 
 /** Shorter intervals would turn a reminder into a flood of LLM turns. */
 export const MIN_EVERY_SECONDS = 10;
+/** Ten years: a longer interval would put the next run past what a Date can hold. */
+export const MAX_EVERY_SECONDS = 10 * 366 * 24 * 3600;
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -401,6 +403,9 @@ export function buildSchedule(
       throw new ScheduleError(
         `${labels.every} must be a whole number of at least ${MIN_EVERY_SECONDS} (got ${s})`,
       );
+    }
+    if (s > MAX_EVERY_SECONDS) {
+      throw new ScheduleError(`${labels.every} can be at most ${MAX_EVERY_SECONDS} (ten years; got ${s})`);
     }
     return {
       schedule: { kind: "every", atMs: null, everyMs: s * 1000, expr: null, tz: null },

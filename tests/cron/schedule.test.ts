@@ -4,6 +4,7 @@ import {
   checkSchedule,
   describeSchedule,
   formatTime,
+  MAX_EVERY_SECONDS,
   MIN_EVERY_SECONDS,
   nextRun,
   parseAt,
@@ -193,6 +194,10 @@ describe("buildSchedule", () => {
     );
     expect(() => buildSchedule({ everySeconds: MIN_EVERY_SECONDS - 1 }, now)).toThrow(
       `every_seconds must be a whole number of at least ${MIN_EVERY_SECONDS} (got 9)`,
+    );
+    // 1e20 s would put the next run past what a Date can hold.
+    expect(() => buildSchedule({ everySeconds: 1e20 }, now)).toThrow(
+      `every_seconds can be at most ${MAX_EVERY_SECONDS} (ten years; got 100000000000000000000)`,
     );
     expect(() => buildSchedule({ cronExpr: "0 25 * * *" }, now)).toThrow(/invalid cron expression.*hour/);
     expect(() => buildSchedule({ cronExpr: "0 9 * * *", tz: "Nowhere/Land" }, now)).toThrow(
