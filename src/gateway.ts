@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./agent/index.js";
+import { describeSandbox } from "./agent/tools/exec-sandbox.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
@@ -64,6 +65,7 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
+      configPath: path,
       provider: this.metrics.meter(llm),
       onHandled: (msg, report) => {
         const id = msg.metadata?.[JOURNAL_ID];
@@ -104,6 +106,7 @@ export class Gateway {
   async start(): Promise<void> {
     const { config, workspace } = this.opts.loaded;
     createWorkspace(workspace);
+    await this.checkExecSandbox();
     await this.health.start();
     const unfinished = this.journal.open();
     this.agent.loop.start();
@@ -135,6 +138,14 @@ export class Gateway {
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",
     );
+  }
+
+  /** Says whether shell commands are confined; on tools.exec.sandbox "require" without a working bwrap, throws (exit 78). */
+  private async checkExecSandbox(): Promise<void> {
+    const state = await this.agent.execSandbox.state();
+    const line = `exec: ${describeSandbox(state)}`;
+    if (state.sandboxed || state.mode === "off") this.log.info({ sandbox: state }, line);
+    else this.log.warn({ sandbox: state }, line);
   }
 
   /**

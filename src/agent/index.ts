@@ -19,6 +19,7 @@ import { ContextBuilder } from "./context.js";
 import { AgentLoop, type AgentLoopDeps } from "./loop.js";
 import { SubagentManager } from "./subagents.js";
 import { createCronTool } from "./tools/cron.js";
+import { describeSandbox, ExecSandbox } from "./tools/exec-sandbox.js";
 import { createDefaultTools, createWorkerTools } from "./tools/index.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import { createSpawnTool } from "./tools/spawn.js";
@@ -34,6 +35,8 @@ export interface Agent {
   cron: CronService;
   /** MCP servers; they connect in the background as soon as the agent is created. */
   mcp: McpManager;
+  /** Whether exec runs in bubblewrap; the gateway awaits it at start (mode "require" fails there). */
+  execSandbox: ExecSandbox;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -48,6 +51,8 @@ export interface CreateAgentOptions {
   bus: MessageBus;
   /** The cron job file (cronStorePath(configPath)). */
   cronStorePath: string;
+  /** The config file: exec hides it, its folder (the state folder) and .env files from commands. */
+  configPath?: string;
   /** Replaces the configured provider (tests, benchmarks). */
   provider?: Provider;
   /** Called when a message's turn has ended (the gateway's journal marks it done). */
@@ -59,6 +64,7 @@ export function createAgent({
   workspace,
   bus,
   cronStorePath,
+  configPath,
   provider,
   onHandled,
 }: CreateAgentOptions): Agent {
@@ -68,9 +74,18 @@ export function createAgent({
   const context = new ContextBuilder({ workspace, builtinSkillsDir: builtinSkillsDir() });
   // One MemoryFiles for the prompt and for consolidation, so a memory update reaches the next turn at once.
   const memory = context.memory;
+  // One sandbox decision (one bwrap probe) for the agent's and the subagents' exec.
+  const execSandbox = new ExecSandbox({
+    mode: config.tools.exec.sandbox,
+    network: config.tools.exec.network,
+  });
+  const exec = { sandbox: execSandbox, ...(configPath ? { configPath } : {}) };
+  // Decided in the background now (one cached probe), so the first command and /status need not wait;
+  // a "require" failure is reported by the gateway's start and by exec itself.
+  execSandbox.state().catch(() => undefined);
   const subagents = new SubagentManager({
     provider: llm,
-    tools: createWorkerTools(config, workspace),
+    tools: createWorkerTools(config, workspace, exec),
     bus,
     workspace,
     maxConcurrent: defaults.maxSubagents,
@@ -85,7 +100,7 @@ export function createAgent({
   });
   const cron = new CronService({ storePath: cronStorePath, bus, maxCatchUp: config.cron.maxCatchUp });
 
-  const tools = createDefaultTools(config, workspace);
+  const tools = createDefaultTools(config, workspace, exec);
   tools.register(createSpawnTool(subagents));
   tools.register(createCronTool(cron));
   const mcp = new McpManager({
@@ -109,7 +124,7 @@ export function createAgent({
     schedule: cron,
     isNothingToDo,
     onHandled,
-    statusLines: () => mcpStatusLines(mcp.status()),
+    statusLines: () => [execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
       model: llm.model,
@@ -129,6 +144,7 @@ export function createAgent({
     consolidator,
     cron,
     mcp,
+    execSandbox,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -137,4 +153,10 @@ export function createAgent({
       await mcp.shutdown();
     },
   };
+}
+
+/** The /status line about the exec sandbox. */
+function execStatusLine(sandbox: ExecSandbox): string {
+  const state = sandbox.current;
+  return `Shell commands (exec): ${state ? describeSandbox(state) : "sandbox check still running"}`;
 }
