@@ -120,8 +120,17 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   const args = baseArgs(layout.network);
   args.push("--bind", layout.workspace, layout.workspace);
   const bound = [...SYSTEM_PATHS, layout.workspace];
-  for (const path of layout.hidden) args.push(...maskArgs(path, bound));
-  args.push("--chdir", layout.cwd);
+  const masked: string[] = [];
+  // Folders first, so a file inside a hidden folder needs no mask of its own (it would show up as an entry).
+  const hidden = [...layout.hidden].sort((a, b) => Number(isDirectory(b)) - Number(isDirectory(a)));
+  for (const path of hidden) {
+    if (masked.some((m) => isInside(path, m))) continue;
+    const mask = maskArgs(path, bound);
+    if (mask.length) masked.push(mask.at(-1)!);
+    args.push(...mask);
+  }
+  // bwrap's own root (where the mount points were made) becomes read-only too.
+  args.push("--remount-ro", "/", "--chdir", layout.cwd);
   return args;
 }
 
@@ -147,6 +156,14 @@ function maskArgs(path: string, bound: readonly string[]): string[] {
   if (!visible) return [];
   const isDir = lstatSync(real).isDirectory();
   return isDir ? ["--tmpfs", real] : ["--ro-bind", "/dev/null", real];
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function symlinkTarget(path: string): string | null {
@@ -196,7 +213,7 @@ function probeOnce(bwrap: string, network: boolean): Promise<string | null> {
 function probe_(bwrap: string, network: boolean): Promise<string | null> {
   return new Promise((resolve) => {
     let stderr = "";
-    const child = spawn(bwrap, [...baseArgs(network), "--", "true"], {
+    const child = spawn(bwrap, [...baseArgs(network), "--remount-ro", "/", "--", "true"], {
       env: { PATH: "/usr/bin:/bin" },
       stdio: ["ignore", "ignore", "pipe"],
     });
