@@ -38,7 +38,7 @@ export interface ExecSandboxOptions {
   mode: SandboxMode;
   /** tools.exec.network: false gives commands a network namespace with only loopback. */
   network: boolean;
-  /** Which bwrap to use (tests); default: the first `bwrap` on PATH, then /usr/bin/bwrap. */
+  /** Which bwrap to use (tests); default: the first `bwrap` on PATH. */
   bwrapPath?: string;
 }
 
@@ -182,9 +182,9 @@ function realPathOrNull(path: string): string | null {
   }
 }
 
-/** The first executable `name` on PATH (or in /usr/bin), or null. */
+/** The first executable `name` on PATH, or null. */
 async function findOnPath(name: string): Promise<string | null> {
-  const dirs = [...(process.env.PATH ?? "").split(delimiter).filter(Boolean), "/usr/bin"];
+  const dirs = (process.env.PATH ?? "").split(delimiter).filter(Boolean);
   for (const dir of dirs) {
     const candidate = join(dir, name);
     if (await isExecutable(candidate)) return candidate;
