@@ -125,7 +125,7 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   const hidden = [...layout.hidden].sort((a, b) => Number(isDirectory(b)) - Number(isDirectory(a)));
   for (const path of hidden) {
     if (masked.some((m) => isInside(path, m))) continue;
-    const mask = maskArgs(path, bound);
+    const mask = maskArgs(path, bound, layout.workspace);
     if (mask.length) masked.push(mask.at(-1)!);
     args.push(...mask);
   }
@@ -149,13 +149,15 @@ function baseArgs(network: boolean): string[] {
 }
 
 /** Covers `path` (a folder with an empty tmpfs, a file with /dev/null) when a bound folder would show it. */
-function maskArgs(path: string, bound: readonly string[]): string[] {
+function maskArgs(path: string, bound: readonly string[], workspace: string): string[] {
   const real = realPathOrNull(path);
   if (real === null) return [];
   const visible = bound.some((b) => isInside(path, b) || isInside(real, realPathOrNull(b) ?? b));
   if (!visible) return [];
-  const isDir = lstatSync(real).isDirectory();
-  return isDir ? ["--tmpfs", real] : ["--ro-bind", "/dev/null", real];
+  if (!lstatSync(real).isDirectory()) return ["--ro-bind", "/dev/null", real];
+  // A state folder that is the workspace itself (config.json in the workspace root) cannot be
+  // hidden without hiding the workspace: then only its files (config, .env) are masked.
+  return isInside(realPathOrNull(workspace) ?? workspace, real) ? [] : ["--tmpfs", real];
 }
 
 function isDirectory(path: string): boolean {

@@ -57,7 +57,7 @@ export function createExecTool(opts: ExecToolOptions): Tool {
   const configPath = opts.configPath ?? resolveConfigPath();
   const stateDir = stateDirOf(configPath);
   // What palaver itself reads secrets from: the config and the state folder, .env beside it and in its working folder.
-  const hidden = [stateDir, configPath, join(process.cwd(), ".env")];
+  const hidden = [stateDir, configPath, join(stateDir, ".env"), join(process.cwd(), ".env")];
   return defineTool({
     name: "exec",
     description:

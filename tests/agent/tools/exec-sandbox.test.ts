@@ -103,6 +103,17 @@ describe.skipIf(Boolean(skipReason))("exec in the bubblewrap sandbox", () => {
     expect(out).not.toMatch(/^config\.json$/m);
   });
 
+  it("with the config in the workspace root, hides the config and .env but keeps the workspace", async () => {
+    const rootConfig = join(ws, "config.json");
+    await writeFile(rootConfig, CONFIG_SECRET);
+    await writeFile(join(ws, "notes.md"), "my notes\n");
+    await writeFile(join(ws, ".env"), `X=${DOTENV_SECRET}\n`);
+    const out = await run("cat notes.md; cat config.json; cat .env", { configPath: rootConfig });
+    expect(out).toMatch(/^my notes$/m);
+    expect(out).not.toContain(CONFIG_SECRET);
+    expect(out).not.toContain(DOTENV_SECRET);
+  });
+
   it("reads the system read-only, writes only the workspace and a private /tmp", async () => {
     expect(await run("head -1 /etc/passwd")).toMatch(/^root:/);
     const tmpName = `/tmp/palaver-sandbox-${process.pid}-${Date.now()}`;
