@@ -26,6 +26,7 @@ export type SandboxState =
   | { sandboxed: false; mode: SandboxMode; reason: string };
 
 export const INSTALL_HINT = "install it with `sudo apt-get install bubblewrap` (Debian/Ubuntu)";
+const NOT_INSTALLED = "bwrap (bubblewrap) is not installed";
 
 /** Read-only inside the sandbox when present: what programs need to run, nothing of any user. */
 const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
@@ -52,12 +53,9 @@ const probes = new Map<string, Promise<string | null>>();
  */
 export class ExecSandbox {
   private cached: Promise<SandboxState> | undefined;
+  private settled: SandboxState | undefined;
 
   constructor(private readonly opts: ExecSandboxOptions) {}
-
-  get mode(): SandboxMode {
-    return this.opts.mode;
-  }
 
   state(): Promise<SandboxState> {
     this.cached ??= this.decide().then((state) => {
@@ -75,17 +73,11 @@ export class ExecSandbox {
     return this.settled;
   }
 
-  private settled: SandboxState | undefined;
-
   private async decide(): Promise<SandboxState> {
     const { mode, network } = this.opts;
     if (mode === "off") return { sandboxed: false, mode, reason: 'tools.exec.sandbox is "off"' };
-    const bwrap = this.opts.bwrapPath
-      ? (await isExecutable(this.opts.bwrapPath))
-        ? this.opts.bwrapPath
-        : null
-      : await findOnPath("bwrap");
-    const failure = bwrap ? await probeOnce(bwrap, network) : "bwrap (bubblewrap) is not installed";
+    const bwrap = await locateBwrap(this.opts.bwrapPath);
+    const failure = bwrap ? await probeOnce(bwrap, network) : NOT_INSTALLED;
     if (bwrap && failure === null) return { sandboxed: true, bwrap, network };
     return { sandboxed: false, mode, reason: failure ?? "bwrap did not work" };
   }
@@ -95,10 +87,11 @@ export class ExecSandbox {
 export function describeSandbox(state: SandboxState): string {
   if (state.sandboxed) return `sandboxed with bubblewrap (network ${state.network ? "on" : "off"})`;
   if (state.mode === "off") return `NOT sandboxed (${state.reason})`;
-  return (
-    `NOT sandboxed (${state.reason}): commands run with palaver's own permissions; ` +
-    `to confine them, ${INSTALL_HINT}`
-  );
+  const fix =
+    state.reason === NOT_INSTALLED
+      ? `to confine them, ${INSTALL_HINT}`
+      : 'see "Shell commands" in the README for machines that restrict user namespaces';
+  return `NOT sandboxed (${state.reason}): commands run with palaver's own permissions; ${fix}`;
 }
 
 export interface SandboxLayout {
@@ -182,6 +175,12 @@ function realPathOrNull(path: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** The given bwrap when it is executable, else the first one on PATH; null when there is none. */
+async function locateBwrap(given: string | undefined): Promise<string | null> {
+  if (given !== undefined) return (await isExecutable(given)) ? given : null;
+  return findOnPath("bwrap");
 }
 
 /** The first executable `name` on PATH, or null. */
