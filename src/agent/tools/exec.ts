@@ -150,17 +150,14 @@ function outsideMessage(outside: string, state: SandboxState & { sandboxed: fals
 /**
  * tools.exec.env with `${VAR}` filled in from palaver's environment (as for
  * MCP servers), so a token can live in .env and still reach the one command
- * that needs it; filled-in values are kept out of the logs.
+ * that needs it; the values are kept out of the logs.
  */
 function expandExtraEnv(env: Record<string, string>): Record<string, string> {
   const expanded = expandEnvRecord(env, process.env);
   for (const name of expanded.missing)
     log.warn({ variable: name }, `tools.exec.env: \${${name}} is not set; using an empty value`);
-  registerSecrets(
-    Object.entries(expanded.value)
-      .filter(([k, v]) => v !== env[k])
-      .map(([, v]) => v),
-  );
+  // Like an MCP server's env, every value counts as a secret: a token is the usual reason to list one.
+  registerSecrets(Object.values(expanded.value));
   return expanded.value;
 }
 
