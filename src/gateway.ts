@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./agent/index.js";
+import { describeSandbox } from "./agent/tools/exec-sandbox.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
@@ -131,6 +132,7 @@ export class Gateway {
     // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
     this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
+    await this.checkExecSandbox();
     await this.health.start();
     const unfinished = this.journal.open();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
@@ -163,6 +165,14 @@ export class Gateway {
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",
     );
+  }
+
+  /** Says whether shell commands are confined; on tools.exec.sandbox "require" without a working bwrap, throws (exit 78). */
+  private async checkExecSandbox(): Promise<void> {
+    const state = await this.agent.execSandbox.state();
+    const line = `exec: ${describeSandbox(state)}`;
+    if (state.sandboxed || state.mode === "off") this.log.info({ sandbox: state }, line);
+    else this.log.warn({ sandbox: state }, line);
   }
 
   /**

@@ -20,6 +20,7 @@ import { ContextBuilder } from "./context.js";
 import { AgentLoop, type AgentLoopDeps } from "./loop.js";
 import { SubagentManager } from "./subagents.js";
 import { createCronTool } from "./tools/cron.js";
+import { describeSandbox, ExecSandbox } from "./tools/exec-sandbox.js";
 import { createDefaultTools, createWorkerTools } from "./tools/index.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import { createSpawnTool } from "./tools/spawn.js";
@@ -35,6 +36,8 @@ export interface Agent {
   cron: CronService;
   /** MCP servers; they connect in the background as soon as the agent is created. */
   mcp: McpManager;
+  /** Whether exec runs in bubblewrap; the gateway awaits it at start (mode "require" fails there). */
+  execSandbox: ExecSandbox;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -49,6 +52,11 @@ export interface CreateAgentOptions {
   bus: MessageBus;
   /** The cron job file (cronStorePath(configPath)). */
   cronStorePath: string;
+  /**
+   * The config file: exec hides it, its folder (the state folder) and .env files from commands,
+   * and the message tool never attaches them.
+   */
+  configPath?: string;
   /** Replaces the configured provider (tests, benchmarks). */
   provider?: Provider;
   /** Called when a message's turn has ended (the gateway's journal marks it done). */
@@ -57,8 +65,6 @@ export interface CreateAgentOptions {
   toolJournal?: AgentLoopDeps["toolJournal"];
   /** Called when a message's turn begins (the gateway's journal counts starts). */
   onTurnStart?: AgentLoopDeps["onTurnStart"];
-  /** The config file: never attached by the message tool (default: none known, only the state folder). */
-  configPath?: string;
   /**
    * A channel's allowFrom as it is now: the gateway's follows SIGHUP reloads.
    * Default: the config given. Used by the message tool (who may be written to)
@@ -72,11 +78,11 @@ export function createAgent({
   workspace,
   bus,
   cronStorePath,
+  configPath,
   provider,
   onHandled,
   toolJournal,
   onTurnStart,
-  configPath,
   allowFromOf = (channel) => configAllowFrom(config, channel),
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
@@ -89,9 +95,18 @@ export function createAgent({
   });
   // One MemoryFiles for the prompt and for consolidation, so a memory update reaches the next turn at once.
   const memory = context.memory;
+  // One sandbox decision (one bwrap probe) for the agent's and the subagents' exec.
+  const execSandbox = new ExecSandbox({
+    mode: config.tools.exec.sandbox,
+    network: config.tools.exec.network,
+  });
+  const exec = { sandbox: execSandbox, ...(configPath ? { configPath } : {}) };
+  // Decided in the background now (one cached probe), so the first command and /status need not wait;
+  // a "require" failure is reported by the gateway's start and by exec itself.
+  execSandbox.state().catch(() => undefined);
   const subagents = new SubagentManager({
     provider: llm,
-    tools: createWorkerTools(config, workspace),
+    tools: createWorkerTools(config, workspace, exec),
     bus,
     workspace,
     maxConcurrent: defaults.maxSubagents,
@@ -111,7 +126,7 @@ export function createAgent({
     allowFromOf,
   });
 
-  const tools = createDefaultTools(config, workspace, {
+  const tools = createDefaultTools(config, workspace, exec, {
     // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
     secrets: { stateDir: configPath ? dirname(configPath) : dirname(dirname(cronStorePath)), configPath },
     targets: {
@@ -144,7 +159,7 @@ export function createAgent({
     onHandled,
     toolJournal,
     onTurnStart,
-    statusLines: () => mcpStatusLines(mcp.status()),
+    statusLines: () => [execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
       model: llm.model,
@@ -164,6 +179,7 @@ export function createAgent({
     consolidator,
     cron,
     mcp,
+    execSandbox,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -172,4 +188,10 @@ export function createAgent({
       await mcp.shutdown();
     },
   };
+}
+
+/** The /status line about the exec sandbox. */
+function execStatusLine(sandbox: ExecSandbox): string {
+  const state = sandbox.current;
+  return `Shell commands (exec): ${state ? describeSandbox(state) : "sandbox check still running"}`;
 }

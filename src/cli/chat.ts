@@ -36,6 +36,7 @@ export function registerChatCommand(program: Command): void {
         workspace: loaded.workspace,
         bus,
         cronStorePath: cronStorePath(loaded.path),
+        configPath: loaded.path,
       });
       agent.loop.start();
       if (opts.message !== undefined) {

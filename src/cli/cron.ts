@@ -160,6 +160,7 @@ async function runHere(loaded: LoadedConfig, id: string): Promise<void> {
     workspace: loaded.workspace,
     bus,
     cronStorePath: cronStorePath(loaded.path),
+    configPath: loaded.path,
   });
   bus.onOutbound((msg) => {
     if ((msg.kind ?? "final") === "final") process.stdout.write(`${msg.content}\n`);

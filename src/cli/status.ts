@@ -2,6 +2,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
 import type { LoadedConfig } from "../config/load.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
@@ -17,6 +18,8 @@ export interface StatusReport {
   channels: string[];
   /** Number of sessions/*.jsonl files in the workspace. */
   sessions: number;
+  /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
+  exec?: { sandboxed: boolean; detail: string };
 }
 
 const CHANNELS = ["telegram", "slack", "discord"] as const;
@@ -32,7 +35,7 @@ export function countSessions(workspace: string): number {
   }
 }
 
-export function buildStatus(loaded: LoadedConfig): StatusReport {
+export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): StatusReport {
   const { config } = loaded;
   const providers: StatusReport["providers"] = {};
   for (const [name, p] of Object.entries(config.providers)) providers[name] = { apiKeySet: p.apiKey !== "" };
@@ -44,7 +47,17 @@ export function buildStatus(loaded: LoadedConfig): StatusReport {
     providers,
     channels: CHANNELS.filter((name) => config.channels[name].enabled),
     sessions: countSessions(loaded.workspace),
+    ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
+}
+
+/** Probes the exec sandbox the way the gateway would (same config), for the report. */
+async function sandboxState(loaded: LoadedConfig): Promise<SandboxState | undefined> {
+  const { sandbox: mode, network } = loaded.config.tools.exec;
+  const sandbox = new ExecSandbox({ mode, network });
+  // A failed "require" is reported, not thrown: status should describe a broken setup, not refuse to.
+  await sandbox.state().catch(() => undefined);
+  return sandbox.current;
 }
 
 export function formatStatus(s: StatusReport): string {
@@ -65,6 +78,7 @@ export function formatStatus(s: StatusReport): string {
     ],
     ["channels", s.channels.length === 0 ? "none enabled" : s.channels.join(", ")],
     ["sessions", String(s.sessions)],
+    ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
   ];
   return ["palaver status", ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join("\n");
 }
@@ -74,8 +88,9 @@ export function registerStatusCommand(program: Command): Command {
     .command("status")
     .description("show the config, workspace, model, providers, channels and sessions")
     .option("--json", "print as JSON (for scripts)")
-    .action((opts: { json?: boolean }, command: Command) => {
-      const report = buildStatus(loadForCli(command));
+    .action(async (opts: { json?: boolean }, command: Command) => {
+      const loaded = loadForCli(command);
+      const report = buildStatus(loaded, await sandboxState(loaded));
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);
     });
   addCommonOptions(cmd);

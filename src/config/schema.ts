@@ -131,6 +131,23 @@ export const ToolsSchema = z.object({
         .array(regexSource)
         .default([])
         .describe("Extra regular expressions of commands to refuse, added to the built-in ones."),
+      sandbox: z
+        .enum(["auto", "require", "off"])
+        .default("auto")
+        .describe(
+          "Run commands in bubblewrap: auto (when bwrap works), require (refuse to start without it), off.",
+        ),
+      network: z
+        .boolean()
+        .default(true)
+        .describe("Sandboxed commands may use the network (false: loopback only)."),
+      env: z
+        .record(z.string(), z.string())
+        .default({})
+        .describe(
+          "Extra environment variables for commands (${VAR} is taken from palaver's environment); " +
+            "otherwise they get only PATH, HOME, LANG, LC_*, TZ and TERM.",
+        ),
     })
     .prefault({}),
   web: z

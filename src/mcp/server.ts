@@ -7,7 +7,7 @@
 import type { Stream } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ToolListChangedNotificationSchema,
@@ -18,6 +18,7 @@ import { expandPath } from "../agent/tools/workspace-paths.js";
 import type { ToolsConfig } from "../config/schema.js";
 import { backoffDelay } from "../llm/retry.js";
 import { logger, registerSecrets, type Logger } from "../log.js";
+import { childEnv } from "../util/child-env.js";
 import { errorMessage, isAbortError, ToolError } from "../util/errors.js";
 import { expandEnvRecord } from "./expand.js";
 
@@ -292,8 +293,7 @@ export class McpServerConnection {
       const transport = new StdioClientTransport({
         command: this.config.command!.trim(),
         args: this.config.args,
-        // The SDK adds a safe base (PATH, HOME, ...): palaver's own secrets are not passed on.
-        env: this.childEnv,
+        env: stdioEnv(this.childEnv),
         ...(this.cwd ? { cwd: this.cwd } : {}),
         stderr: "pipe",
       });
@@ -522,4 +522,15 @@ async function ensureExited(pid: number): Promise<void> {
   }
   const deadline = Date.now() + KILL_WAIT_MS;
   while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
+/**
+ * A stdio server's whole environment: palaver's allow-list (PATH, HOME, LANG,
+ * LC_*, TZ, TERM) plus the server's own `env`. The SDK spreads its own
+ * defaults (USER, SHELL, LOGNAME, ...) under what we pass; naming those as
+ * undefined removes them, since Node leaves undefined variables out.
+ */
+export function stdioEnv(serverEnv: Record<string, string>): Record<string, string> {
+  const dropped = Object.fromEntries(DEFAULT_INHERITED_ENV_VARS.map((name) => [name, undefined]));
+  return { ...dropped, ...childEnv(process.env, { extra: serverEnv }) } as Record<string, string>;
 }

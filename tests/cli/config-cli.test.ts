@@ -261,6 +261,8 @@ describe("palaver status", () => {
       providers: { deepseek: { apiKeySet: true }, openai: { apiKeySet: false } },
       channels: ["telegram", "discord"],
       sessions: 2,
+      // Sandboxed or not depends on this machine's bwrap (exec-status.test.ts checks both).
+      exec: { sandboxed: expect.any(Boolean) as unknown, detail: expect.any(String) as unknown },
     });
   });
 

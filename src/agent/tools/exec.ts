@@ -1,20 +1,28 @@
 /**
- * The `exec` tool: one shell command, with a timeout, a bounded output and a
- * guard against the obviously destructive. The command runs in its own
- * process group so the timeout and /stop kill everything it started, not
- * just the shell.
+ * The `exec` tool: one shell command, with a timeout, a bounded output, an
+ * allow-listed environment and, where bubblewrap works, a sandbox that shows
+ * it only the workspace (exec-sandbox.ts). Before anything runs, the guard
+ * (exec-guard.ts, a seatbelt) refuses the obviously destructive and, without
+ * the sandbox, restrictToWorkspace refuses commands naming paths outside the
+ * workspace (exec-paths.ts, best effort).
  */
-import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
-import { delimiter, posix } from "node:path";
+import { join } from "node:path";
 import { z } from "zod";
-import { logger } from "../../log.js";
+import { resolveConfigPath, stateDir as stateDirOf } from "../../config/paths.js";
+import { logger, registerSecrets } from "../../log.js";
+import { expandEnvRecord } from "../../mcp/expand.js";
+import { childEnv } from "../../util/child-env.js";
 import { ConfigError, ToolError } from "../../util/errors.js";
+import { findDestructive } from "./exec-guard.js";
+import { findOutsidePath } from "./exec-paths.js";
+import { runCommand, type RunResult } from "./exec-run.js";
+import { bwrapArgs, ExecSandbox, INSTALL_HINT, type SandboxState } from "./exec-sandbox.js";
 import { defineTool, type Tool } from "./types.js";
-import { resolveToolPath, type PathPolicy } from "./workspace-paths.js";
+import { isInside, realPathLoose, resolveToolPath, type PathPolicy } from "./workspace-paths.js";
 
-const log = logger("tool.exec");
+export { CappedText } from "./exec-run.js";
 
 export interface ExecToolOptions {
   workspace: string;
@@ -25,17 +33,31 @@ export interface ExecToolOptions {
   pathAppend: string;
   /** Extra regular expressions (strings, case-insensitive) of commands to refuse. */
   denyPatterns: string[];
+  /** tools.exec.env: variables given to every command on top of the allow-list. */
+  env?: Record<string, string>;
+  /** Decides whether commands run in bubblewrap; one per agent, shared by its tools. Default: off. */
+  sandbox?: ExecSandbox;
+  /**
+   * palaver's config file: its folder (the state folder) and the .env files
+   * palaver reads are hidden from commands and protected by the guard.
+   */
+  configPath?: string;
   /** Milliseconds between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
 }
 
 const DEFAULT_KILL_GRACE_MS = 2000;
-/** After SIGKILL, how long to wait for the pipes to close before giving up on them. */
-const CLOSE_AFTER_KILL_MS = 1000;
+const log = logger("tool.exec");
 
 export function createExecTool(opts: ExecToolOptions): Tool {
   const policy: PathPolicy = { workspace: opts.workspace, restrict: opts.restrictToWorkspace };
   const extraDeny = compileDenyPatterns(opts.denyPatterns);
+  const sandbox = opts.sandbox ?? new ExecSandbox({ mode: "off", network: true });
+  const extraEnv = expandExtraEnv(opts.env ?? {});
+  const configPath = opts.configPath ?? resolveConfigPath();
+  const stateDir = stateDirOf(configPath);
+  // What palaver itself reads secrets from: the config and the state folder, .env beside it and in its working folder.
+  const hidden = [stateDir, configPath, join(stateDir, ".env"), join(process.cwd(), ".env")];
   return defineTool({
     name: "exec",
     description:
@@ -51,28 +73,92 @@ export function createExecTool(opts: ExecToolOptions): Tool {
     }),
     async execute({ command, working_dir }, ctx) {
       if (command.trim() === "") throw new ToolError("the command is empty");
-      const refusal = findDestructive(command) ?? matchExtra(command, extraDeny);
+      const workspace = await realPathLoose(opts.workspace);
+      const cwd = await resolveToolPath(working_dir ?? ".", policy);
+      const refusal =
+        findDestructive(command, { home: homedir(), workspace, stateDir, cwd }) ??
+        matchExtra(command, extraDeny);
       if (refusal) {
         throw new ToolError(
           `command refused by the safety guard (${refusal}). ` +
             "If it is really needed, ask the user to run it themselves.",
         );
       }
-      const cwd = await resolveToolPath(working_dir ?? ".", policy);
       const st = await stat(cwd).catch(() => null);
       if (!st?.isDirectory())
         throw new ToolError(`working_dir ${working_dir ?? cwd} is not an existing directory`);
-      const result = await runCommand(command, {
+      const state = await sandboxState(sandbox);
+      const realCwd = await realPathLoose(cwd);
+      if (state.sandboxed && !isInside(realCwd, workspace)) {
+        throw new ToolError(
+          `working_dir ${working_dir ?? cwd} is outside the workspace: sandboxed commands see only the ` +
+            'workspace (tools.exec.sandbox; "off" runs them unconfined).',
+        );
+      }
+      if (!state.sandboxed && opts.restrictToWorkspace) {
+        const outside = findOutsidePath(command, workspace);
+        if (outside) throw new ToolError(outsideMessage(outside, state));
+      }
+      // Unconfined and unrestricted, a command keeps the real home; otherwise the workspace is its home.
+      const home = state.sandboxed || opts.restrictToWorkspace ? workspace : undefined;
+      const env = childEnv(process.env, {
+        pathAppend: opts.pathAppend,
+        ...(home ? { home } : {}),
+        extra: extraEnv,
+      });
+      const shell = ["/bin/sh", "-c", command] as const;
+      const result = await runCommand({
+        argv: state.sandboxed
+          ? [
+              state.bwrap,
+              ...bwrapArgs({ workspace, cwd: realCwd, network: state.network, hidden }),
+              "--",
+              ...shell,
+            ]
+          : shell,
         cwd,
-        env: commandEnv(process.env, opts.pathAppend),
+        env,
         timeoutMs: opts.timeoutSeconds * 1000,
         killGraceMs: opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
         signal: ctx.signal,
         keepChars: opts.maxOutputChars,
       });
-      return formatResult(result, opts.timeoutSeconds, opts.maxOutputChars);
+      return formatResult(result, opts.timeoutSeconds, opts.maxOutputChars, state.sandboxed);
     },
   });
+}
+
+/** The sandbox decision, with "require and unavailable" turned into a tool error (commands never run unconfined). */
+async function sandboxState(sandbox: ExecSandbox): Promise<SandboxState> {
+  try {
+    return await sandbox.state();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ToolError(`exec is unavailable: ${err.problems.join("; ") || err.message}`, { cause: err });
+  }
+}
+
+function outsideMessage(outside: string, state: SandboxState & { sandboxed: false }): string {
+  const install = state.mode === "off" ? "" : `, or ${INSTALL_HINT} so commands run in a sandbox`;
+  return (
+    `command refused: it names ${outside}, outside the workspace. exec is not sandboxed ` +
+    `(${state.reason}), so with tools.restrictToWorkspace a command may only name paths inside the ` +
+    `workspace (absolute paths elsewhere, \`..\` and \`~\` are refused). Use paths inside the workspace${install}.`
+  );
+}
+
+/**
+ * tools.exec.env with `${VAR}` filled in from palaver's environment (as for
+ * MCP servers), so a token can live in .env and still reach the one command
+ * that needs it; the values are kept out of the logs.
+ */
+function expandExtraEnv(env: Record<string, string>): Record<string, string> {
+  const expanded = expandEnvRecord(env, process.env);
+  for (const name of expanded.missing)
+    log.warn({ variable: name }, `tools.exec.env: \${${name}} is not set; using an empty value`);
+  // Like an MCP server's env, every value counts as a secret: a token is the usual reason to list one.
+  registerSecrets(Object.values(expanded.value));
+  return expanded.value;
 }
 
 function compileDenyPatterns(patterns: string[]): RegExp[] {
@@ -94,255 +180,9 @@ function matchExtra(command: string, patterns: RegExp[]): string | null {
   return hit ? `matches the configured deny pattern /${hit.source}/` : null;
 }
 
-/**
- * The environment of a command: palaver's own settings (PALAVER_*, which
- * carry its API keys when set through the environment) are left out, and
- * pathAppend is added to PATH.
- */
-export function commandEnv(base: NodeJS.ProcessEnv, pathAppend: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(base)) if (!k.startsWith("PALAVER_")) env[k] = v;
-  if (pathAppend) env.PATH = env.PATH ? `${env.PATH}${delimiter}${pathAppend}` : pathAppend;
-  return env;
-}
-
-// ---------------------------------------------------------------- the guard
-
-/**
- * Patterns of commands that are refused outright. This is a seatbelt against
- * a model's slip, not a sandbox: a determined command can always be written
- * around it.
- */
-const DESTRUCTIVE: { re: RegExp; why: string }[] = [
-  { re: /--no-preserve-root/i, why: "rm --no-preserve-root" },
-  { re: /\bmkfs(\.\w+)?\b/i, why: "formats a file system (mkfs)" },
-  { re: /\b(wipefs|diskpart)\b/i, why: "wipes a disk" },
-  {
-    re: /\bdd\b[^;&|\n]*\bof=\/dev\/(?!null\b|zero\b|stdout\b|stderr\b|tty\b)/i,
-    why: "dd writing to a device",
-  },
-  {
-    re: />\s*\/dev\/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper\/|loop)/i,
-    why: "writes straight to a disk device",
-  },
-  {
-    re: /(^|[;&|\n({`]|\$\()\s*(sudo\s+(-\S+\s+)*)?(shutdown|reboot|poweroff|halt)\b/i,
-    why: "shuts down or reboots the machine",
-  },
-  {
-    re: /\bsystemctl\s+(\S+\s+)*(poweroff|reboot|halt|kexec|suspend|hibernate)\b/i,
-    why: "shuts down or reboots the machine",
-  },
-  { re: /\binit\s+[06]\b/, why: "shuts down or reboots the machine" },
-  { re: /\bkill\s+(-\S+\s+)*-1\b/, why: "kills every process" },
-  // The classic `:(){ :|:& };:` and the same shape with any function name.
-  { re: /([\w:.-]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1\s*&/, why: "a fork bomb" },
-];
-
-/** Top-level system folders that a recursive rm/chmod/chown must never hit. */
-const SYSTEM_DIRS = new Set(
-  [
-    "bin",
-    "boot",
-    "dev",
-    "etc",
-    "home",
-    "lib",
-    "lib32",
-    "lib64",
-    "opt",
-    "proc",
-    "root",
-    "run",
-    "sbin",
-    "srv",
-    "sys",
-    "usr",
-    "var",
-  ].map((d) => `/${d}`),
-);
-
-/** Why `command` is refused, or null when it is not obviously destructive. */
-export function findDestructive(command: string): string | null {
-  for (const { re, why } of DESTRUCTIVE) if (re.test(command)) return why;
-  for (const segment of command.split(/&&|\|\||[;&|\n()`]/)) {
-    const why = destructiveSegment(segment);
-    if (why) return why;
-  }
-  return null;
-}
-
-/** One simple command: is it a recursive rm/chmod/chown of /, ~ or a system folder? */
-function destructiveSegment(segment: string): string | null {
-  const words = segment
-    .trim()
-    .split(/\s+/)
-    .map((w) => w.replace(/^["']|["']$/g, ""))
-    .filter(Boolean);
-  // Skip wrappers so `sudo rm -rf /` is seen as rm.
-  let i = 0;
-  while (i < words.length && /^(sudo|doas|env|nohup|nice|time|command|exec|builtin)$/.test(words[i]!)) i++;
-  while (i < words.length && (words[i]!.startsWith("-") || /^\w+=/.test(words[i]!))) i++;
-  const cmd = words[i] ? posix.basename(words[i]!) : "";
-  if (cmd !== "rm" && cmd !== "chmod" && cmd !== "chown" && cmd !== "chgrp") return null;
-  const args = words.slice(i + 1);
-  const recursive = args.some((a) => a === "--recursive" || /^-[a-zA-Z]*[rR][a-zA-Z]*$/.test(a));
-  if (!recursive) return null;
-  const target = args.find((a) => !a.startsWith("-") && isCriticalPath(a));
-  return target ? `recursive ${cmd} of ${target}` : null;
-}
-
-function isCriticalPath(arg: string): boolean {
-  const home = homedir();
-  let p = arg
-    .replace(/^(\$HOME|\$\{HOME\}|~)(?=\/|$)/, home)
-    .replace(/\/\*$/, "/")
-    .replace(/\/+$/, "");
-  if (p === "" || p === "/" || p === "/*") return true;
-  if (!p.startsWith("/")) return false;
-  p = posix.normalize(p).replace(/\/+$/, "") || "/";
-  return p === "/" || p === home.replace(/\/+$/, "") || SYSTEM_DIRS.has(p);
-}
-
-// ---------------------------------------------------------------- running
-
-export interface RunOptions {
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  timeoutMs: number;
-  killGraceMs: number;
-  signal: AbortSignal;
-  /** Characters kept from the start and from the end of each stream. */
-  keepChars?: number;
-}
-
-export interface RunResult {
-  stdout: CappedText;
-  stderr: CappedText;
-  /** Null when killed by a signal. */
-  exitCode: number | null;
-  exitSignal: string | null;
-  timedOut: boolean;
-  aborted: boolean;
-}
-
-/**
- * Runs `/bin/sh -c command` in a new process group with stdin from /dev/null.
- * Resolves when the pipes close (or, after a kill, at most CLOSE_AFTER_KILL_MS
- * later, in case something escaped the group and holds them open).
- */
-export function runCommand(command: string, opts: RunOptions): Promise<RunResult> {
-  return new Promise((resolvePromise, reject) => {
-    const keep = opts.keepChars ?? 64_000;
-    const stdout = new CappedText(keep);
-    const stderr = new CappedText(keep);
-    let timedOut = false;
-    let aborted = false;
-    let killTimer: NodeJS.Timeout | undefined;
-    let giveUpTimer: NodeJS.Timeout | undefined;
-    let settled = false;
-
-    const child = spawn("/bin/sh", ["-c", command], {
-      cwd: opts.cwd,
-      env: opts.env,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout.setEncoding("utf8").on("data", (d: string) => stdout.push(d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => stderr.push(d));
-
-    const killGroup = (sig: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, sig);
-      } catch (err) {
-        // ESRCH: the whole group is already gone.
-        if ((err as NodeJS.ErrnoException).code !== "ESRCH")
-          log.warn({ err, sig }, "could not signal process group");
-      }
-    };
-    const stop = () => {
-      if (killTimer) return;
-      killGroup("SIGTERM");
-      killTimer = setTimeout(() => {
-        killGroup("SIGKILL");
-        giveUpTimer = setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          finish(child.exitCode, child.signalCode);
-        }, CLOSE_AFTER_KILL_MS);
-      }, opts.killGraceMs);
-    };
-    const onAbort = () => {
-      aborted = true;
-      stop();
-    };
-    const timeout = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, opts.timeoutMs);
-    if (opts.signal.aborted) onAbort();
-    else opts.signal.addEventListener("abort", onAbort, { once: true });
-
-    function cleanup() {
-      clearTimeout(timeout);
-      clearTimeout(killTimer);
-      clearTimeout(giveUpTimer);
-      opts.signal.removeEventListener("abort", onAbort);
-    }
-    function finish(code: number | null, sig: NodeJS.Signals | null) {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      resolvePromise({ stdout, stderr, exitCode: code, exitSignal: sig, timedOut, aborted });
-    }
-    child.on("error", (err) => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      reject(new ToolError(`could not start /bin/sh: ${err.message}`, { cause: err }));
-    });
-    child.on("close", (code, sig) => {
-      // The shell may be gone while something it started in the background
-      // still runs in the group; a killed turn must not leave it behind.
-      if (timedOut || aborted) killGroup("SIGKILL");
-      finish(code, sig);
-    });
-  });
-}
-
-/** Keeps the first and the last `keep` characters of a stream, counting the rest. */
-export class CappedText {
-  private head = "";
-  private tail = "";
-  private total = 0;
-  constructor(private readonly keep: number) {}
-
-  push(chunk: string): void {
-    this.total += chunk.length;
-    if (this.head.length < this.keep) {
-      const room = this.keep - this.head.length;
-      this.head += chunk.slice(0, room);
-      chunk = chunk.slice(room);
-    }
-    if (chunk) this.tail = (this.tail + chunk).slice(-this.keep);
-  }
-
-  get length(): number {
-    return this.total;
-  }
-
-  /** The text, with the middle replaced by a marker when some of it was dropped. */
-  toString(): string {
-    const dropped = this.total - this.head.length - this.tail.length;
-    if (dropped <= 0) return this.head + this.tail;
-    return `${this.head}\n[... ${dropped} characters omitted ...]\n${this.tail}`;
-  }
-}
-
 // ---------------------------------------------------------------- formatting
 
-function formatResult(r: RunResult, timeoutSeconds: number, maxChars: number): string {
+function formatResult(r: RunResult, timeoutSeconds: number, maxChars: number, sandboxed: boolean): string {
   const parts: string[] = [];
   const out = r.stdout.toString();
   const err = r.stderr.toString();
@@ -355,7 +195,11 @@ function formatResult(r: RunResult, timeoutSeconds: number, maxChars: number): s
     body += "\n\nThe command was stopped (the turn was cancelled).";
   } else if (r.timedOut) {
     const unit = timeoutSeconds === 1 ? "second" : "seconds";
-    body += `\n\nThe command did not finish within ${timeoutSeconds} ${unit} and was killed (with everything it started).`;
+    // Only the sandbox's PID namespace reaches a process that left the process group (setsid, daemonize).
+    const killed = sandboxed
+      ? "was killed, with every process it started"
+      : "was killed with its process group (a process that started its own session, e.g. with setsid, may still run)";
+    body += `\n\nThe command did not finish within ${timeoutSeconds} ${unit} and ${killed}.`;
   } else if (r.exitCode !== null) {
     body += `\n\nExit code: ${r.exitCode}`;
   } else {

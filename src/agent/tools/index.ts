@@ -4,15 +4,23 @@
  */
 import type { Config } from "../../config/schema.js";
 import { createExecTool } from "./exec.js";
+import type { ExecSandbox } from "./exec-sandbox.js";
 import { createFilesystemTools } from "./filesystem.js";
 import { createMessageTool, type MessageToolOptions } from "./message.js";
 import { ToolRegistry } from "./registry.js";
 import type { Tool } from "./types.js";
 import { createWebTools } from "./web.js";
 
+/** What the exec tool needs beyond the config: the agent's one sandbox decision and the config file to hide. */
+export interface ExecSetup {
+  sandbox?: ExecSandbox;
+  configPath?: string;
+}
+
 export function createDefaultTools(
   config: Config,
   workspace: string,
+  exec: ExecSetup = {},
   message: Omit<MessageToolOptions, "restrictToWorkspace"> = {},
 ): ToolRegistry {
   const registry = new ToolRegistry();
@@ -20,7 +28,7 @@ export function createDefaultTools(
     ...message,
     restrictToWorkspace: config.tools.restrictToWorkspace,
   });
-  for (const tool of [...workerTools(config, workspace), messageTool]) registry.register(tool);
+  for (const tool of [...workerTools(config, workspace, exec), messageTool]) registry.register(tool);
   return registry;
 }
 
@@ -29,13 +37,13 @@ export function createDefaultTools(
  * nothing that talks to a chat or starts more background work (no message,
  * spawn or cron), so a worker can only report through its final result.
  */
-export function createWorkerTools(config: Config, workspace: string): ToolRegistry {
+export function createWorkerTools(config: Config, workspace: string, exec: ExecSetup = {}): ToolRegistry {
   const registry = new ToolRegistry();
-  for (const tool of workerTools(config, workspace)) registry.register(tool);
+  for (const tool of workerTools(config, workspace, exec)) registry.register(tool);
   return registry;
 }
 
-function workerTools(config: Config, workspace: string): Tool[] {
+function workerTools(config: Config, workspace: string, exec: ExecSetup): Tool[] {
   const t = config.tools;
   return [
     ...createFilesystemTools({
@@ -50,6 +58,8 @@ function workerTools(config: Config, workspace: string): Tool[] {
       maxOutputChars: t.exec.maxOutputChars,
       pathAppend: t.exec.pathAppend,
       denyPatterns: t.exec.denyPatterns,
+      env: t.exec.env,
+      ...exec,
     }),
     ...createWebTools({
       fetch: {

@@ -5,11 +5,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CappedText,
   capHeadTail,
-  commandEnv,
   createExecTool,
-  findDestructive,
   type ExecToolOptions,
 } from "../../../src/agent/tools/exec.js";
+import { findDestructive, type GuardContext } from "../../../src/agent/tools/exec-guard.js";
+import { findOutsidePath } from "../../../src/agent/tools/exec-paths.js";
+import { ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
 import { ConfigError } from "../../../src/util/errors.js";
 import { TempDirs, makeContext } from "./helpers.js";
 
@@ -47,7 +48,12 @@ async function waitForFile(path: string, ms = 3000): Promise<string> {
   throw new Error(`${path} never appeared`);
 }
 
-describe("exec tool", () => {
+/**
+ * The tool without the sandbox (tools.exec.sandbox "off", or "auto" where
+ * bwrap is missing): process handling, the guard, the path refusals of
+ * restrictToWorkspace and the environment. exec-sandbox.test.ts covers bwrap.
+ */
+describe("exec tool (not sandboxed)", () => {
   const temps = new TempDirs();
   const pids: number[] = [];
   let ws: string;
@@ -61,6 +67,8 @@ describe("exec tool", () => {
       pathAppend: "",
       denyPatterns: [],
       killGraceMs: 500,
+      sandbox: new ExecSandbox({ mode: "off", network: true }),
+      configPath: join(ws, "..", "state", "config.json"),
       ...over,
     });
   }
@@ -127,23 +135,115 @@ describe("exec tool", () => {
     expect(() => tool({ denyPatterns: ["(unclosed"] })).toThrow(ConfigError);
   });
 
-  it("appends pathAppend to PATH and hides palaver's own variables", async () => {
-    process.env.PALAVER_TEST_SECRET = "s3cret";
+  it("gives commands only the allow-listed environment, pathAppend and tools.exec.env", async () => {
+    const secrets = {
+      PALAVER_TEST_SECRET: "s3cret-palaver",
+      OPENAI_API_KEY: "sk-test-openai-secret",
+      BRAVE_API_KEY: "brave-test-secret",
+      LC_TIME: "C",
+    };
+    Object.assign(process.env, secrets);
     try {
-      const out = await run('echo "$PATH"; echo "[$PALAVER_TEST_SECRET]"', { pathAppend: "/opt/extra/bin" });
-      expect(out).toMatch(/:\/opt\/extra\/bin\n\[\]\n/);
+      const out = await run("env", {
+        pathAppend: "/opt/extra/bin",
+        env: { GIT_AUTHOR_NAME: "Ada" },
+      });
+      const names = out
+        .split("\n")
+        .filter((l) => /^[A-Za-z_]\w*=/.test(l))
+        .map((l) => l.slice(0, l.indexOf("=")));
+      // sh itself adds PWD (and some shells OLDPWD, SHLVL, _); nothing else comes from palaver.
+      const shellOwn = ["PWD", "OLDPWD", "SHLVL", "_"];
+      expect(names.filter((n) => !shellOwn.includes(n)).sort()).toEqual(
+        [
+          "GIT_AUTHOR_NAME",
+          "HOME",
+          "LC_TIME",
+          "PATH",
+          ...["LANG", "TERM", "TZ"].filter((n) => process.env[n]),
+        ].sort(),
+      );
+      expect(out).toMatch(/^PATH=.*:\/opt\/extra\/bin$/m);
+      expect(out).toContain(`HOME=${ws}\n`);
+      expect(out).toContain("GIT_AUTHOR_NAME=Ada");
+      for (const secret of Object.values(secrets).filter((v) => v !== "C")) expect(out).not.toContain(secret);
     } finally {
-      delete process.env.PALAVER_TEST_SECRET;
+      for (const name of Object.keys(secrets)) delete process.env[name];
     }
   });
 
+  it("expands ${VAR} in tools.exec.env from palaver's environment", async () => {
+    process.env.EXEC_TEST_TOKEN = "tok-for-git";
+    try {
+      expect(await run('echo "$GH_TOKEN"', { env: { GH_TOKEN: "${EXEC_TEST_TOKEN}" } })).toBe(
+        "tok-for-git\n\nExit code: 0",
+      );
+    } finally {
+      delete process.env.EXEC_TEST_TOKEN;
+    }
+  });
+
+  it("with restrictToWorkspace, refuses commands naming paths outside the workspace, `..` or `~`", async () => {
+    await mkdir(join(ws, "sub"));
+    for (const command of [
+      "cat ../config.json ../.env",
+      "cat /etc/passwd",
+      "cd /etc && head -1 passwd",
+      "echo x > ../file",
+      "cat ~/.palaver/config.json",
+      "ls sub/../..",
+      "tr '\\0' '\\n' </proc/$PPID/environ",
+    ]) {
+      await expect(run(command), command).rejects.toThrow(
+        /command refused: it names .*outside the workspace/,
+      );
+    }
+    await expect(run("cat /etc/passwd")).rejects.toThrow(/not sandboxed \(tools.exec.sandbox is "off"\)/);
+    await expect(readFile(join(ws, "..", "file"))).rejects.toThrow();
+    // Inside the workspace, the usual devices and programs named by their full path are fine.
+    expect(await run(`echo hi > ${join(ws, "sub", "f")} 2>/dev/null; /bin/cat sub/f`)).toBe(
+      "hi\n\nExit code: 0",
+    );
+    expect(await run("curl --version >/dev/null 2>&1 || true; echo https://example.com/a/b")).toBe(
+      "https://example.com/a/b\n\nExit code: 0",
+    );
+    // Unrestricted, the same commands run (today's behaviour, documented as such).
+    expect(await run("cat ../missing-file 2>&1; echo done", { restrictToWorkspace: false })).toMatch(/done/);
+  });
+
+  it("names the sandbox and how to install it when bwrap is missing (auto)", async () => {
+    const sandbox = new ExecSandbox({ mode: "auto", network: true, bwrapPath: "/nonexistent/bwrap" });
+    await expect(run("cat /etc/passwd", { sandbox })).rejects.toThrow(
+      /not sandboxed \(bwrap \(bubblewrap\) is not installed\).*sudo apt-get install bubblewrap/,
+    );
+    expect(await run("echo still works", { sandbox })).toBe("still works\n\nExit code: 0");
+  });
+
+  it("falls back when the bwrap test run fails (auto), naming the failure", async () => {
+    const sandbox = new ExecSandbox({ mode: "auto", network: true, bwrapPath: "/bin/false" });
+    expect(await sandbox.state()).toEqual({
+      sandboxed: false,
+      mode: "auto",
+      reason: "the bwrap test run exited with 1",
+    });
+    expect(await run("echo unconfined", { sandbox })).toBe("unconfined\n\nExit code: 0");
+  });
+
+  it('with sandbox "require" and no working bwrap, runs nothing and says why', async () => {
+    const sandbox = new ExecSandbox({ mode: "require", network: true, bwrapPath: "/nonexistent/bwrap" });
+    await expect(run(`touch ${join(ws, "ran")}`, { sandbox })).rejects.toThrow(
+      /exec is unavailable: tools.exec.sandbox: .*sudo apt-get install bubblewrap/,
+    );
+    await expect(readFile(join(ws, "ran"))).rejects.toThrow();
+  });
+
   it("on timeout kills the whole process tree and says so", async () => {
-    const started = Date.now();
     const out = await run("sleep 30 & echo $! > pid; wait", { timeoutSeconds: 1 });
     const pid = Number(await readFile(join(ws, "pid"), "utf8"));
     pids.push(pid);
-    expect(out).toMatch(/did not finish within 1 second and was killed/);
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(out).toMatch(/did not finish within 1 second and was killed with its process group/);
+    // Without the sandbox a setsid child is out of reach, and the reply says so rather than "everything".
+    expect(out).toMatch(/setsid, may still run/);
     expect(await waitForDeath(pid)).toBe(true);
   });
 
@@ -170,7 +270,14 @@ describe("exec tool", () => {
   });
 });
 
-describe("destructive command guard", () => {
+describe("destructive command guard (a seatbelt)", () => {
+  const ctx: GuardContext = {
+    home: "/home/ann",
+    workspace: "/home/ann/.palaver/workspace",
+    stateDir: "/home/ann/.palaver",
+    cwd: "/home/ann/.palaver/workspace",
+  };
+
   it.each([
     "rm -rf /",
     "rm -rf /*",
@@ -193,8 +300,40 @@ describe("destructive command guard", () => {
     "chmod -R 777 /",
     "chown -R nobody /",
     "kill -9 -1",
+    // The bypasses of issue 11: wrappers, the state folder, `..`, find, full paths.
+    "rm -rf ~/.palaver",
+    "rm -rf /home/ann/.palaver/",
+    "rm -rf ../",
+    "rm -rf ..",
+    "find ~ -delete",
+    "find / -name '*.log' -delete",
+    "find . -delete",
+    "find ~/.palaver -exec rm -rf {} +",
+    "nice -n 5 rm -rf /",
+    "nice -5 rm -rf /",
+    "timeout 5 rm -rf /",
+    "timeout -s KILL 5 rm -rf /",
+    "sudo -u root rm -rf /",
+    "doas -u root rm -rf /",
+    "ionice -c 3 rm -rf ~",
+    "env FOO=1 rm -rf ~",
+    "env -u HOME rm -rf /",
+    "command rm -rf /",
+    "nohup rm -rf / &",
+    "stdbuf -o L rm -rf /",
+    "sudo -u root nice -n 5 timeout 5 rm -rf /",
+    "/bin/rm -rf /",
+    "/sbin/reboot",
+    "sudo /sbin/shutdown now",
+    "init 0",
+    // The workspace root itself, however it is named.
+    "rm -rf /home/ann/.palaver/workspace",
+    "rm -rf *",
+    "rm -rf ./*",
+    "cd .. && rm -rf workspace",
+    "cd ~ && rm -rf *",
   ])("refuses %s", (cmd) => {
-    expect(findDestructive(cmd)).not.toBeNull();
+    expect(findDestructive(cmd, ctx)).not.toBeNull();
   });
 
   it.each([
@@ -203,14 +342,56 @@ describe("destructive command guard", () => {
     "rm -rf /tmp/palaver-test-dir",
     "rm file.txt",
     "rm -f /etc/something.conf",
+    "rm -rf ~/.cache/pip",
     "dd if=/dev/zero of=/dev/null count=1",
     "dd if=in.img of=out.img",
     "echo shutdown is a word",
+    "echo rm -rf / is dangerous",
     "chmod -R 755 ./scripts",
+    "chmod -R u+w .",
     "ls -la /",
     "grep -r reboot docs/",
+    "find . -name '*.pyc' -delete",
+    "find build -delete",
+    "find ~ -name notes.md",
+    "nice -n 5 make",
+    "timeout 5 rm -rf build",
   ])("allows %s", (cmd) => {
-    expect(findDestructive(cmd)).toBeNull();
+    expect(findDestructive(cmd, ctx)).toBeNull();
+  });
+
+  it("says what a relative target resolves to", () => {
+    expect(findDestructive("rm -rf ../", ctx)).toBe("recursive rm of ../ (/home/ann/.palaver)");
+  });
+});
+
+describe("paths outside the workspace (no sandbox)", () => {
+  const ws = "/srv/ws";
+  it.each([
+    ["cat /etc/passwd", "/etc/passwd"],
+    ["cat ../config.json", "a `..` path segment"],
+    ["cat ~/.ssh/id_rsa", "~ (the home folder)"],
+    ["cat ~root/x", "~root (the home folder)"],
+    ["ls --dir=/etc", "/etc"],
+    ["echo x >/tmp/y", "/tmp/y"],
+    ["echo /*", "/*"],
+    ["cat /srv/ws/../secret", "a `..` path segment"],
+    ["cat /srv/wsx/a", "/srv/wsx/a"],
+  ])("refuses %s", (cmd, what) => {
+    expect(findOutsidePath(cmd, ws)).toBe(what);
+  });
+
+  it.each([
+    "cat notes.md",
+    "cat /srv/ws/notes.md",
+    "ls 2>/dev/null",
+    "/usr/bin/env python3 x.py",
+    "curl -s https://example.com/a/b",
+    "git log main..HEAD",
+    "echo a...b",
+    "echo $HOME/x",
+  ])("allows %s", (cmd) => {
+    expect(findOutsidePath(cmd, ws)).toBeNull();
   });
 });
 
@@ -231,11 +412,5 @@ describe("exec helpers", () => {
     expect(capped.startsWith("a".repeat(12))).toBe(true);
     expect(capped.endsWith("b".repeat(8))).toBe(true);
     expect(capped).toContain("80 of 100 characters omitted");
-  });
-
-  it("commandEnv drops PALAVER_ variables and appends to PATH", () => {
-    const env = commandEnv({ PATH: "/bin", PALAVER_PROVIDERS__X__API_KEY: "k", HOME: "/h" }, "/extra");
-    expect(env).toEqual({ PATH: "/bin:/extra", HOME: "/h" });
-    expect(commandEnv({}, "/extra").PATH).toBe("/extra");
   });
 });
