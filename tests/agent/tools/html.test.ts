@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  absolutizeLinks,
-  decodeEntities,
-  extractTitle,
-  htmlToMarkdown,
-  htmlToText,
-} from "../../../src/agent/tools/html.js";
+import { convertHtml, decodeEntities, htmlToMarkdown, htmlToText } from "../../../src/agent/tools/html.js";
 
 const PAGE = `<!doctype html>
 <html><head><title> Tea &amp; Biscuits </title><style>body{color:red}</style>
@@ -19,13 +13,13 @@ const PAGE = `<!doctype html>
 </body></html>`;
 
 describe("html conversion", () => {
-  it("extracts the title", () => {
-    expect(extractTitle(PAGE)).toBe("Tea & Biscuits");
-    expect(extractTitle("<p>no title</p>")).toBe("");
+  it("extracts the title", async () => {
+    expect((await convertHtml(PAGE, { mode: "markdown" })).title).toBe("Tea & Biscuits");
+    expect((await convertHtml("<p>no title</p>", { mode: "text" })).title).toBe("");
   });
 
-  it("turns a page into markdown without scripts, styles, nav or noscript, with absolute links", () => {
-    const md = htmlToMarkdown(PAGE, "https://tea.example/docs/page");
+  it("turns a page into markdown without scripts, styles, nav or noscript, with absolute links", async () => {
+    const md = await htmlToMarkdown(PAGE, "https://tea.example/docs/page");
     expect(md).toContain("# Making tea");
     expect(md).toContain("**fresh**");
     expect(md).toContain("[the guide](https://tea.example/guide?x=1)");
@@ -36,13 +30,13 @@ describe("html conversion", () => {
     }
   });
 
-  it("prefers <main> when the page has one", () => {
-    const md = htmlToMarkdown("<body><div>sidebar junk</div><main><p>the story</p></main></body>");
+  it("prefers <main> when the page has one", async () => {
+    const md = await htmlToMarkdown("<body><div>sidebar junk</div><main><p>the story</p></main></body>");
     expect(md).toBe("the story");
   });
 
-  it("turns a page into plain text", () => {
-    const text = htmlToText(PAGE);
+  it("turns a page into plain text", async () => {
+    const text = await htmlToText(PAGE);
     expect(text).toContain("Making tea");
     expect(text).toContain("Boil fresh water \u2014 see the guide or this.");
     expect(text).toContain("- Warm the pot\n- Add leaves");
@@ -55,9 +49,11 @@ describe("html conversion", () => {
     );
   });
 
-  it("absolutizeLinks keeps anchors and absolute URLs", () => {
-    expect(absolutizeLinks("[a](#top) [b](mailto:x@y) [c](../up)", "https://h.example/a/b/c")).toBe(
-      "[a](#top) [b](mailto:x@y) [c](https://h.example/a/up)",
+  it("makes links absolute and keeps anchors, mailto and absolute URLs", async () => {
+    const md = await htmlToMarkdown(
+      '<p><a href="#top">a</a> <a href="mailto:x@y">b</a> <a href="../up">c</a> <a href="javascript:alert(1)">d</a></p>',
+      "https://h.example/a/b/c",
     );
+    expect(md).toBe("[a](#top) [b](mailto:x@y) [c](https://h.example/a/up) d");
   });
 });
