@@ -66,3 +66,50 @@ export function openFence(text: string): string | null {
   }
   return open;
 }
+
+/**
+ * Lines longer than this keep their text but lose inline formatting (bold,
+ * links...) when converted to a platform's markup. The emphasis rules are
+ * regexes that rescan the rest of a line from every opening marker without a
+ * closing one: quadratic in the line length, so a 40,000-character line of
+ * "a **" took seconds. Capping the line bounds that work at
+ * MAX_FORMATTED_LINE per character of the reply.
+ */
+export const MAX_FORMATTED_LINE = 2000;
+
+/**
+ * Replaces every code span (`code`, ``co`de``) of one line with render(code),
+ * as CommonMark pairs them: a run of backticks closes at the next run of the
+ * same length. One pass over the runs, where the equivalent regex rescans the
+ * line from every unmatched run (seconds on a line of 40,000 backticks).
+ */
+export function replaceCodeSpans(text: string, render: (code: string) => string): string {
+  const runs: { start: number; length: number }[] = [];
+  for (let i = text.indexOf("`"); i >= 0; i = text.indexOf("`", i)) {
+    const start = i;
+    while (text.charCodeAt(i) === 96) i++;
+    runs.push({ start, length: i - start });
+  }
+  if (runs.length < 2) return text;
+  // For each run, the index of the next run of the same length (or -1).
+  const next = new Array<number>(runs.length).fill(-1);
+  const lastOfLength = new Map<number, number>();
+  for (let r = runs.length - 1; r >= 0; r--) {
+    next[r] = lastOfLength.get(runs[r]!.length) ?? -1;
+    lastOfLength.set(runs[r]!.length, r);
+  }
+  let out = "";
+  let copied = 0;
+  for (let r = 0; r < runs.length;) {
+    const close = next[r]!;
+    if (close < 0) {
+      r++;
+      continue;
+    }
+    const open = runs[r]!;
+    out += text.slice(copied, open.start) + render(text.slice(open.start + open.length, runs[close]!.start));
+    copied = runs[close]!.start + runs[close]!.length;
+    r = close + 1;
+  }
+  return out + text.slice(copied);
+}

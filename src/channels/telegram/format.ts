@@ -9,7 +9,7 @@
  * so code fences are closed and reopened) before converting, so a tag never
  * straddles two messages.
  */
-import { splitMessage } from "../text.js";
+import { MAX_FORMATTED_LINE, replaceCodeSpans, splitMessage } from "../text.js";
 
 /** Telegram's limit for one message's text. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -105,10 +105,11 @@ function blockLine(line: string): string {
  * the emphasis rules applied. Tangled emphasis falls back to the escaped text.
  */
 export function inline(text: string): string {
+  if (text.length > MAX_FORMATTED_LINE) return escapeHtml(text);
   const held: string[] = [];
   const hold = (html: string) => `\0${held.push(html) - 1}\0`;
 
-  let s = text.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) =>
+  let s = replaceCodeSpans(text, (code) =>
     hold(`<code>${escapeHtml(/^ .+ $/.test(code) ? code.slice(1, -1) : code)}</code>`),
   );
   // Backslash escapes ("\*" is a literal star) are set aside so no rule below sees them.
@@ -129,8 +130,12 @@ export function inline(text: string): string {
   return restore(wellNested(formatted) ? formatted : escaped, held);
 }
 
-/** [label](url "title"), with one level of parentheses allowed in the URL (Wikipedia links). */
-const LINK = /\[([^\]\n]+)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\s*\)/g;
+/**
+ * [label](url "title"), with one level of parentheses allowed in the URL
+ * (Wikipedia links). The label cannot hold "[", so a line of "[" is scanned
+ * once, not from every "[" to the end of the line.
+ */
+const LINK = /\[([^[\]\n]+)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\s*\)/g;
 
 /** Puts the set-aside pieces back; they may nest (a code span inside a link label). */
 function restore(text: string, held: readonly string[]): string {
