@@ -56,4 +56,57 @@ describe("html conversion", () => {
     );
     expect(md).toBe("[a](#top) [b](mailto:x@y) [c](https://h.example/a/up) d");
   });
+
+  it("renders code, emphasis, nested lists, quotes, pre, tables, images and rules", async () => {
+    const page = `<h1>T</h1><p>Para with <code>x*y</code> and <em>em</em>, <strong>b</strong>, <del>old</del>.</p>
+<ol><li>one<ul><li>inner</li><li>inner2</li></ul></li><li>two</li></ol>
+<blockquote><p>quoted</p></blockquote>
+<pre><code>line 1
+  line 2 *not emphasis*</code></pre>
+<table><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2|3</td></tr></table>
+<img src="/i.png" alt="pic"><img src="data:image/png;base64,AAA"><hr><p>a<br>b</p>`;
+    expect(await htmlToMarkdown(page, "https://h.example/x/")).toBe(
+      [
+        "# T",
+        "Para with `x*y` and _em_, **b**, ~~old~~.",
+        "1. one\n   * inner\n   * inner2\n2. two",
+        "> quoted",
+        "```\nline 1\n  line 2 *not emphasis*\n```",
+        "| A | B |\n| --- | --- |\n| 1 | 2\\|3 |",
+        "![pic](https://h.example/i.png)",
+        "---",
+        "a\nb",
+      ].join("\n\n"),
+    );
+  });
+
+  it("closes what HTML closes implicitly and drops empty emphasis", async () => {
+    expect(await htmlToMarkdown("<ul><li>a<li>b</ul><p>one<p>two<b></b><i> </i>")).toBe(
+      "* a\n* b\n\none\n\ntwo",
+    );
+  });
+
+  it("stops at maxChars and says the page was cut", async () => {
+    const page = await convertHtml(`<p>${"word ".repeat(1000)}</p><p>more</p>`, {
+      mode: "text",
+      maxChars: 50,
+    });
+    expect(page.truncated).toBe(true);
+    expect(page.content.startsWith("word word")).toBe(true);
+    const whole = await convertHtml("<p>short</p>", { mode: "text", maxChars: 50 });
+    expect(whole).toEqual({ title: "", content: "short", truncated: false });
+  });
+
+  // Each of these took seconds to minutes with node-html-markdown and the old regexes.
+  it.each([
+    ["unclosed tags", "<b>".repeat(20_000), ""],
+    ["deep nesting past the depth cap", "<div>".repeat(20_000) + "deep" + "</div>".repeat(20_000), "deep"],
+    ["an unterminated tag", `<p>kept</p><a href="${"x".repeat(60_000)}`, "kept"],
+    ["unterminated comments", "<p>kept</p>" + "<!--".repeat(15_000), "kept"],
+    ["a < flood", "<".repeat(60_000), "<".repeat(60_000)],
+    ["a script that never ends", "<p>kept</p><script>" + "</".repeat(30_000), "kept"],
+  ])("converts 60 KB of %s", async (_shape, html, expected) => {
+    expect(await htmlToText(html)).toBe(expected);
+    expect(await htmlToMarkdown(html)).toBe(expected);
+  });
 });
