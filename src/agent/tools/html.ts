@@ -6,9 +6,9 @@
  * (html-render.ts) are linear in the page size whatever its shape, and the
  * loop below hands the event loop back every SLICE_MS, so even a 5 MB page
  * lets /healthz and other chats through while it converts. No worker thread
- * is needed because no step is super-linear (measured: 50 KB of unclosed
- * tags, nested tags, attributes, "<" floods, comments, scripts, each in a few
- * milliseconds; bench/html.ts keeps it that way).
+ * is needed because no step is super-linear: doubling a hostile page
+ * (unclosed or nested tags, attribute and "<" floods, comments, scripts)
+ * doubles the time, and bench/html.ts holds each 50 KB shape to 100 ms.
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { HtmlRenderer } from "./html-render.js";
