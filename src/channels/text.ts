@@ -113,3 +113,35 @@ export function replaceCodeSpans(text: string, render: (code: string) => string)
   }
   return out + text.slice(copied);
 }
+
+/**
+ * A markdown ATX heading ("## Title ##") → its level and text, or null.
+ * Parsed by hand: the obvious regex (/^#{1,6}\s+(.*?)\s*#*\s*$/) backtracks
+ * cubically over trailing whitespace; "#### a" plus 10,000 spaces and an "x"
+ * held the event loop for four minutes.
+ */
+export function parseHeading(line: string): { level: number; text: string } | null {
+  const open = /^\s{0,3}(#{1,6})\s+/.exec(line);
+  if (!open) return null;
+  let end = line.length;
+  const space = (i: number) => /\s/.test(line[i - 1] ?? "");
+  while (end > open[0].length && space(end)) end--;
+  while (end > open[0].length && line[end - 1] === "#") end--; // a closing "##"
+  while (end > open[0].length && space(end)) end--;
+  return { level: open[1]!.length, text: line.slice(open[0].length, end) };
+}
+
+/**
+ * Whether a line is a markdown table's delimiter row ("| --- | :-: |"), each
+ * cell at least `minDashes` dashes. Checked cell by cell: the one-regex forms
+ * (/^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/ and looser ones) backtrack
+ * over runs of spaces; 4,000 spaces after a table row took 15 s.
+ */
+export function isTableRule(line: string, minDashes = 1): boolean {
+  let t = line.trim();
+  if (t.startsWith("|")) t = t.slice(1);
+  if (t.endsWith("|")) t = t.slice(0, -1);
+  if (!t.includes("-")) return false;
+  const cell = minDashes > 1 ? new RegExp(`^:?-{${minDashes},}:?$`) : /^:?-+:?$/;
+  return t.split("|").every((c) => cell.test(c.trim()));
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openFence, splitMessage } from "../../src/channels/text.js";
+import { isTableRule, openFence, parseHeading, splitMessage } from "../../src/channels/text.js";
 
 describe("splitMessage", () => {
   it("keeps short text whole", () => {
@@ -64,5 +64,22 @@ describe("openFence", () => {
     expect(openFence("a\n```py\nx = 1")).toBe("```py");
     expect(openFence("a\n```py\nx = 1\n```")).toBeNull();
     expect(openFence("plain")).toBeNull();
+  });
+});
+
+describe("parseHeading and isTableRule (model output is untrusted)", () => {
+  it("parse headings like the markdown renderers", () => {
+    expect(parseHeading("## Title ##")).toEqual({ level: 2, text: "Title" });
+    expect(parseHeading("   #### a b  ")).toEqual({ level: 4, text: "a b" });
+    expect(parseHeading("####### seven")).toBeNull();
+    expect(parseHeading("#nospace")).toBeNull();
+  });
+
+  it("recognise delimiter rows", () => {
+    expect(isTableRule("| --- | :-: |")).toBe(true);
+    expect(isTableRule("---|---")).toBe(true);
+    expect(isTableRule("| - | - |", 2)).toBe(false);
+    expect(isTableRule("| a | b |")).toBe(false);
+    expect(isTableRule("     ")).toBe(false);
   });
 });

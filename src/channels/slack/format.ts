@@ -6,7 +6,7 @@
  * no headings, no tables, no language on code fences, and `&`, `<`, `>` must
  * be escaped everywhere (inside code too) because `<...>` is Slack's own markup.
  */
-import { MAX_FORMATTED_LINE, replaceCodeSpans, splitMessage } from "../text.js";
+import { isTableRule, MAX_FORMATTED_LINE, parseHeading, replaceCodeSpans, splitMessage } from "../text.js";
 
 /**
  * Characters per message. Slack accepts up to 40,000 but recommends at most
@@ -29,7 +29,6 @@ export function escapeMrkdwn(text: string): string {
 }
 
 const FENCE = /^\s*(```|~~~)/;
-const TABLE_SEPARATOR = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
 const MAX_LINES = 100_000;
 
 export function markdownToMrkdwn(markdown: string): string {
@@ -48,7 +47,7 @@ export function markdownToMrkdwn(markdown: string): string {
       i = j; // the closing fence (or the end of the text when it was never closed)
       continue;
     }
-    if (isTableRow(line) && i + 1 < lines.length && TABLE_SEPARATOR.test(lines[i + 1]!)) {
+    if (isTableRow(line) && i + 1 < lines.length && isTableRule(lines[i + 1]!, 2)) {
       const rows = [line];
       let j = i + 2;
       while (j < lines.length && isTableRow(lines[j]!)) rows.push(lines[j++]!);
@@ -67,9 +66,9 @@ function isTableRow(line: string): boolean {
 }
 
 function convertLine(line: string): string {
-  const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+  const heading = parseHeading(line);
   if (heading) {
-    const text = heading[1]!.replace(/\*\*|__/g, "");
+    const text = heading.text.replace(/\*\*|__/g, "");
     return text ? `*${convertInline(text)}*` : "";
   }
   if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return "──────────";

@@ -9,7 +9,7 @@
  * so code fences are closed and reopened) before converting, so a tag never
  * straddles two messages.
  */
-import { MAX_FORMATTED_LINE, replaceCodeSpans, splitMessage } from "../text.js";
+import { isTableRule, MAX_FORMATTED_LINE, parseHeading, replaceCodeSpans, splitMessage } from "../text.js";
 
 /** Telegram's limit for one message's text. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -31,7 +31,6 @@ function escapeAttr(text: string): string {
 }
 
 const FENCE = /^\s*(`{3,}|~{3,})\s*([^\s`]*)/;
-const HEADING = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const BULLET = /^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
@@ -62,7 +61,7 @@ export function markdownToTelegramHtml(markdown: string): string {
       out.push(`<blockquote>${quoted.map(blockLine).join("\n")}</blockquote>`);
       continue;
     }
-    if (TABLE_ROW.test(line) && i + 1 < lines.length && /^\s*\|?[\s:|-]+\|?\s*$/.test(lines[i + 1]!)) {
+    if (TABLE_ROW.test(line) && i + 1 < lines.length && isTableRule(lines[i + 1]!)) {
       // Telegram has no tables; a monospaced block keeps the columns readable.
       const rows: string[] = [];
       while (i < lines.length && TABLE_ROW.test(lines[i]!)) rows.push(lines[i++]!.trim());
@@ -87,8 +86,8 @@ function codeBlock(code: string, language: string): string {
 }
 
 function blockLine(line: string): string {
-  const heading = HEADING.exec(line);
-  if (heading) return `<b>${inline(heading[1]!)}</b>`;
+  const heading = parseHeading(line);
+  if (heading) return `<b>${inline(heading.text)}</b>`;
   if (RULE.test(line)) return "──────────";
   const bullet = BULLET.exec(line);
   if (bullet) {
