@@ -1,5 +1,6 @@
 /** `npm run bench`: runs every benchmark and prints each result beside its target. */
 import { benchConcurrency } from "./concurrency.js";
+import { benchHtml } from "./html.js";
 import { benchJournal } from "./journal.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
@@ -12,6 +13,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchConcurrency,
   benchOverhead,
   benchJournal,
+  benchHtml,
   benchStartup,
   benchThroughput,
 ];

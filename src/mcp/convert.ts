@@ -76,8 +76,15 @@ export interface FormatResultOptions {
 export function formatCallResult(result: CallToolResult, opts: FormatResultOptions): string {
   const parts = (result.content ?? []).map((block, i) => formatBlock(block, opts.saved?.get(i)));
   const structured = result.structuredContent;
-  if (structured !== undefined && !repeatsStructured(result.content ?? [], structured)) {
-    parts.push(`Structured result:\n${JSON.stringify(structured, null, 2)}`);
+  if (structured !== undefined) {
+    const compact = stringify(structured);
+    if (compact === null) parts.push("Structured result: (nested too deeply to show)");
+    else if (!repeatsStructured(result.content ?? [], compact)) {
+      // Pretty-printing a huge result only costs time: it is cut to maxChars anyway.
+      parts.push(
+        `Structured result:\n${compact.length <= MAX_JSON_COMPARE ? JSON.stringify(structured, null, 2) : compact}`,
+      );
+    }
   }
   let text = parts.join("\n");
   if (result.isError) {
@@ -112,13 +119,29 @@ function formatBlock(block: ContentBlock, saved: string | undefined): string {
   }
 }
 
+/**
+ * Text blocks longer than this are not parsed to compare them with the
+ * structured result: parsing and printing megabytes holds the event loop.
+ */
+const MAX_JSON_COMPARE = 1024 * 1024;
+
+/** JSON of a server's structured result, or null when it is nested too deeply to print (RangeError). */
+function stringify(value: unknown): string | null {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return null;
+  }
+}
+
 /** Servers are asked to send structured results also as JSON text; then once is enough. */
-function repeatsStructured(content: readonly ContentBlock[], structured: unknown): boolean {
-  const want = JSON.stringify(structured);
+function repeatsStructured(content: readonly ContentBlock[], want: string): boolean {
   return content.some((block) => {
     if (block.type !== "text") return false;
+    if (block.text === want) return true;
+    if (block.text.length > MAX_JSON_COMPARE) return false;
     try {
-      return JSON.stringify(JSON.parse(block.text)) === want;
+      return stringify(JSON.parse(block.text)) === want;
     } catch {
       return false;
     }

@@ -13,3 +13,17 @@ describe("terminal markdown", () => {
     expect(out).not.toContain("```");
   });
 });
+
+// Regression: the emphasis regexes were quadratic in the line length (40 KB of "*": 8 s).
+describe("terminal markdown with hostile input", () => {
+  it.each([
+    ["*", "*".repeat(100_000)],
+    ["[", "[".repeat(100_000)],
+    ["a `", "a `".repeat(33_000)],
+  ])("renders a 100 KB line of %s quickly and keeps it", (_name, text) => {
+    const started = performance.now();
+    const out = renderMarkdown(text, { color: true });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(out).toBe(text);
+  });
+});

@@ -139,6 +139,24 @@ describe("formatCallResult", () => {
     ).toBe('three\nStructured result:\n{\n  "sum": 3\n}');
   });
 
+  // A server's result is untrusted input. Regression: 20,000 nested arrays made
+  // JSON.stringify throw RangeError (stack overflow) out of formatCallResult.
+  it("describes a structured result nested too deeply to print instead of throwing", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    expect(
+      formatCallResult({ content: [{ type: "text", text: "x" }], structuredContent: { a: deep } }, opts),
+    ).toBe("x\nStructured result: (nested too deeply to show)");
+  });
+
+  it("recognises a big structured result sent again as text without parsing it", () => {
+    const structured = { rows: Array.from({ length: 50_000 }, (_, i) => ({ i, name: `row ${i}` })) };
+    const text = JSON.stringify(structured);
+    expect(text.length).toBeGreaterThan(1024 * 1024);
+    const out = formatCallResult({ content: [{ type: "text", text }], structuredContent: structured }, opts);
+    expect(out).not.toContain("Structured result");
+  });
+
   it("marks isError results and says so when there is nothing to show", () => {
     expect(formatCallResult({ content: [{ type: "text", text: "no such repo" }], isError: true }, opts)).toBe(
       "Error: no such repo",

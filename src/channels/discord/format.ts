@@ -4,7 +4,7 @@
  * adjusted (headings below ###, tables), then the text is cut into chunks of
  * at most 2000 characters with code fences kept valid (splitMessage).
  */
-import { splitMessage } from "../text.js";
+import { isTableRule, parseHeading, splitMessage } from "../text.js";
 
 /** Discord's limit on a message's content. */
 export const DISCORD_MAX_CHARS = 2000;
@@ -13,7 +13,6 @@ export const DISCORD_MAX_FILES = 10;
 
 const FENCE = /^\s*(```|~~~)/;
 const TABLE_ROW = /^\s*\|.*\|\s*$/;
-const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
 
 /** Markdown the model wrote → Markdown Discord renders. Code blocks are left alone. */
 export function toDiscordMarkdown(markdown: string): string {
@@ -32,7 +31,7 @@ export function toDiscordMarkdown(markdown: string): string {
       continue;
     }
     // A table (header row, then a |---| rule): Discord has no tables, a code block keeps the columns.
-    if (TABLE_ROW.test(line) && TABLE_RULE.test(lines[i + 1] ?? "")) {
+    if (TABLE_ROW.test(line) && isTableRule(lines[i + 1] ?? "")) {
       let end = i + 2;
       while (end < lines.length && TABLE_ROW.test(lines[end]!)) end++;
       out.push("```", ...lines.slice(i, end), "```");
@@ -40,8 +39,10 @@ export function toDiscordMarkdown(markdown: string): string {
       continue;
     }
     // Discord renders #, ## and ### only.
-    const heading = /^#{4,6}\s+(.+?)\s*#*\s*$/.exec(line);
-    out.push(heading ? `**${heading[1]}**` : line);
+    const heading = parseHeading(line);
+    out.push(
+      heading && heading.level >= 4 && heading.text && !/^\s/.test(line) ? `**${heading.text}**` : line,
+    );
   }
   return out.join("\n");
 }

@@ -6,7 +6,7 @@
  * no headings, no tables, no language on code fences, and `&`, `<`, `>` must
  * be escaped everywhere (inside code too) because `<...>` is Slack's own markup.
  */
-import { splitMessage } from "../text.js";
+import { isTableRule, MAX_FORMATTED_LINE, parseHeading, replaceCodeSpans, splitMessage } from "../text.js";
 
 /**
  * Characters per message. Slack accepts up to 40,000 but recommends at most
@@ -29,7 +29,6 @@ export function escapeMrkdwn(text: string): string {
 }
 
 const FENCE = /^\s*(```|~~~)/;
-const TABLE_SEPARATOR = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
 const MAX_LINES = 100_000;
 
 export function markdownToMrkdwn(markdown: string): string {
@@ -48,7 +47,7 @@ export function markdownToMrkdwn(markdown: string): string {
       i = j; // the closing fence (or the end of the text when it was never closed)
       continue;
     }
-    if (isTableRow(line) && i + 1 < lines.length && TABLE_SEPARATOR.test(lines[i + 1]!)) {
+    if (isTableRow(line) && i + 1 < lines.length && isTableRule(lines[i + 1]!, 2)) {
       const rows = [line];
       let j = i + 2;
       while (j < lines.length && isTableRow(lines[j]!)) rows.push(lines[j++]!);
@@ -67,14 +66,19 @@ function isTableRow(line: string): boolean {
 }
 
 function convertLine(line: string): string {
-  const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+  const heading = parseHeading(line);
   if (heading) {
-    const text = heading[1]!.replace(/\*\*|__/g, "");
+    const text = heading.text.replace(/\*\*|__/g, "");
     return text ? `*${convertInline(text)}*` : "";
   }
   if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return "──────────";
-  const quote = /^(\s*)>\s?(.*)$/.exec(line);
-  if (quote) return `&gt; ${convertLine(quote[2]!)}`.trimEnd();
+  const quote = /^\s*>/.exec(line);
+  if (quote) {
+    // Slack quotes one level: nested markers (> > >) are dropped in a loop, not by
+    // recursion, which a line of 20,000 ">" overflowed (the whole reply failed).
+    const inner = line.replace(/^(?:\s*>)+\s?/, "");
+    return `&gt; ${convertLine(inner)}`.trimEnd();
+  }
   const task = /^(\s*)[-*+]\s+\[([ xX])\]\s+(.*)$/.exec(line);
   if (task) return `${indent(task[1]!)}${task[2] === " " ? "☐" : "☑"} ${convertInline(task[3]!)}`;
   const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
@@ -101,21 +105,22 @@ const ITALIC = "\uE003";
 
 /** Inline Markdown of one line → mrkdwn: code, links, emphasis, escaping. */
 export function convertInline(text: string): string {
+  if (text.length > MAX_FORMATTED_LINE) return escapeMrkdwn(text);
   const slots: string[] = [];
   const keep = (s: string) => `${SLOT_OPEN}${slots.push(s) - 1}${SLOT_CLOSE}`;
   let s = text.replace(new RegExp(`[${SLOT_OPEN}${SLOT_CLOSE}${BOLD}${ITALIC}]`, "g"), "");
 
   // Code spans first: nothing inside them is formatting.
-  s = s.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) =>
-    keep(`\`${escapeMrkdwn(code.trim() || code)}\``),
-  );
-  // Images and links: ![alt](url), [text](url "title"), <https://autolink>.
+  s = replaceCodeSpans(s, (code) => keep(`\`${escapeMrkdwn(code.trim() || code)}\``));
+  // Images and links: ![alt](url), [text](url "title"), <https://autolink>. Neither label
+  // nor URL can hold the character that starts the next one ("[", "("), so a line of
+  // "[a](" is scanned once instead of from every "[" to the end.
   s = s.replace(
-    /(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g,
+    /(!?)\[([^[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+"[^"]*")?\s*\)/g,
     (_m, _bang: string, label: string, url: string) =>
       keep(link(url, label ? convertEmphasis(escapeMrkdwn(label)) : "")),
   );
-  s = s.replace(/<((?:https?|mailto):[^>\s]+)>/g, (_m, url: string) => keep(link(url, "")));
+  s = s.replace(/<((?:https?|mailto):[^<>\s]+)>/g, (_m, url: string) => keep(link(url, "")));
   // Bare URLs stay as they are (Slack links them), but must not be touched by emphasis rules.
   s = s.replace(/\bhttps?:\/\/[^\s<>]*[^\s<>.,;:!?'")\]]/g, (url) => keep(escapeMrkdwn(url)));
 

@@ -9,7 +9,7 @@
  * so code fences are closed and reopened) before converting, so a tag never
  * straddles two messages.
  */
-import { splitMessage } from "../text.js";
+import { isTableRule, MAX_FORMATTED_LINE, parseHeading, replaceCodeSpans, splitMessage } from "../text.js";
 
 /** Telegram's limit for one message's text. */
 export const TELEGRAM_MAX_TEXT = 4096;
@@ -31,7 +31,6 @@ function escapeAttr(text: string): string {
 }
 
 const FENCE = /^\s*(`{3,}|~{3,})\s*([^\s`]*)/;
-const HEADING = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const BULLET = /^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
@@ -62,7 +61,7 @@ export function markdownToTelegramHtml(markdown: string): string {
       out.push(`<blockquote>${quoted.map(blockLine).join("\n")}</blockquote>`);
       continue;
     }
-    if (TABLE_ROW.test(line) && i + 1 < lines.length && /^\s*\|?[\s:|-]+\|?\s*$/.test(lines[i + 1]!)) {
+    if (TABLE_ROW.test(line) && i + 1 < lines.length && isTableRule(lines[i + 1]!)) {
       // Telegram has no tables; a monospaced block keeps the columns readable.
       const rows: string[] = [];
       while (i < lines.length && TABLE_ROW.test(lines[i]!)) rows.push(lines[i++]!.trim());
@@ -87,8 +86,8 @@ function codeBlock(code: string, language: string): string {
 }
 
 function blockLine(line: string): string {
-  const heading = HEADING.exec(line);
-  if (heading) return `<b>${inline(heading[1]!)}</b>`;
+  const heading = parseHeading(line);
+  if (heading) return `<b>${inline(heading.text)}</b>`;
   if (RULE.test(line)) return "──────────";
   const bullet = BULLET.exec(line);
   if (bullet) {
@@ -105,10 +104,11 @@ function blockLine(line: string): string {
  * the emphasis rules applied. Tangled emphasis falls back to the escaped text.
  */
 export function inline(text: string): string {
+  if (text.length > MAX_FORMATTED_LINE) return escapeHtml(text);
   const held: string[] = [];
   const hold = (html: string) => `\0${held.push(html) - 1}\0`;
 
-  let s = text.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_m, _ticks: string, code: string) =>
+  let s = replaceCodeSpans(text, (code) =>
     hold(`<code>${escapeHtml(/^ .+ $/.test(code) ? code.slice(1, -1) : code)}</code>`),
   );
   // Backslash escapes ("\*" is a literal star) are set aside so no rule below sees them.
@@ -129,8 +129,12 @@ export function inline(text: string): string {
   return restore(wellNested(formatted) ? formatted : escaped, held);
 }
 
-/** [label](url "title"), with one level of parentheses allowed in the URL (Wikipedia links). */
-const LINK = /\[([^\]\n]+)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\s*\)/g;
+/**
+ * [label](url "title"), with one level of parentheses allowed in the URL
+ * (Wikipedia links). The label cannot hold "[", so a line of "[" is scanned
+ * once, not from every "[" to the end of the line.
+ */
+const LINK = /\[([^[\]\n]+)\]\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+"[^"]*")?\s*\)/g;
 
 /** Puts the set-aside pieces back; they may nest (a code span inside a link label). */
 function restore(text: string, held: readonly string[]): string {

@@ -173,3 +173,28 @@ describe("slackToPlainText", () => {
     );
   });
 });
+
+// Model output is untrusted (a fetched page can ask the model to repeat anything).
+describe("hostile replies", () => {
+  it("a line of 20,000 quote markers is one quote (it overflowed the stack: the reply was lost)", () => {
+    const out = markdownToMrkdwn(`${"> ".repeat(20_000)}hi`);
+    expect(out).toBe("&gt; hi");
+  });
+
+  // Regression: the link, autolink, code and emphasis regexes rescanned the rest of
+  // the line from every unmatched marker; 40 KB took seconds, 100 KB tens of seconds.
+  it.each([
+    ["[a](", "[a](".repeat(25_000)],
+    ["![", "![".repeat(50_000)],
+    ["<http://", "<http://".repeat(12_500)],
+    ["backticks", "`".repeat(100_000)],
+    ["unclosed bold", "a **".repeat(25_000)],
+  ])("formats a 100 KB line of %s quickly, keeping its text", (_name, text) => {
+    const started = performance.now();
+    const chunks = formatSlackMessage(text);
+    // Generous bound for loaded CI machines: before the fix this took 10+ s.
+    expect(performance.now() - started).toBeLessThan(2_000);
+    const shown = slackToPlainText(chunks.join("")).replace(/\s|`/g, "");
+    expect(shown).toBe(text.replace(/\s|`/g, ""));
+  });
+});

@@ -167,3 +167,33 @@ describe("formatForTelegram (splitting)", () => {
     expect(formatForTelegram("   \n ")).toEqual([]);
   });
 });
+
+// Model output is untrusted (a fetched page can ask the model to repeat anything).
+// Regression: the inline regexes rescanned the rest of a line from every unmatched
+// marker; 40 KB of "`" or "[" took seconds per call, 100 KB tens of seconds.
+describe("hostile replies are formatted in linear time", () => {
+  const floods: [string, string][] = [
+    ["backticks", "a `".repeat(33_000)],
+    ["double backticks", "a ``".repeat(25_000)],
+    ["[", "[".repeat(100_000)],
+    ["![", "![".repeat(50_000)],
+    ["unclosed bold", "a **".repeat(25_000)],
+    ["unclosed strike", "a ~~".repeat(25_000)],
+    ["unclosed spoiler", "a ||".repeat(25_000)],
+  ];
+  it.each(floods)("a 100 KB line of %s keeps its text", (_name, text) => {
+    const started = performance.now();
+    const converted = html(text);
+    const chunks = formatForTelegram(text);
+    // Generous bound for loaded CI machines: before the fix html() took 10+ s.
+    expect(performance.now() - started).toBeLessThan(2_000);
+    const visible = parseTelegramHtml(converted);
+    if (typeof visible !== "string") throw new Error(`Telegram refuses it: ${visible.error}`);
+    expect(visible.replace(/\s/g, "")).toBe(text.replace(/\s/g, ""));
+    for (const c of chunks) expect(typeof parseTelegramHtml(c.html)).toBe("string");
+  });
+
+  it("still pairs code spans by their backtick runs", () => {
+    expect(inline("a ``x ` y`` and `z` ``` `")).toBe("a <code>x ` y</code> and <code>z</code> ``` `");
+  });
+});
