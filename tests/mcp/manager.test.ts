@@ -238,14 +238,13 @@ describe("remote servers", () => {
     const srv = await http("streamable-http");
     const { manager: m, registry } = manager({ web: { url: srv.url, toolTimeout: 0.3 } });
     await m.ensureReady(10_000);
-    const started = Date.now();
+    // Uncancelled, the call would end after 10 s with a result: the error text proves the cancel.
     const text = await call(registry, "mcp_web_slow", { ms: 10_000 });
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(text).toBe(
       'Error: mcp_web_slow did not finish within 0.3 s, so it was cancelled (the MCP server "web" was told to stop). ' +
         "It may be slow or stuck: try a smaller request, or go on without this tool.",
     );
-    await waitFor(() => srv.state.cancelled.length === 1, 3000, "the cancellation to reach the server");
+    await waitFor(() => srv.state.cancelled.length === 1, 30_000, "the cancellation to reach the server");
     expect(srv.state.cancelled[0]).toContain("Request timed out");
   });
 
@@ -255,10 +254,10 @@ describe("remote servers", () => {
     await m.ensureReady(10_000);
     const stop = new AbortController();
     const pending = call(registry, "mcp_web_slow", { ms: 10_000 }, stop.signal);
-    await waitFor(() => srv.state.calls.includes("slow"), 3000, "the call to start");
+    await waitFor(() => srv.state.calls.includes("slow"), 30_000, "the call to start");
     stop.abort(new Error("stopped by /stop"));
     await expect(pending).rejects.toThrow("stopped by /stop");
-    await waitFor(() => srv.state.cancelled.length === 1, 3000, "the cancellation to reach the server");
+    await waitFor(() => srv.state.cancelled.length === 1, 30_000, "the cancellation to reach the server");
     expect(srv.state.cancelled[0]).toContain("stopped by /stop");
   });
 });
@@ -275,10 +274,8 @@ describe("failing servers", () => {
       // Long backoff: the states below stay put while they are checked.
       { retryBaseMs: 60_000, retryMaxMs: 60_000 },
     );
-    const started = Date.now();
     m.startInBackground();
     // It only spawns the processes (synchronously); it never waits for a server to answer.
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(report(m, "good").state).toBe("connecting");
     expect(report(m, "refusing").state).toBe("connecting");
 
@@ -331,12 +328,16 @@ describe("shutdown", () => {
     const pidFile = join(dir, "pid");
     const script = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`;
     const srv = await http("streamable-http");
-    const { manager: m, registry } = manager({
-      a: stdio(),
-      b: stdio(),
-      web: { url: srv.url },
-      starting: { command: process.execPath, args: ["-e", script] },
-    });
+    const { manager: m, registry } = manager(
+      {
+        a: stdio(),
+        b: stdio(),
+        web: { url: srv.url },
+        starting: { command: process.execPath, args: ["-e", script] },
+      },
+      // The stuck server's connect could only end by this: a shutdown that waited for it would hang.
+      { connectTimeoutMs: 600_000 },
+    );
     m.startInBackground();
     await waitFor(
       () => ["a", "b", "web"].every((s) => report(m, s).state === "connected"),
@@ -357,10 +358,7 @@ describe("shutdown", () => {
     expect(report(m, "starting").state).toBe("connecting");
     for (const pid of pids) expect(isAlive(pid)).toBe(true);
 
-    const started = Date.now();
-    await m.shutdown();
-    // Not held up by the stuck server's 10 s connect timeout.
-    expect(Date.now() - started).toBeLessThan(3000);
+    await m.shutdown(); // not held up by the stuck server's connect
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
     expect(registry.names).toEqual([]);
     expect(m.status().map((s) => s.state)).toEqual(["stopped", "stopped", "stopped", "stopped"]);
