@@ -215,14 +215,12 @@ export class FakeTelegram {
         resolve(value);
       };
       const poll = setInterval(check, 20);
-      const timer = setTimeout(
-        () => {
-          cleanup();
-          reject(new Error(`FakeTelegram: timed out waiting for ${what}`));
-          // The limit only ends a hung test: never below MIN_WAIT_MS, for loaded machines.
-        },
-        Math.max(timeoutMs, MIN_WAIT_MS),
-      );
+      // The limit only ends a hung test: never below MIN_WAIT_MS, for loaded machines.
+      const limit = Math.max(timeoutMs, MIN_WAIT_MS);
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`FakeTelegram: timed out waiting for ${what}`));
+      }, limit);
       const cleanup = () => {
         clearTimeout(timer);
         clearInterval(poll);
