@@ -54,7 +54,7 @@ async function setup(
     }),
     workspace: join(dir, "ws"),
     maxMediaBytes: 1024 * 1024,
-    connectTimeoutMs: 5000,
+    connectTimeoutMs: 60_000, // only ends a hung test: a loaded machine can take seconds to connect
     ...opts.adapter,
   });
   const inbound: InboundMessage[] = [];
