@@ -4,6 +4,7 @@ import type { InboundMessage } from "../../src/bus/types.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "../../src/channels/access.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import { TestChannel } from "../helpers/test-channel.js";
+import { waitFor } from "../helpers/wait.js";
 
 let manager: ChannelManager | undefined;
 afterEach(async () => {
@@ -25,14 +26,6 @@ function setup(opts: { sendProgress?: boolean; sendToolHints?: boolean; now?: ()
   });
   return { bus, inbound, manager };
 }
-
-const waitFor = async (cond: () => boolean, ms = 3000) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 describe("access rules", () => {
   const msg = (senderId: string, aliases?: string[]): InboundMessage => ({

@@ -3,19 +3,18 @@
  * codes and what lands on stdout/stderr are tested as a user sees them. HOME and
  * PALAVER_CONFIG point into a temp folder: nothing touches the real home.
  */
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newConfigText } from "../../src/cli/onboard.js";
 import { templatesDir } from "../../src/config/paths.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
+import { runCli } from "../helpers/cli.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const ENTRY = join(ROOT, "tests", "cli", "run-config-cli.ts");
 
 let dir: string;
@@ -43,20 +42,8 @@ function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
   Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, PALAVER_TEST: "1", NO_COLOR: "1" }, extraEnv);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", TSX, ENTRY, ...args], {
-      cwd: dir,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 15_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  // Through the shared helper: a few children at a time, with a generous time limit.
+  return runCli(args, { cwd: dir, env, entry: ENTRY });
 }
 
 async function writeConfig(value: unknown): Promise<void> {

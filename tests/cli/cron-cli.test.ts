@@ -60,8 +60,9 @@ async function jobsOnDisk(): Promise<CronJob[]> {
   }
 }
 
-// Each child process takes about a second to start (more when the whole suite runs).
-describe("palaver cron add / list / remove", { timeout: 90_000 }, () => {
+// Each child process takes about a second to start (many more under load); tests/helpers/cli.ts
+// runs two at a time, so the limits below cover a dozen children on a busy machine.
+describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
   it("adds jobs to <config folder>/cron/jobs.json and lists them", async () => {
     const added = await cli([
       "add",
@@ -155,7 +156,7 @@ describe("palaver cron add / list / remove", { timeout: 90_000 }, () => {
   });
 });
 
-describe("palaver cron run", { timeout: 60_000 }, () => {
+describe("palaver cron run", { timeout: 120_000 }, () => {
   it("with a gateway running, asks it to run the job (it fires within a poll)", async () => {
     const published: InboundMessage[] = [];
     gateway = new CronService({

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startCli } from "../helpers/cli.js";
+import { healthUrlFromLog } from "../helpers/gateway-process.js";
 
 describe("palaver gateway (child process)", () => {
   let dir: string;
@@ -28,8 +29,10 @@ describe("palaver gateway (child process)", () => {
   it("keeps running with no channels, says so, and exits 0 on SIGTERM", async () => {
     const run = gateway();
     await run.stderrIncludes("gateway running");
-    // Still alive a moment later: nothing lets the process fall out of its event loop.
-    await new Promise((r) => setTimeout(r, 300));
+    // Still serving after start (not a fixed wait): its health endpoint answers, the process has not exited.
+    const url = healthUrlFromLog(run.stderr);
+    expect(url).toBeDefined();
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect(run.child.exitCode).toBeNull();
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);

@@ -22,6 +22,7 @@ import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { WebSocket, WebSocketServer } from "ws";
+import { MIN_WAIT_MS } from "../helpers/wait.js";
 
 export const BOT_TOKEN = "xoxb-fake-bot-token";
 export const APP_TOKEN = "xapp-fake-app-token";
@@ -77,7 +78,7 @@ interface Pending {
 export interface FakeSlackOptions {
   botToken?: string;
   appToken?: string;
-  /** How long pushEvent waits for an ack. */
+  /** How long pushEvent waits for an ack (default MIN_WAIT_MS: it only ends a hung test). */
   ackTimeoutMs?: number;
 }
 
@@ -117,7 +118,7 @@ export class FakeSlack {
   private constructor(opts: FakeSlackOptions) {
     this.botToken = opts.botToken ?? BOT_TOKEN;
     this.appToken = opts.appToken ?? APP_TOKEN;
-    this.ackTimeoutMs = opts.ackTimeoutMs ?? 5000;
+    this.ackTimeoutMs = opts.ackTimeoutMs ?? MIN_WAIT_MS;
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         res.writeHead(500).end(String(err));
@@ -587,10 +588,12 @@ export class FakeSlack {
         cleanup();
         resolve();
       };
+      // The limit only ends a hung test: never below MIN_WAIT_MS, for loaded machines.
+      const limit = Math.max(timeoutMs, MIN_WAIT_MS);
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`fake Slack: waited ${timeoutMs} ms for ${what}`));
-      }, timeoutMs);
+        reject(new Error(`fake Slack: waited ${limit} ms for ${what}`));
+      }, limit);
       const cleanup = () => {
         clearTimeout(timer);
         this.waiters.delete(check);

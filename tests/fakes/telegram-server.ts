@@ -22,6 +22,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { MIN_WAIT_MS } from "../helpers/wait.js";
 
 export interface FakeUser {
   id: number;
@@ -214,10 +215,12 @@ export class FakeTelegram {
         resolve(value);
       };
       const poll = setInterval(check, 20);
+      // The limit only ends a hung test: never below MIN_WAIT_MS, for loaded machines.
+      const limit = Math.max(timeoutMs, MIN_WAIT_MS);
       const timer = setTimeout(() => {
         cleanup();
         reject(new Error(`FakeTelegram: timed out waiting for ${what}`));
-      }, timeoutMs);
+      }, limit);
       const cleanup = () => {
         clearTimeout(timer);
         clearInterval(poll);

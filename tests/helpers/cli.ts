@@ -1,15 +1,28 @@
 /**
  * Running palaver (or a test's own CLI entry) as a child process, through tsx
  * so the sources are tested, with a clean environment and a hard time limit.
+ *
+ * A child compiles the sources through tsx on start (about a second of CPU
+ * each); six started at once on a loaded 2-core machine took over 20 s and
+ * were killed mid-test. So short-lived children (runCli) run at most
+ * CLI_CONCURRENCY at a time per test file, and the time limit is generous:
+ * it only exists so a hung child never outlives the test run.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { Semaphore } from "../../src/util/semaphore.js";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
 export const MAIN = join(ROOT, "src", "main.ts");
 /** An absolute loader URL: children run in temp folders where "tsx" would not resolve. */
 export const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
+
+/** Default hard limit for one child: far above a loaded machine's start time; a hang still ends. */
+export const CHILD_TIMEOUT_MS = 60_000;
+/** Short-lived children running at once per test file (vitest gives each file its own module copy). */
+export const CLI_CONCURRENCY = 2;
+const slots = new Semaphore(CLI_CONCURRENCY);
 
 export interface CliOptions {
   cwd: string;
@@ -17,6 +30,7 @@ export interface CliOptions {
   env?: NodeJS.ProcessEnv;
   /** The entry to run; default src/main.ts. */
   entry?: string;
+  /** Hard limit: the child is SIGKILLed after it (default CHILD_TIMEOUT_MS). */
   timeoutMs?: number;
 }
 
@@ -46,7 +60,7 @@ export function startCli(args: string[], opts: CliOptions): RunningCli {
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const killer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 20_000);
+  const killer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? CHILD_TIMEOUT_MS);
   const exited = new Promise<number | null>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
@@ -82,9 +96,18 @@ export function startCli(args: string[], opts: CliOptions): RunningCli {
   };
 }
 
+/**
+ * Runs a command to its end. Waits for a free slot first (the time limit
+ * starts with the child), so `Promise.all` over many calls is safe.
+ */
 export async function runCli(args: string[], opts: CliOptions): Promise<CliResult> {
-  const running = startCli(args, opts);
-  running.child.stdin.end();
-  const code = await running.exited;
-  return { code, stdout: running.stdout, stderr: running.stderr };
+  const release = await slots.acquire();
+  try {
+    const running = startCli(args, opts);
+    running.child.stdin.end();
+    const code = await running.exited;
+    return { code, stdout: running.stdout, stderr: running.stderr };
+  } finally {
+    release();
+  }
 }

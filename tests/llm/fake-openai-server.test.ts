@@ -95,14 +95,12 @@ describe("FakeOpenAI", () => {
   });
 
   it("close() ends promptly even with a delayed response pending", async () => {
-    fake.enqueue({ delayMs: 30_000 });
+    fake.enqueue({ delayMs: 600_000 }); // a close() that waited for it would outlast the test's limit
     const pending = client.chat.completions
       .create({ model: "m", messages: [{ role: "user", content: "x" }] })
       .catch((e: unknown) => e);
     while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
-    const t0 = performance.now();
     await fake.close();
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(await pending).toBeInstanceOf(OpenAI.APIConnectionError);
     // afterEach closes again: close() must be idempotent enough not to hang.
   });

@@ -231,7 +231,7 @@ describe("retries", () => {
     expect(res.content).toBe("ok3");
     const elapsed = performance.now() - t0;
     expect(elapsed).toBeGreaterThanOrEqual(190);
-    expect(elapsed).toBeLessThan(2000);
+    expect(elapsed).toBeLessThan(60_000); // far from the 120 s asked for, with room for a loaded machine
   });
 
   it("retries after a 500 and succeeds", async () => {
@@ -305,24 +305,21 @@ describe("retries", () => {
   });
 
   it("times out a slow attempt with kind timeout", async () => {
+    // Without the timeout the answer would come, after 10 s: kind timeout proves it fired.
     fake.setHandler(() => ({ delayMs: 10_000, content: "too late" }));
-    const t0 = performance.now();
     const err = await failure(provider({ timeoutMs: 150, maxRetries: 1 }).chat({ messages: hello }));
     expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 2 });
     expect(fake.requests).toHaveLength(2);
-    expect(performance.now() - t0).toBeLessThan(3000);
     expect(userFacingLlmError(err)).toContain("took too long");
   });
 
   it("a caller abort during a delayed response rejects at once, kind aborted, no retries", async () => {
-    fake.setHandler(() => ({ delayMs: 10_000 }));
+    fake.setHandler(() => ({ delayMs: 600_000 })); // only the abort can end it
     const ac = new AbortController();
-    const t0 = performance.now();
     const p = provider({ maxRetries: 3 }).chat({ messages: hello }, ac.signal);
     setTimeout(() => ac.abort(), 100);
     const err = await failure(p);
     expect(err).toMatchObject({ kind: "aborted", retryable: false });
-    expect(performance.now() - t0).toBeLessThan(1500);
     await new Promise((r) => setTimeout(r, 100));
     expect(fake.requests).toHaveLength(1);
     expect(userFacingLlmError(err)).toBe("Stopped.");
@@ -331,7 +328,7 @@ describe("retries", () => {
   it("an abort during the backoff sleep stops at once", async () => {
     fake.setHandler(() => ({ status: 500 }));
     const ac = new AbortController();
-    const t0 = performance.now();
+    // A sleep that ignored the abort would make a second request 20 s later: one request proves it.
     const p = provider({ retryBaseMs: 20_000, retryMaxMs: 20_000 }).chat({ messages: hello }, ac.signal);
     // Abort once the first attempt has failed and the provider is sleeping.
     const poll = setInterval(() => {
@@ -341,7 +338,6 @@ describe("retries", () => {
     const err = await failure(p);
     clearInterval(poll);
     expect(err).toMatchObject({ kind: "aborted", retryable: false });
-    expect(performance.now() - t0).toBeLessThan(2000);
     expect(fake.requests).toHaveLength(1);
   });
 

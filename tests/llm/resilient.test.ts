@@ -65,12 +65,10 @@ describe("ResilientProvider", () => {
     expect(llm.circuitStates()).toEqual({ primary: "open" });
     const before = fake.requests.length;
 
-    const started = Date.now();
     const fast = await llm.chat(ask).catch((e: unknown) => e);
     expect(fast).toBeInstanceOf(LlmError);
     expect((fast as LlmError).kind).toBe("unavailable");
-    expect(fake.requests.length).toBe(before); // not even tried
-    expect(Date.now() - started).toBeLessThan(50);
+    expect(fake.requests.length).toBe(before); // not even tried: fails fast without a clock
 
     now += 61_000;
     healthy = true;

@@ -87,22 +87,19 @@ describe("sleep", () => {
 
   it("rejects promptly with an AbortError when aborted", async () => {
     const ac = new AbortController();
-    const t0 = performance.now();
-    const p = sleep(10_000, ac.signal);
+    // Far beyond the test's limit: only the abort can settle it, so no clock is needed.
+    const p = sleep(600_000, ac.signal);
     setTimeout(() => ac.abort(), 20);
     const err = await p.then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(isAbortError(err)).toBe(true);
-    expect(performance.now() - t0).toBeLessThan(1000);
   });
 
   it("rejects at once when the signal is already aborted", async () => {
     const ac = new AbortController();
     ac.abort();
-    const t0 = performance.now();
-    await expect(sleep(10_000, ac.signal)).rejects.toMatchObject({ name: "AbortError" });
-    expect(performance.now() - t0).toBeLessThan(100);
+    await expect(sleep(600_000, ac.signal)).rejects.toMatchObject({ name: "AbortError" });
   });
 });

@@ -92,7 +92,7 @@ async function setup(servers: Record<string, Record<string, unknown>>): Promise<
     cleanup,
     ask(content) {
       const reply = new Promise<OutboundMessage>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no reply to "${content}"`)), 15_000);
+        const timer = setTimeout(() => reject(new Error(`no reply to "${content}"`)), 60_000); // ends a hung test only
         waiters.push((m) => {
           clearTimeout(timer);
           resolve(m);
@@ -115,7 +115,7 @@ describe("MCP tools in an agent turn", () => {
       remote: { url: http.url, tools: { allow: ["add"] } },
     });
     s.manager.startInBackground();
-    await s.manager.ensureReady(10_000);
+    await s.manager.ensureReady(60_000);
 
     s.fake.enqueue(
       {
@@ -146,7 +146,7 @@ describe("MCP tools in an agent turn", () => {
 
   it("tells the model when a call timed out, and the server got the cancellation", async () => {
     const s = await setup({ local: { ...stdioServerCommand(), toolTimeout: 0.3 } });
-    await s.manager.ensureReady(10_000);
+    await s.manager.ensureReady(60_000);
     s.fake.enqueue(
       { toolCalls: [toolCall("mcp_local_slow", { ms: 20_000 })] },
       { toolCalls: [toolCall("mcp_local_cancellations")] },
@@ -168,7 +168,7 @@ describe("MCP tools in an agent turn", () => {
     const http = await FakeMcpHttpServer.start({ mode: "streamable-http" });
     cleanups.push(() => http.close());
     const s = await setup({ remote: { url: http.url } });
-    await s.manager.ensureReady(10_000);
+    await s.manager.ensureReady(60_000);
     s.fake.enqueue({ toolCalls: [toolCall("mcp_remote_slow", { ms: 20_000 })] });
 
     s.bus.publishInbound({ channel: "test", senderId: "u1", chatId: "c1", content: "slow please" });
@@ -184,7 +184,7 @@ describe("MCP tools in an agent turn", () => {
 
   it("leaves no server process behind after shutdown", async () => {
     const s = await setup({ a: stdioServerCommand(), b: stdioServerCommand() });
-    await s.manager.ensureReady(10_000);
+    await s.manager.ensureReady(60_000);
     const pids = s.manager.status().map((r) => r.pid!);
     expect(pids).toHaveLength(2);
     for (const pid of pids) expect(isAlive(pid)).toBe(true);

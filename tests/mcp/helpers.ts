@@ -48,14 +48,8 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Polls `check` every 20 ms until it is true; fails after `timeoutMs`. */
-export async function waitFor(check: () => boolean, timeoutMs = 5000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** The shared condition wait (its limit only ends a hung test). */
+export { waitFor } from "../helpers/wait.js";
 
 /** A pino logger whose lines (parsed) land in `lines`, for asserting on warnings. */
 export function captureLogger(): {

@@ -37,7 +37,8 @@ function manager(
     servers: mcpServers(servers),
     registry,
     env: {},
-    connectTimeoutMs: 10_000,
+    // Generous: the fake stdio server starts through tsx, which takes seconds on a loaded machine.
+    connectTimeoutMs: 60_000,
     ...extra,
   });
   managers.push(m);
@@ -67,7 +68,7 @@ async function pidOf(registry: ToolRegistry, server: string): Promise<number> {
 describe("stdio servers", () => {
   it("lists the server's tools as mcp_<server>_<tool> with its JSON Schema, and calls them", async () => {
     const { manager: m, registry } = manager({ files: stdio() });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
 
     const r = report(m, "files");
     expect(r.state).toBe("connected");
@@ -91,7 +92,7 @@ describe("stdio servers", () => {
 
   it("turns isError results and JSON-RPC errors into Error text for the model", async () => {
     const { manager: m, registry } = manager({ s: stdio() });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(await call(registry, "mcp_s_fail")).toBe("Error: the thing broke");
     expect(await call(registry, "mcp_s_throw")).toBe("Error: mcp_s_throw failed: MCP error -32603: exploded");
     // The server is still fine afterwards.
@@ -105,7 +106,7 @@ describe("stdio servers", () => {
       { env: { FAKE_NAME: "bob" }, log },
     );
     expect(lines.some((l) => l.level === 40 && l.msg.includes("${NOT_SET_ANYWHERE} is not set"))).toBe(true);
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(await call(registry, "mcp_s_env", { name: "GREETING" })).toBe("hello bob");
     expect(await call(registry, "mcp_s_env", { name: "EMPTY" })).toBe("[]");
     // Vitest sets PALAVER_LOG_LEVEL in this process: a child only gets PATH, HOME and the like.
@@ -117,14 +118,14 @@ describe("stdio servers", () => {
     const { manager: m, registry } = manager({
       s: stdio({ tools: { allow: ["echo", "add", "mcp_s_pid"], deny: ["add"] } }),
     });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(report(m, "s").tools.sort()).toEqual(["mcp_s_echo", "mcp_s_pid"]);
     expect(registry.names.sort()).toEqual(["mcp_s_echo", "mcp_s_pid"]);
   });
 
   it("saves images and blobs to the workspace media folder and caps long results", async () => {
     const { manager: m, registry } = manager({ s: stdio() }, { workspace: dir, maxResultChars: 500 });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     const text = await call(registry, "mcp_s_media");
     const image = /\[image: image\/png, 70 bytes, saved to (media\/mcp_s_media_\d+_1\.png)\]/.exec(text);
     expect(image, text).not.toBeNull();
@@ -145,7 +146,7 @@ describe("stdio servers", () => {
 
   it("refreshes the tools on notifications/tools/list_changed", async () => {
     const { manager: m, registry } = manager({ s: stdio() });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(registry.has("mcp_s_fail")).toBe(true);
     expect(registry.has("mcp_s_added_later")).toBe(false);
 
@@ -169,7 +170,7 @@ describe("stdio servers", () => {
 
   it("restarts a crashed server on the next call, then backs off if it keeps crashing", async () => {
     const { manager: m, registry } = manager({ s: stdio() }, { retryBaseMs: 60_000, retryMaxMs: 60_000 });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     const first = await pidOf(registry, "s");
 
     const crashed = await call(registry, "mcp_s_crash");
@@ -210,7 +211,7 @@ describe("remote servers", () => {
       { web: { url: srv.url, headers: { "X-Token": "${FAKE_TOKEN}", "X-Empty": "a${FAKE_MISSING}b" } } },
       { env: { FAKE_TOKEN: "secret-123" }, log },
     );
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(report(m, "web")).toMatchObject({ state: "connected", transport: "streamable-http" });
     const headers = JSON.parse(await call(registry, "mcp_web_headers")) as Record<string, string>;
     expect(headers["x-token"]).toBe("secret-123");
@@ -225,7 +226,7 @@ describe("remote servers", () => {
       old: { url: srv.url },
       told: { url: srv.url, transport: "sse" },
     });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(report(m, "old")).toMatchObject({ state: "connected", transport: "sse" });
     expect(report(m, "told")).toMatchObject({ state: "connected", transport: "sse" });
     expect(await call(registry, "mcp_old_echo", { text: "over sse" })).toBe("echo: over sse");
@@ -237,28 +238,27 @@ describe("remote servers", () => {
   it("cancels a call that exceeds toolTimeout, and the server receives the cancellation", async () => {
     const srv = await http("streamable-http");
     const { manager: m, registry } = manager({ web: { url: srv.url, toolTimeout: 0.3 } });
-    await m.ensureReady(10_000);
-    const started = Date.now();
+    await m.ensureReady(60_000);
+    // Uncancelled, the call would end after 10 s with a result: the error text proves the cancel.
     const text = await call(registry, "mcp_web_slow", { ms: 10_000 });
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(text).toBe(
       'Error: mcp_web_slow did not finish within 0.3 s, so it was cancelled (the MCP server "web" was told to stop). ' +
         "It may be slow or stuck: try a smaller request, or go on without this tool.",
     );
-    await waitFor(() => srv.state.cancelled.length === 1, 3000, "the cancellation to reach the server");
+    await waitFor(() => srv.state.cancelled.length === 1, 30_000, "the cancellation to reach the server");
     expect(srv.state.cancelled[0]).toContain("Request timed out");
   });
 
   it("cancels a call when the turn is stopped, and lets the abort through", async () => {
     const srv = await http("streamable-http");
     const { manager: m, registry } = manager({ web: { url: srv.url } });
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     const stop = new AbortController();
     const pending = call(registry, "mcp_web_slow", { ms: 10_000 }, stop.signal);
-    await waitFor(() => srv.state.calls.includes("slow"), 3000, "the call to start");
+    await waitFor(() => srv.state.calls.includes("slow"), 30_000, "the call to start");
     stop.abort(new Error("stopped by /stop"));
     await expect(pending).rejects.toThrow("stopped by /stop");
-    await waitFor(() => srv.state.cancelled.length === 1, 3000, "the cancellation to reach the server");
+    await waitFor(() => srv.state.cancelled.length === 1, 30_000, "the cancellation to reach the server");
     expect(srv.state.cancelled[0]).toContain("stopped by /stop");
   });
 });
@@ -275,14 +275,12 @@ describe("failing servers", () => {
       // Long backoff: the states below stay put while they are checked.
       { retryBaseMs: 60_000, retryMaxMs: 60_000 },
     );
-    const started = Date.now();
     m.startInBackground();
     // It only spawns the processes (synchronously); it never waits for a server to answer.
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(report(m, "good").state).toBe("connecting");
     expect(report(m, "refusing").state).toBe("connecting");
 
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(report(m, "good").state).toBe("connected");
     expect(await call(registry, "mcp_good_echo", { text: "fine" })).toBe("echo: fine");
     expect(report(m, "missing")).toMatchObject({ state: "failed", tools: [] });
@@ -300,7 +298,7 @@ describe("failing servers", () => {
       { flaky: stdio({ env: { FAKE_MCP_NEEDS_FILE: marker } }) },
       { retryBaseMs: 200, retryMaxMs: 400 },
     );
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     expect(report(m, "flaky").state).toBe("failed");
     expect(registry.names).toEqual([]);
 
@@ -312,15 +310,17 @@ describe("failing servers", () => {
 
   it("gives up on a server that does not answer within the connect timeout, and kills it", async () => {
     const pidFile = join(dir, "pid");
-    const script = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`;
+    // sh writes the pid at once and then becomes node (same pid): node itself can take longer than
+    // the connect timeout to start on a loaded machine, and would be killed before writing it.
+    const script = `echo $$ > '${pidFile}'; exec '${process.execPath}' -e 'setInterval(() => {}, 1000)'`;
     const { manager: m } = manager(
-      { mute: { command: process.execPath, args: ["-e", script] } },
-      { connectTimeoutMs: 500, retryBaseMs: 60_000 },
+      { mute: { command: "sh", args: ["-c", script] } },
+      { connectTimeoutMs: 2000, retryBaseMs: 60_000 },
     );
-    await m.ensureReady(10_000);
+    await m.ensureReady(60_000);
     const r = report(m, "mute");
     expect(r.state).toBe("failed");
-    expect(r.error).toContain("timed out after 0.5 s");
+    expect(r.error).toContain("timed out after 2 s");
     const pid = Number(await readFile(pidFile, "utf8"));
     await waitFor(() => !isAlive(pid), 8000, "the mute server to be killed");
   });
@@ -331,12 +331,16 @@ describe("shutdown", () => {
     const pidFile = join(dir, "pid");
     const script = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`;
     const srv = await http("streamable-http");
-    const { manager: m, registry } = manager({
-      a: stdio(),
-      b: stdio(),
-      web: { url: srv.url },
-      starting: { command: process.execPath, args: ["-e", script] },
-    });
+    const { manager: m, registry } = manager(
+      {
+        a: stdio(),
+        b: stdio(),
+        web: { url: srv.url },
+        starting: { command: process.execPath, args: ["-e", script] },
+      },
+      // The stuck server's connect could only end by this: a shutdown that waited for it would hang.
+      { connectTimeoutMs: 600_000 },
+    );
     m.startInBackground();
     await waitFor(
       () => ["a", "b", "web"].every((s) => report(m, s).state === "connected"),
@@ -357,10 +361,7 @@ describe("shutdown", () => {
     expect(report(m, "starting").state).toBe("connecting");
     for (const pid of pids) expect(isAlive(pid)).toBe(true);
 
-    const started = Date.now();
-    await m.shutdown();
-    // Not held up by the stuck server's 10 s connect timeout.
-    expect(Date.now() - started).toBeLessThan(3000);
+    await m.shutdown(); // not held up by the stuck server's connect
     for (const pid of pids) expect(isAlive(pid), `pid ${pid}`).toBe(false);
     expect(registry.names).toEqual([]);
     expect(m.status().map((s) => s.state)).toEqual(["stopped", "stopped", "stopped", "stopped"]);

@@ -188,11 +188,15 @@ describe("Discord end to end", () => {
   it("shows typing while a slow turn runs and stops after the reply", async () => {
     world = await startWorld();
     const { fake, llm, alice } = world;
-    llm.enqueue({ content: "done thinking", delayMs: 600 });
     const dm = fake.dmChannel(alice);
     const typingPosts = () => fake.calls("POST", `/channels/${dm.id}/typing`).length;
+    // The LLM answers once three typing signals went out: a condition, not a clock.
+    llm.setHandler(async () => {
+      await fake.waitFor(() => typingPosts() >= 3, 30_000, "three typing signals");
+      return { content: "done thinking" };
+    });
     fake.userMessage({ channelId: dm.id, author: alice, content: "think hard" });
-    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the reply");
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 30_000, "the reply");
     expect(typingPosts()).toBeGreaterThanOrEqual(3); // at once, then every 100 ms here (8 s in production)
     await sleep(50); // a signal already on its way when the reply went out may still land
     const after = typingPosts();

@@ -65,7 +65,7 @@ afterEach(async () => {
 
 /** Waits until the fake has seen a post matching `pred`, and returns it. */
 async function postMatching(pred: (p: { channel: string; text: string; thread_ts?: string }) => boolean) {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000; // only ends a hung test
   for (;;) {
     const found = slack.posted().find(pred);
     if (found) return found;
@@ -122,14 +122,12 @@ describe("Slack end to end", () => {
   });
 
   it("/palaver stop cancels a slow turn in the user's thread and answers there", async () => {
-    llm.setHandler(() => ({ content: "too late", delayMs: 4000 }));
+    llm.setHandler(() => ({ content: "too late", delayMs: 120_000 })); // only the stop can end it
     const mention = channelMessage(`<@${BOT_USER_ID}> do something slow`);
     await slack.pushEvent(mention);
     await waitFor(() => llm.requests.length === 1);
-    const t0 = Date.now();
     await slack.pushCommand({ text: "stop", user_id: "U1", channel_id: "C1" });
     const stopped = await postMatching((p) => p.text.startsWith("Stopped"));
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(stopped).toEqual({
       channel: "C1",
       text: "Stopped the running reply.",
@@ -140,7 +138,7 @@ describe("Slack end to end", () => {
   });
 
   it("`@palaver stop` in the thread cancels the slow turn too", async () => {
-    llm.setHandler(() => ({ content: "too late", delayMs: 4000 }));
+    llm.setHandler(() => ({ content: "too late", delayMs: 120_000 })); // only the stop can end it
     const mention = channelMessage(`<@${BOT_USER_ID}> do something slow`);
     await slack.pushEvent(mention);
     await waitFor(() => llm.requests.length === 1);

@@ -14,7 +14,7 @@ export const FAST: SlackTuning = {
   serverPingTimeoutMs: 30_000,
   retryConfig: { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 20 },
   requestTimeoutMs: 3000,
-  startTimeoutMs: 3000,
+  startTimeoutMs: 30_000, // only ends a hung test (loaded machines)
   downloadTimeoutMs: 3000,
 };
 
@@ -62,7 +62,7 @@ export async function slackRig(
     workspace,
     inbound,
     reserved,
-    nextInbound(n, timeoutMs = 3000) {
+    nextInbound(n, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           if (inbound.length < n) return false;

@@ -386,12 +386,10 @@ describe("Slack Socket Mode: sending", () => {
   it("waits out a 429 for its Retry-After and sends once", async () => {
     const { fake, channel } = await started();
     fake.rateLimit("chat.postMessage", 1);
-    const t0 = Date.now();
     await channel.send({ channel: "slack", chatId: "D1", content: "patience" });
     const calls = fake.callsTo("chat.postMessage");
     expect(calls).toHaveLength(2);
     expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
-    expect(Date.now() - t0).toBeLessThan(3000);
     expect(fake.messages.get("D1")?.map((m) => m.text)).toEqual(["patience"]);
   });
 

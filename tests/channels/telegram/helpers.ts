@@ -14,7 +14,7 @@ import { FakeTelegram } from "../../fakes/telegram-server.js";
 export const FAST: Partial<TelegramTuning> = {
   typingIntervalMs: 100,
   albumDelayMs: 150,
-  startTimeoutMs: 5000,
+  startTimeoutMs: 30_000, // only ends a hung test (loaded machines)
   stopTimeoutMs: 2000,
   retryBaseMs: 50,
   retryMaxMs: 200,
