@@ -56,6 +56,8 @@ export class Gateway {
   readonly health: HealthServer;
   private readonly log: Logger;
   private lock: StateLock | null = null;
+  /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
+  private running = false;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
@@ -115,15 +117,16 @@ export class Gateway {
       port: config.gateway.port,
       metrics: this.metrics,
       readiness: () =>
-        evaluateReadiness(
-          this.channels.status(),
-          {
+        evaluateReadiness({
+          channels: this.channels.status(),
+          llm: {
             lastSuccessAt: this.metrics.lastLlmSuccessAt,
             lastFailureAt: this.metrics.lastLlmFailureAt,
             ...(llm instanceof ResilientProvider ? { circuits: llm.circuitStates() } : {}),
           },
-          this.journal.health,
-        ),
+          journal: this.journal.health,
+          starting: !this.running,
+        }),
     });
   }
 
@@ -161,6 +164,7 @@ export class Gateway {
     // Background work too starts only once replies can be routed: a reminder due at startup must reach its chat.
     if (config.cron.enabled) await this.agent.cron.start();
     this.heartbeat.start();
+    this.running = true;
     this.log.info(
       { workspace, model: this.agent.provider.model, channels: this.channels.status() },
       "gateway running",

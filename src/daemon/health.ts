@@ -37,16 +37,23 @@ export interface StorageHealth {
   since?: string;
 }
 
+export interface ReadinessInput {
+  channels: ChannelHealth[];
+  llm: LlmHealth;
+  /** The journal's state, when there is one. */
+  journal?: StorageHealth;
+  /** True until the gateway has started its channels: not ready yet, whatever else says. */
+  starting?: boolean;
+}
+
 /**
- * Pure: ready when every channel is running, the LLM's last call did not fail
- * (or none was made yet) and the journal (when given) is writing.
+ * Pure: ready when the gateway has started, every channel is running, the
+ * LLM's last call did not fail (or none was made yet) and the journal (when
+ * given) is writing.
  */
-export function evaluateReadiness(
-  channels: ChannelHealth[],
-  llm: LlmHealth,
-  journal?: StorageHealth,
-): Readiness {
+export function evaluateReadiness({ channels, llm, journal, starting }: ReadinessInput): Readiness {
   const components: Readiness["components"] = {};
+  if (starting) components.gateway = { ready: false, state: "starting" };
   for (const channel of channels) {
     components[`channel:${channel.name}`] = {
       ready: channel.state === "running",

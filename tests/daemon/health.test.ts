@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../../src/config/schema.js";
-import { evaluateReadiness } from "../../src/daemon/health.js";
+import { evaluateReadiness, type LlmHealth } from "../../src/daemon/health.js";
 import { Gateway } from "../../src/gateway.js";
 import { createLlm } from "../../src/llm/resilient.js";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
@@ -106,18 +106,36 @@ describe("health endpoints of the gateway", () => {
 describe("evaluateReadiness", () => {
   it("is not ready when the last LLM call failed or every model's circuit is open", () => {
     const running = [{ name: "telegram", state: "running" }];
-    expect(evaluateReadiness(running, {}).ready).toBe(true);
-    expect(evaluateReadiness(running, { lastSuccessAt: 2, lastFailureAt: 1 }).ready).toBe(true);
-    expect(evaluateReadiness(running, { lastSuccessAt: 1, lastFailureAt: 2 }).ready).toBe(false);
-    expect(evaluateReadiness(running, { circuits: { a: "open", b: "closed" } }).ready).toBe(true);
-    expect(evaluateReadiness(running, { circuits: { a: "open" } }).ready).toBe(false);
-    expect(evaluateReadiness([{ name: "slack", state: "retrying" }], {}).ready).toBe(false);
+    const ready = (llm: LlmHealth) => evaluateReadiness({ channels: running, llm }).ready;
+    expect(ready({})).toBe(true);
+    expect(ready({ lastSuccessAt: 2, lastFailureAt: 1 })).toBe(true);
+    expect(ready({ lastSuccessAt: 1, lastFailureAt: 2 })).toBe(false);
+    expect(ready({ circuits: { a: "open", b: "closed" } })).toBe(true);
+    expect(ready({ circuits: { a: "open" } })).toBe(false);
+    expect(evaluateReadiness({ channels: [{ name: "slack", state: "retrying" }], llm: {} }).ready).toBe(
+      false,
+    );
+  });
+
+  it("is not ready while the gateway is starting, before any channel is registered", () => {
+    expect(evaluateReadiness({ channels: [], llm: {}, starting: true })).toEqual({
+      ready: false,
+      components: {
+        gateway: { ready: false, state: "starting" },
+        llm: expect.objectContaining({ ready: true }),
+      },
+    });
+    expect(evaluateReadiness({ channels: [], llm: {}, starting: false }).ready).toBe(true);
   });
 
   it("is not ready while the journal cannot write, and says why", () => {
     const running = [{ name: "telegram", state: "running" }];
-    expect(evaluateReadiness(running, {}, { ready: true }).ready).toBe(true);
-    const full = evaluateReadiness(running, {}, { ready: false, error: "disk full (ENOSPC)", since: "x" });
+    expect(evaluateReadiness({ channels: running, llm: {}, journal: { ready: true } }).ready).toBe(true);
+    const full = evaluateReadiness({
+      channels: running,
+      llm: {},
+      journal: { ready: false, error: "disk full (ENOSPC)", since: "x" },
+    });
     expect(full).toMatchObject({
       ready: false,
       components: { journal: { ready: false, error: "disk full (ENOSPC)", since: "x" } },
