@@ -44,6 +44,19 @@ describe("web_search", () => {
     },
   };
 
+  it("strips tags from snippets in linear time, also from a flood of '<'", async () => {
+    const flood = "<".repeat(200_000);
+    const description = `a <strong>bold</strong> ${flood}<i>x</i>`;
+    const baseUrl = await fakeBrave((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ web: { results: [{ title: "A", url: "https://a.example/", description }] } }));
+    });
+    const tool = createWebSearchTool({ apiKey: "k", maxResults: 5, baseUrl });
+    const out = await tool.execute({ query: "q" }, makeContext().ctx);
+    expect(out).toContain(`a bold ${flood}x`);
+    // The old `<[^>]*>` took 40+ s on this flood; linear stripping takes milliseconds.
+  }, 30_000);
+
   it("queries Brave with the key and formats numbered results", async () => {
     const baseUrl = await fakeBrave((_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
