@@ -3,23 +3,23 @@
  * through the model's cron tool, is then taken out of allowFrom with a SIGHUP
  * reload, and the job is disabled instead of firing into their chat.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI, lastUserText, toolCall, type FakeReply } from "../fakes/openai-server.js";
-import { FakeTelegram } from "../fakes/telegram-server.js";
-import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
-import { gatewayConfig } from "../helpers/gateway-process.js";
+import { lastUserText, toolCall, type FakeOpenAI, type FakeReply } from "../fakes/openai-server.js";
+import type { FakeTelegram } from "../fakes/telegram-server.js";
+import { runCli, type RunningCli } from "../helpers/cli.js";
+import { GatewayHarness, gatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-const CHILD_LIMIT_MS = 60_000;
+/** Temp folder, fakes and the gateway child (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-cron-daemon-" });
 
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
 let configPath: string;
-let gateway: RunningCli | undefined;
+let gateway: RunningCli;
 
 async function writeConfig(allowFrom: string[]): Promise<void> {
   const config = gatewayConfig(
@@ -45,10 +45,8 @@ async function jobs(): Promise<StoredJob[]> {
 }
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-cron-daemon-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
-  configPath = join(dir, "config.json");
+  await harness.start();
+  ({ dir, llm, tg, configPath } = harness);
   await writeConfig(["42"]);
   llm.setHandler((req): FakeReply => {
     const last = req.body.messages.at(-1) as { role: string };
@@ -58,23 +56,11 @@ beforeEach(async () => {
   });
 });
 
-afterEach(async () => {
-  if (gateway && gateway.child.exitCode === null && gateway.child.signalCode === null)
-    gateway.child.kill("SIGKILL");
-  await gateway?.exited.catch(() => undefined);
-  gateway = undefined;
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
 describe("cron jobs of a sender taken out of allowFrom", { timeout: 90_000 }, () => {
   it("are disabled with a log line after a SIGHUP reload, and never fire into the chat", async () => {
-    gateway = startCli(["gateway", "--config", configPath], {
-      cwd: dir,
-      env: { HOME: dir },
-      timeoutMs: CHILD_LIMIT_MS,
-    });
+    gateway = harness.spawnGateway();
     await gateway.stderrIncludes("gateway running");
     tg.userMessage({ text: "remind me every hour to drink water" });
     await tg.waitForSent((m) => m.text === "scheduled", 20_000);

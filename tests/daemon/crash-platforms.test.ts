@@ -7,44 +7,36 @@
  * from the journal; a late redelivery of the same message (a Slack retry) must
  * still be ignored.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeDiscord, type FakeUser } from "../fakes/discord-server.js";
-import { FakeOpenAI, lastUserText, type FakeReply } from "../fakes/openai-server.js";
+import { lastUserText, type FakeOpenAI, type FakeReply } from "../fakes/openai-server.js";
 import { dmEvent, FakeSlack, type TestEvent } from "../fakes/slack-server.js";
-import { startCli, type RunningCli } from "../helpers/cli.js";
-import { writeGatewayConfig, type GatewayFakes } from "../helpers/gateway-process.js";
+import type { RunningCli } from "../helpers/cli.js";
+import { GatewayHarness, writeGatewayConfig, type GatewayFakes } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-/** Upper bound for one gateway child: a test that hangs is killed, never left behind. */
-const CHILD_LIMIT_MS = 60_000;
-/** Generous: a gateway started through tsx on a loaded 2-core machine takes many seconds. */
-const STARTUP_MS = 45_000;
+/**
+ * Temp folder, FakeOpenAI and gateway children (killed after each test): see
+ * GatewayHarness. No FakeTelegram: each test starts its platform's fake.
+ */
+const harness = new GatewayHarness({
+  prefix: "palaver-crash-platforms-",
+  telegram: false,
+  startupMs: 45_000,
+});
 const WAIT_MS = 20_000;
 
 let dir: string;
 let llm: FakeOpenAI;
-let configPath: string;
-const children: RunningCli[] = [];
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-crash-platforms-"));
-  llm = await FakeOpenAI.start();
+  await harness.start();
+  ({ dir, llm } = harness);
 });
 
-afterEach(async () => {
-  // Whatever happened in the test, no gateway outlives it.
-  for (const run of children.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
-    await run.exited.catch(() => undefined);
-  }
-  for (const cleanup of cleanups.splice(0)) await cleanup();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
 /**
  * Starts `palaver gateway` and resolves once it logged "gateway running"
@@ -52,12 +44,7 @@ afterEach(async () => {
  * /readyz: it can answer 200 before the channels are registered.
  */
 async function startGateway(connected: () => boolean): Promise<RunningCli> {
-  const run = startCli(["gateway", "--config", configPath], {
-    cwd: dir,
-    env: { HOME: dir },
-    timeoutMs: CHILD_LIMIT_MS,
-  });
-  children.push(run);
+  const run = harness.spawnGateway();
   let exited = false;
   void run.exited.then(() => (exited = true));
   await waitFor(
@@ -65,16 +52,13 @@ async function startGateway(connected: () => boolean): Promise<RunningCli> {
       if (exited) throw new Error(`the gateway exited before it was ready:\n${run.stderr}`);
       return run.stderr.includes('"msg":"gateway running"') && connected();
     },
-    STARTUP_MS,
+    harness.startupMs,
     "the gateway to run, connected to the platform",
   );
   return run;
 }
 
-async function kill(run: RunningCli): Promise<void> {
-  run.child.kill("SIGKILL");
-  await run.exited;
-}
+const kill = (run: RunningCli) => harness.kill(run);
 
 /** Echoes the user; a `slow` one waits (until the client disconnects, when killed). */
 function echo(opts: { delayMs?: number } = {}): (req: Parameters<typeof lastUserText>[0]) => FakeReply {
@@ -126,9 +110,9 @@ describe("exactly once across a SIGKILL: Slack (Socket Mode)", { timeout: 180_00
   let slack: FakeSlack;
   beforeEach(async () => {
     slack = await FakeSlack.start({ ackTimeoutMs: WAIT_MS });
-    cleanups.push(() => slack.close());
+    harness.onClose(() => slack.close());
     const fakes: GatewayFakes = { llmBaseURL: llm.baseURL, slack };
-    configPath = await writeGatewayConfig(dir, fakes);
+    harness.configPath = await writeGatewayConfig(dir, fakes);
   });
 
   /** A new Socket Mode connection is open (the previous process's socket is gone). */
@@ -194,10 +178,10 @@ describe("exactly once across a SIGKILL: Discord", { timeout: 180_000 }, () => {
   let dmId: string;
   beforeEach(async () => {
     discord = await FakeDiscord.start();
-    cleanups.push(() => discord.close());
+    harness.onClose(() => discord.close());
     alice = discord.addUser("alice");
     dmId = discord.dmChannel(alice).id;
-    configPath = await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, discord });
+    harness.configPath = await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, discord });
   });
 
   /** A new gateway session is live (Discord never resumes the killed process's session). */

@@ -4,77 +4,24 @@
  * started again over the same state folder. What they prove is that a
  * message is answered exactly once whatever happens to the process.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/sessions/store.js";
-import { FakeOpenAI, lastUserText, type FakeReply } from "../fakes/openai-server.js";
-import { FakeTelegram } from "../fakes/telegram-server.js";
-import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
-import { writeGatewayConfig } from "../helpers/gateway-process.js";
+import { lastUserText, type FakeReply } from "../fakes/openai-server.js";
+import { runCli, type RunningCli } from "../helpers/cli.js";
+import { GatewayHarness, writeGatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-/** Upper bound for one gateway child: a test that hangs is killed, never left behind. */
-const CHILD_LIMIT_MS = 60_000;
-const STARTUP_MS = 30_000;
+/** Temp folder, fakes, config and gateway children (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-crash-" });
+const CHILD_LIMIT_MS = harness.childLimitMs;
 
-let dir: string;
-let llm: FakeOpenAI;
-let tg: FakeTelegram;
-let configPath: string;
-const children: RunningCli[] = [];
+beforeEach(() => harness.start());
+afterEach(() => harness.close());
 
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-crash-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
-  configPath = await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg });
-});
-
-afterEach(async () => {
-  // Whatever happened in the test, no gateway outlives it.
-  for (const run of children.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
-    await run.exited.catch(() => undefined);
-  }
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-/** Starts `palaver gateway` and resolves once it long-polls Telegram (ready for messages). */
-async function startGateway(): Promise<RunningCli> {
-  const pollsBefore = tg.callsTo("getUpdates").filter(isLongPoll).length;
-  const run = startCli(["gateway", "--config", configPath], {
-    cwd: dir,
-    env: { HOME: dir },
-    timeoutMs: CHILD_LIMIT_MS,
-  });
-  children.push(run);
-  const died = run.exited.then((code) => {
-    throw new Error(`the gateway exited (${code}) before it was ready:\n${run.stderr}`);
-  });
-  const polling = tg.waitFor(
-    () => tg.callsTo("getUpdates").filter(isLongPoll).length > pollsBefore,
-    STARTUP_MS,
-    "the gateway's long poll",
-  );
-  // Whichever loses the race must not surface later as an unhandled rejection.
-  died.catch(() => undefined);
-  polling.catch(() => undefined);
-  await Promise.race([polling, died]);
-  return run;
-}
-
-function isLongPoll(call: { params: Record<string, unknown> }): boolean {
-  return typeof call.params.timeout === "number" && call.params.timeout > 0;
-}
-
-async function kill(run: RunningCli): Promise<void> {
-  run.child.kill("SIGKILL");
-  await run.exited;
-}
+const startGateway = () => harness.startGateway();
+const kill = (run: RunningCli) => harness.kill(run);
 
 /** Echoes the user; `slow` ones wait (until the client disconnects, when killed). */
 function echo(opts: { delayMs?: number } = {}): (req: Parameters<typeof lastUserText>[0]) => FakeReply {
@@ -84,36 +31,41 @@ function echo(opts: { delayMs?: number } = {}): (req: Parameters<typeof lastUser
   });
 }
 
-const repliesWith = (text: string) => tg.sent.filter((m) => m.method === "sendMessage" && m.text === text);
-const llmAsked = (text: string) => llm.requests.filter((r) => lastUserText(r) === text);
+const repliesWith = (text: string) =>
+  harness.tg.sent.filter((m) => m.method === "sendMessage" && m.text === text);
+const llmAsked = (text: string) => harness.llm.requests.filter((r) => lastUserText(r) === text);
 
 /** The session's messages as the store reads them (torn lines skipped). */
 async function sessionMessages(key: string): Promise<{ role: string; content: unknown }[]> {
-  const session = await new SessionStore(join(dir, "ws", "sessions")).get(key);
+  const session = await new SessionStore(join(harness.dir, "ws", "sessions")).get(key);
   return session.messages.map((m) => ({ role: m.role, content: m.content }));
 }
 
 describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
   it("SIGKILL mid-turn, then a restart: the message is answered exactly once, its redelivery ignored", async () => {
-    llm.setHandler(echo({ delayMs: 60_000 }));
+    harness.llm.setHandler(echo({ delayMs: 60_000 }));
     const first = await startGateway();
-    tg.userMessage({ text: "hello" });
+    harness.tg.userMessage({ text: "hello" });
     // Telegram never hears that the update was handled: the offset does not move, so it redelivers.
-    tg.hangGetUpdates = true;
-    await waitFor(() => llm.requests.length === 1, 20_000, "the LLM request");
+    harness.tg.hangGetUpdates = true;
+    await waitFor(() => harness.llm.requests.length === 1, 20_000, "the LLM request");
     await kill(first);
-    expect(tg.sent).toEqual([]);
-    expect(tg.pendingUpdates).toBe(1);
+    expect(harness.tg.sent).toEqual([]);
+    expect(harness.tg.pendingUpdates).toBe(1);
 
-    tg.hangGetUpdates = false;
-    tg.releaseHung();
-    llm.setHandler(echo());
+    harness.tg.hangGetUpdates = false;
+    harness.tg.releaseHung();
+    harness.llm.setHandler(echo());
     await startGateway();
-    await tg.waitForSent((m) => m.text === "re: hello", 20_000);
-    await tg.waitFor(() => tg.pendingUpdates === 0, 20_000, "the redelivered update to be confirmed");
+    await harness.tg.waitForSent((m) => m.text === "re: hello", 20_000);
+    await harness.tg.waitFor(
+      () => harness.tg.pendingUpdates === 0,
+      20_000,
+      "the redelivered update to be confirmed",
+    );
     // Same chat, handled in order: once this is answered, the redelivery has been dealt with.
-    tg.userMessage({ text: "marker" });
-    await tg.waitForSent((m) => m.text === "re: marker", 20_000);
+    harness.tg.userMessage({ text: "marker" });
+    await harness.tg.waitForSent((m) => m.text === "re: marker", 20_000);
 
     expect(repliesWith("re: hello")).toHaveLength(1);
     expect(llmAsked("hello")).toHaveLength(2); // the one cut off and the one answered
@@ -124,32 +76,36 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
   });
 
   it("SIGKILL while Telegram refuses sendMessage, then a restart: delivered once, LLM not asked again", async () => {
-    llm.setHandler(echo());
+    harness.llm.setHandler(echo());
     // Two refusals: the first attempt and grammy's retry after 3 s; the process dies after the second.
-    tg.failNext("sendMessage", { code: 502, description: "Bad Gateway" }, 2);
+    harness.tg.failNext("sendMessage", { code: 502, description: "Bad Gateway" }, 2);
     const first = await startGateway();
-    tg.userMessage({ text: "ping" });
-    await tg.waitFor(() => tg.callsTo("sendMessage").length === 2, 15_000, "two refused sends");
+    harness.tg.userMessage({ text: "ping" });
+    await harness.tg.waitFor(
+      () => harness.tg.callsTo("sendMessage").length === 2,
+      15_000,
+      "two refused sends",
+    );
     await kill(first);
-    expect(tg.sent).toEqual([]);
-    expect(llm.requests).toHaveLength(1);
+    expect(harness.tg.sent).toEqual([]);
+    expect(harness.llm.requests).toHaveLength(1);
 
     await startGateway(); // Telegram is healthy again: nothing more is scripted
-    await tg.waitForSent((m) => m.text === "re: ping", 20_000);
-    tg.userMessage({ text: "marker" });
-    await tg.waitForSent((m) => m.text === "re: marker", 20_000);
+    await harness.tg.waitForSent((m) => m.text === "re: ping", 20_000);
+    harness.tg.userMessage({ text: "marker" });
+    await harness.tg.waitForSent((m) => m.text === "re: marker", 20_000);
 
     expect(repliesWith("re: ping")).toHaveLength(1);
-    expect(tg.callsTo("sendMessage").filter((c) => c.params.text === "re: ping")).toHaveLength(3);
+    expect(harness.tg.callsTo("sendMessage").filter((c) => c.params.text === "re: ping")).toHaveLength(3);
     expect(llmAsked("ping")).toHaveLength(1);
-    expect(llm.requests.map(lastUserText)).toEqual(["ping", "marker"]);
+    expect(harness.llm.requests.map(lastUserText)).toEqual(["ping", "marker"]);
   });
 
   it("starts with torn last lines in the session and the journal, keeps the valid entries and answers", async () => {
     const stamp = "2025-01-01T10:00:00.000000";
-    await mkdir(join(dir, "ws", "sessions"), { recursive: true });
+    await mkdir(join(harness.dir, "ws", "sessions"), { recursive: true });
     await writeFile(
-      join(dir, "ws", "sessions", "telegram_42.jsonl"),
+      join(harness.dir, "ws", "sessions", "telegram_42.jsonl"),
       [
         JSON.stringify({
           _type: "metadata",
@@ -164,9 +120,9 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
         '{"role":"user","content":"torn sess', // the process died in the middle of this append
       ].join("\n"),
     );
-    await mkdir(join(dir, "journal"), { recursive: true });
+    await mkdir(join(harness.dir, "journal"), { recursive: true });
     await writeFile(
-      join(dir, "journal", "messages.jsonl"),
+      join(harness.dir, "journal", "messages.jsonl"),
       [
         JSON.stringify({ t: "seen", key: "telegram:42:500" }),
         JSON.stringify({
@@ -178,17 +134,17 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
         '{"t":"in","id":"in-9","at":1,"msg":{"channel":"telegr', // torn
       ].join("\n"),
     );
-    llm.setHandler(echo());
+    harness.llm.setHandler(echo());
     const run = await startGateway();
 
     // The journal's valid entries were kept: the undelivered reply goes out, a seen message stays answered.
-    await tg.waitForSent((m) => m.text === "left over reply", 20_000);
-    tg.userMessage({ message_id: 500, text: "already answered before the crash" });
-    tg.userMessage({ text: "what is my name?" });
-    await tg.waitForSent((m) => m.text === "re: what is my name?", 20_000);
-    expect(llm.requests.map(lastUserText)).toEqual(["what is my name?"]);
+    await harness.tg.waitForSent((m) => m.text === "left over reply", 20_000);
+    harness.tg.userMessage({ message_id: 500, text: "already answered before the crash" });
+    harness.tg.userMessage({ text: "what is my name?" });
+    await harness.tg.waitForSent((m) => m.text === "re: what is my name?", 20_000);
+    expect(harness.llm.requests.map(lastUserText)).toEqual(["what is my name?"]);
     // The session's valid lines are the history the LLM saw; the torn one is not.
-    const history = llm.requests[0]!.body.messages.map((m) => m.content);
+    const history = harness.llm.requests[0]!.body.messages.map((m) => m.content);
     expect(history).toEqual(expect.arrayContaining(["my name is Ada", "Nice to meet you, Ada."]));
     expect(JSON.stringify(history)).not.toContain("torn sess");
 
@@ -201,17 +157,17 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
       { role: "user", content: "what is my name?" },
       { role: "assistant", content: "re: what is my name?" },
     ]);
-    const journal = await readFile(join(dir, "journal", "messages.jsonl"), "utf8");
+    const journal = await readFile(join(harness.dir, "journal", "messages.jsonl"), "utf8");
     for (const line of journal.split("\n").filter(Boolean))
       expect(() => JSON.parse(line) as unknown).not.toThrow();
     expect(repliesWith("left over reply")).toHaveLength(1);
   });
 
   it("SIGTERM mid-turn: the reply is delivered to Telegram, then exit 0", async () => {
-    llm.setHandler(echo({ delayMs: 1500 }));
+    harness.llm.setHandler(echo({ delayMs: 1500 }));
     const run = await startGateway();
-    tg.userMessage({ text: "slow one" });
-    await waitFor(() => llm.requests.length === 1, 20_000, "the LLM request");
+    harness.tg.userMessage({ text: "slow one" });
+    await waitFor(() => harness.llm.requests.length === 1, 20_000, "the LLM request");
     const signalledAt = Date.now();
     run.child.kill("SIGTERM");
     const code = await run.exited;
@@ -224,7 +180,7 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
     expect(reply[0]!.at).toBeLessThanOrEqual(exitedAt);
     expect(run.stderr).toContain('"msg":"stopped"');
     // Nothing is left for the next start: the journal holds no pending message or reply.
-    const journal = await readFile(join(dir, "journal", "messages.jsonl"), "utf8");
+    const journal = await readFile(join(harness.dir, "journal", "messages.jsonl"), "utf8");
     const entries = journal
       .split("\n")
       .filter(Boolean)
@@ -236,15 +192,19 @@ describe("palaver gateway survives being killed", { timeout: 120_000 }, () => {
   });
 
   it("a bad config: exit 78, and stderr names the file and the key", async () => {
-    await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg }, { gateway: { port: "eighty" } });
-    const result = await runCli(["gateway", "--config", configPath], {
-      cwd: dir,
-      env: { HOME: dir },
+    await writeGatewayConfig(
+      harness.dir,
+      { llmBaseURL: harness.llm.baseURL, telegram: harness.tg },
+      { gateway: { port: "eighty" } },
+    );
+    const result = await runCli(["gateway", "--config", harness.configPath], {
+      cwd: harness.dir,
+      env: { HOME: harness.dir },
       timeoutMs: CHILD_LIMIT_MS,
     });
     expect(result.code).toBe(78);
-    expect(result.stderr).toContain(configPath);
+    expect(result.stderr).toContain(harness.configPath);
     expect(result.stderr).toMatch(/gateway\.port/);
-    expect(tg.calls).toEqual([]); // it stopped before touching any platform
+    expect(harness.tg.calls).toEqual([]); // it stopped before touching any platform
   });
 });

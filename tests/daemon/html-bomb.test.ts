@@ -6,18 +6,17 @@
  * probed and another chat talks to the bot while the bomb turn runs.
  */
 import { createServer, type Server } from "node:http";
-import { mkdtemp, rm } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI, lastUserText, toolCall, type RecordedRequest } from "../fakes/openai-server.js";
-import { FakeTelegram } from "../fakes/telegram-server.js";
-import { startCli, type RunningCli } from "../helpers/cli.js";
-import { healthUrlFromLog, writeGatewayConfig } from "../helpers/gateway-process.js";
+import { lastUserText, toolCall, type FakeOpenAI, type RecordedRequest } from "../fakes/openai-server.js";
+import type { FakeTelegram } from "../fakes/telegram-server.js";
+import type { RunningCli } from "../helpers/cli.js";
+import { GatewayHarness, healthUrlFromLog, writeGatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-const CHILD_LIMIT_MS = 60_000;
+/** Temp folder, fakes and the gateway child (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-html-bomb-" });
+const CHILD_LIMIT_MS = harness.childLimitMs;
 /** 50 KB of `<b>` that never close, as in the issue. */
 const BOMB = `<html><head><title>Bomb</title></head><body><p>bomb page</p>${"<b>".repeat(16_600)}</body></html>`;
 
@@ -27,12 +26,11 @@ let tg: FakeTelegram;
 let page: Server;
 let pageUrl: string;
 let pageRequested = false;
-let gateway: RunningCli | undefined;
+let gateway: RunningCli;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-html-bomb-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
+  await harness.start();
+  ({ dir, llm, tg } = harness);
   pageRequested = false;
   page = createServer((_req, res) => {
     pageRequested = true;
@@ -41,20 +39,15 @@ beforeEach(async () => {
   });
   await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
   pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/bomb`;
+  // Closed once the gateway is gone, before the fakes.
+  const server = page;
+  harness.onClose(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
 });
 
-afterEach(async () => {
-  if (gateway && gateway.child.exitCode === null && gateway.child.signalCode === null) {
-    gateway.child.kill("SIGKILL");
-  }
-  await gateway?.exited.catch(() => undefined);
-  gateway = undefined;
-  page.closeAllConnections();
-  await new Promise<void>((resolve) => page.close(() => resolve()));
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
 /** The bomb chat asks for web_fetch, then answers with what the tool returned; other chats get "pong". */
 function script(req: RecordedRequest) {
@@ -86,11 +79,7 @@ describe("an HTML bomb fetched by web_fetch", { timeout: CHILD_LIMIT_MS }, () =>
       { llmBaseURL: llm.baseURL, telegram: tg },
       { tools: { web: { fetch: { allowPrivateNetwork: true } } } },
     );
-    gateway = startCli(["gateway", "--config", configPath], {
-      cwd: dir,
-      env: { HOME: dir },
-      timeoutMs: CHILD_LIMIT_MS,
-    });
+    gateway = harness.spawnGateway({ configPath });
     const run = gateway;
     await waitFor(() => healthUrlFromLog(run.stderr) !== undefined, 20_000, "the health endpoint");
     const healthz = new URL("/healthz", healthUrlFromLog(run.stderr)).href;

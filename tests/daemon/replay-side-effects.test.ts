@@ -5,67 +5,29 @@
  * folder. The replayed turn asks the LLM again, which calls the same tool with
  * the same arguments; the recorded result is reused instead of sending again.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI, lastUserText, toolCall, type RecordedRequest } from "../fakes/openai-server.js";
-import { FakeTelegram } from "../fakes/telegram-server.js";
-import { startCli, type RunningCli } from "../helpers/cli.js";
-import { writeGatewayConfig } from "../helpers/gateway-process.js";
+import { lastUserText, toolCall, type FakeOpenAI, type RecordedRequest } from "../fakes/openai-server.js";
+import type { FakeTelegram } from "../fakes/telegram-server.js";
+import { GatewayHarness } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-/** Upper bound for one gateway child: a test that hangs is killed, never left behind. */
-const CHILD_LIMIT_MS = 90_000;
-const STARTUP_MS = 30_000;
+/** Temp folder, fakes, config and gateway children (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-replay-", childLimitMs: 90_000 });
 
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
-let configPath: string;
-const children: RunningCli[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-replay-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
-  configPath = await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg });
+  await harness.start();
+  ({ dir, llm, tg } = harness);
 });
 
-afterEach(async () => {
-  for (const run of children.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
-    await run.exited.catch(() => undefined);
-  }
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
-/** Starts `palaver gateway` and resolves once it long-polls Telegram (as in crash.test.ts). */
-async function startGateway(): Promise<RunningCli> {
-  const isLongPoll = (c: { params: Record<string, unknown> }) =>
-    typeof c.params.timeout === "number" && c.params.timeout > 0;
-  const pollsBefore = tg.callsTo("getUpdates").filter(isLongPoll).length;
-  const run = startCli(["gateway", "--config", configPath], {
-    cwd: dir,
-    env: { HOME: dir },
-    timeoutMs: CHILD_LIMIT_MS,
-  });
-  children.push(run);
-  const died = run.exited.then((code) => {
-    throw new Error(`the gateway exited (${code}) before it was ready:\n${run.stderr}`);
-  });
-  const polling = tg.waitFor(
-    () => tg.callsTo("getUpdates").filter(isLongPoll).length > pollsBefore,
-    STARTUP_MS,
-    "the gateway's long poll",
-  );
-  died.catch(() => undefined);
-  polling.catch(() => undefined);
-  await Promise.race([polling, died]);
-  return run;
-}
+const startGateway = () => harness.startGateway();
 
 const hasToolResult = (req: RecordedRequest) => req.body.messages.some((m) => m.role === "tool");
 const toolResults = (req: RecordedRequest) =>

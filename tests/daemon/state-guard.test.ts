@@ -5,75 +5,36 @@
  * messages queued, and a reply for a channel that is no longer enabled.
  */
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Journal } from "../../src/daemon/journal.js";
-import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
-import { FakeTelegram } from "../fakes/telegram-server.js";
-import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
-import { writeGatewayConfig } from "../helpers/gateway-process.js";
+import { lastUserText, type FakeOpenAI } from "../fakes/openai-server.js";
+import type { FakeTelegram } from "../fakes/telegram-server.js";
+import { runCli, type RunningCli } from "../helpers/cli.js";
+import { GatewayHarness } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
-/** Generous limits: children start through tsx on a busy machine. */
-const CHILD_LIMIT_MS = 60_000;
-const STARTUP_MS = 30_000;
+/** Temp folder, fakes, config and gateway children (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-state-" });
+const CHILD_LIMIT_MS = harness.childLimitMs;
+/** Generous: one step of a child started through tsx on a busy machine. */
 const STEP_MS = 20_000;
 
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
 let configPath: string;
-const children: RunningCli[] = [];
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-state-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
-  configPath = await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg });
+  await harness.start();
+  ({ dir, llm, tg, configPath } = harness);
 });
 
-afterEach(async () => {
-  for (const run of children.splice(0)) {
-    if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
-    await run.exited.catch(() => undefined);
-  }
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
-const isLongPoll = (call: { params: Record<string, unknown> }) =>
-  typeof call.params.timeout === "number" && call.params.timeout > 0;
-
-/** Starts `palaver gateway` and resolves once it long-polls Telegram (ready for messages). */
-async function startGateway(): Promise<RunningCli> {
-  const pollsBefore = tg.callsTo("getUpdates").filter(isLongPoll).length;
-  const run = startCli(["gateway", "--config", configPath], {
-    cwd: dir,
-    env: { HOME: dir },
-    timeoutMs: CHILD_LIMIT_MS,
-  });
-  children.push(run);
-  const died = run.exited.then((code) => {
-    throw new Error(`the gateway exited (${code}) before it was ready:\n${run.stderr}`);
-  });
-  const polling = tg.waitFor(
-    () => tg.callsTo("getUpdates").filter(isLongPoll).length > pollsBefore,
-    STARTUP_MS,
-    "the gateway's long poll",
-  );
-  died.catch(() => undefined);
-  polling.catch(() => undefined);
-  await Promise.race([polling, died]);
-  return run;
-}
-
-async function kill(run: RunningCli): Promise<void> {
-  run.child.kill("SIGKILL");
-  await run.exited;
-}
+const startGateway = () => harness.startGateway();
+const kill = (run: RunningCli) => harness.kill(run);
 
 async function terminate(run: RunningCli): Promise<void> {
   run.child.kill("SIGTERM");

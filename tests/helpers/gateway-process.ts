@@ -2,13 +2,17 @@
  * The real `palaver gateway` as a child process against loopback fakes:
  * a config naming FakeOpenAI and any of FakeTelegram, FakeSlack and
  * FakeDiscord, and the health endpoint's address read from the child's log.
- * Used by the crash tests and the startup and throughput benchmarks.
+ * Used by the crash tests and the startup and throughput benchmarks;
+ * GatewayHarness below is the tests' shared setup for such a child.
  */
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FakeDiscord } from "../fakes/discord-server.js";
+import { FakeOpenAI } from "../fakes/openai-server.js";
 import type { FakeSlack } from "../fakes/slack-server.js";
-import type { FakeTelegram } from "../fakes/telegram-server.js";
+import { FakeTelegram } from "../fakes/telegram-server.js";
+import { startCli, type RunningCli } from "./cli.js";
 
 export interface GatewayFakes {
   /** FakeOpenAI's baseURL (or that of a fake LLM in another process). */
@@ -93,6 +97,139 @@ export function healthUrlFromLog(stderr: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A Telegram getUpdates call that long-polls (timeout > 0): the gateway is ready for messages. */
+export function isLongPoll(call: { params: Record<string, unknown> }): boolean {
+  return typeof call.params.timeout === "number" && call.params.timeout > 0;
+}
+
+export interface GatewayHarnessOptions {
+  /** Prefix of the temp folder (the state folder and HOME of every child). */
+  prefix: string;
+  /** Start FakeTelegram and write a config with it (default true); false: the test writes its own config. */
+  telegram?: boolean;
+  /** Hard limit for one child: a test that hangs is killed, never left behind. */
+  childLimitMs?: number;
+  /** Limit for startGateway's wait: children start through tsx, seconds each on a busy 2-core machine. */
+  startupMs?: number;
+}
+
+/** Generous defaults: far above a loaded machine's start time, and a hang still ends. */
+export const GATEWAY_CHILD_LIMIT_MS = 60_000;
+export const GATEWAY_STARTUP_MS = 30_000;
+
+/**
+ * The shared setup of the tests that drive `palaver gateway` children: a temp
+ * folder, FakeOpenAI (and FakeTelegram with a config naming both), and every
+ * child it spawned SIGKILLed on close(). Plain start()/close() rather than
+ * vitest hooks, so this module stays importable by the benchmarks; a test
+ * file calls them from its own beforeEach/afterEach.
+ */
+export class GatewayHarness {
+  readonly childLimitMs: number;
+  readonly startupMs: number;
+  private readonly opts: GatewayHarnessOptions;
+  private state?: { dir: string; llm: FakeOpenAI; tg?: FakeTelegram };
+  private readonly children: RunningCli[] = [];
+  private readonly cleanups: (() => Promise<void>)[] = [];
+  /** The config every spawned gateway is given (set by start() when it writes one). */
+  configPath = "";
+
+  constructor(opts: GatewayHarnessOptions) {
+    this.opts = opts;
+    this.childLimitMs = opts.childLimitMs ?? GATEWAY_CHILD_LIMIT_MS;
+    this.startupMs = opts.startupMs ?? GATEWAY_STARTUP_MS;
+  }
+
+  get dir(): string {
+    return this.started().dir;
+  }
+
+  get llm(): FakeOpenAI {
+    return this.started().llm;
+  }
+
+  get tg(): FakeTelegram {
+    const { tg } = this.started();
+    if (!tg) throw new Error("this harness runs without FakeTelegram");
+    return tg;
+  }
+
+  async start(): Promise<void> {
+    const dir = await mkdtemp(join(tmpdir(), this.opts.prefix));
+    const llm = await FakeOpenAI.start();
+    const tg = this.opts.telegram === false ? undefined : await FakeTelegram.start();
+    this.state = { dir, llm, tg };
+    this.configPath = tg ? await writeGatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg }) : "";
+  }
+
+  /** Runs `fn` on close(), after the children are gone (e.g. a fake the test started itself). */
+  onClose(fn: () => Promise<void>): void {
+    this.cleanups.push(fn);
+  }
+
+  async close(): Promise<void> {
+    // Whatever happened in the test, no gateway outlives it.
+    for (const run of this.children.splice(0)) {
+      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
+      await run.exited.catch(() => undefined);
+    }
+    for (const cleanup of this.cleanups.splice(0)) await cleanup();
+    const state = this.state;
+    this.state = undefined;
+    this.configPath = "";
+    if (!state) return;
+    await state.tg?.close();
+    await state.llm.close();
+    await rm(state.dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Spawns `palaver gateway --config <configPath>` (default this.configPath),
+   * HOME the temp folder plus `env`, killed on close().
+   */
+  spawnGateway(opts: { configPath?: string; env?: NodeJS.ProcessEnv } = {}): RunningCli {
+    const env = opts.env ?? {};
+    const run = startCli(["gateway", "--config", opts.configPath ?? this.configPath], {
+      cwd: this.dir,
+      env: { HOME: this.dir, ...env },
+      timeoutMs: this.childLimitMs,
+    });
+    this.children.push(run);
+    return run;
+  }
+
+  /** Spawns a gateway and resolves once it long-polls Telegram (ready for messages). */
+  async startGateway(): Promise<RunningCli> {
+    const tg = this.tg;
+    const pollsBefore = tg.callsTo("getUpdates").filter(isLongPoll).length;
+    const run = this.spawnGateway();
+    const died = run.exited.then((code) => {
+      throw new Error(`the gateway exited (${code}) before it was ready:\n${run.stderr}`);
+    });
+    const polling = tg.waitFor(
+      () => tg.callsTo("getUpdates").filter(isLongPoll).length > pollsBefore,
+      this.startupMs,
+      "the gateway's long poll",
+    );
+    // Whichever loses the race must not surface later as an unhandled rejection.
+    died.catch(() => undefined);
+    polling.catch(() => undefined);
+    await Promise.race([polling, died]);
+    return run;
+  }
+
+  /** SIGKILLs a gateway and waits until it is gone. */
+  async kill(run: RunningCli): Promise<void> {
+    run.child.kill("SIGKILL");
+    await run.exited;
+  }
+
+  private started(): { dir: string; llm: FakeOpenAI; tg?: FakeTelegram } {
+    if (!this.state) throw new Error("GatewayHarness used before start()");
+    return this.state;
+  }
 }
 
 function isObject(v: unknown): v is Json {

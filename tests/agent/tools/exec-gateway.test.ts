@@ -5,16 +5,14 @@
  * results the LLM sees. Holds with the sandbox (bwrap) and, by the path
  * refusals of restrictToWorkspace, without it; the startup log says which.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI, lastUserText, toolCall } from "../../fakes/openai-server.js";
-import { FakeTelegram } from "../../fakes/telegram-server.js";
-import { startCli, type RunningCli } from "../../helpers/cli.js";
-import { writeGatewayConfig } from "../../helpers/gateway-process.js";
+import { lastUserText, toolCall, type FakeOpenAI } from "../../fakes/openai-server.js";
+import type { FakeTelegram } from "../../fakes/telegram-server.js";
+import type { RunningCli } from "../../helpers/cli.js";
+import { GatewayHarness, writeGatewayConfig } from "../../helpers/gateway-process.js";
 
-const CHILD_LIMIT_MS = 60_000;
 const CONFIG_KEY = "sk-e2e-config-key-31337";
 const DOTENV_KEY = "sk-e2e-dotenv-key-27182";
 const ENV_TOKEN = "e2e-daemon-env-token-16180";
@@ -23,22 +21,17 @@ const ENV_KEY = "sk-e2e-daemon-env-key-14142";
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
-let run: RunningCli | undefined;
+let run: RunningCli;
+
+/** Temp folder, fakes and the gateway child (killed after each test): see GatewayHarness. */
+const harness = new GatewayHarness({ prefix: "palaver-exec-e2e-" });
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-exec-e2e-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
+  await harness.start();
+  ({ dir, llm, tg } = harness);
 });
 
-afterEach(async () => {
-  if (run && run.child.exitCode === null && run.child.signalCode === null) run.child.kill("SIGKILL");
-  await run?.exited.catch(() => undefined);
-  run = undefined;
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => harness.close());
 
 describe("exec through the real gateway", { timeout: 90_000 }, () => {
   it("gives the model none of the daemon's secrets: config, .env, environment, /proc", async () => {
@@ -48,11 +41,10 @@ describe("exec through the real gateway", { timeout: 90_000 }, () => {
       { providers: { custom: { apiKey: CONFIG_KEY, apiBase: llm.baseURL } } },
     );
     await writeFile(join(dir, ".env"), `BRAVE_API_KEY=${DOTENV_KEY}\n`);
-    run = startCli(["gateway", "--config", configPath], {
-      cwd: dir,
-      // The daemon's real environment: what /proc/<pid>/environ would show.
-      env: { HOME: dir, PALAVER_E2E_TOKEN: ENV_TOKEN, OPENAI_API_KEY: ENV_KEY },
-      timeoutMs: CHILD_LIMIT_MS,
+    run = harness.spawnGateway({
+      configPath,
+      // The daemon's real environment (besides HOME): what /proc/<pid>/environ would show.
+      env: { PALAVER_E2E_TOKEN: ENV_TOKEN, OPENAI_API_KEY: ENV_KEY },
     });
     const daemon = run.child.pid!;
     const attacks = [
@@ -95,11 +87,7 @@ describe("exec through the real gateway", { timeout: 90_000 }, () => {
       { tools: { exec: { sandbox: "require" } } },
     );
     // No bwrap on this PATH (node is started by its absolute path, so it needs none).
-    run = startCli(["gateway", "--config", configPath], {
-      cwd: dir,
-      env: { HOME: dir, PATH: join(dir, "empty-bin") },
-      timeoutMs: CHILD_LIMIT_MS,
-    });
+    run = harness.spawnGateway({ configPath, env: { PATH: join(dir, "empty-bin") } });
     expect(await run.exited).toBe(78);
     expect(run.stderr).toMatch(/tools\.exec\.sandbox is "require"/);
     expect(run.stderr).toMatch(/sudo apt-get install bubblewrap/);
