@@ -11,10 +11,10 @@
  * does not validate is skipped with a warning but written back untouched, so
  * nothing a person (or nanobot) wrote is lost.
  */
-import { randomBytes } from "node:crypto";
-import { chmod, mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { chmod, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { logger, type Logger } from "../log.js";
+import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
@@ -49,7 +49,6 @@ export interface CronStoreOptions {
 const REREAD_DELAY_MS = 150;
 const LOCK_RETRY_MS = 20;
 /** The jobs hold what people asked for and where it goes: only the owner reads them. */
-const DIR_MODE = 0o700;
 
 export function emptySnapshot(): StoreSnapshot {
   return { version: STORE_VERSION, jobs: [], invalid: [], extra: {} };
@@ -122,19 +121,10 @@ export class CronStore {
   /** Replaces the file atomically. */
   async write(snapshot: StoreSnapshot): Promise<void> {
     const text = serialize(snapshot);
-    await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
-    const tmp = `${this.path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
-      const handle = await open(tmp, "w", 0o600);
-      try {
-        await handle.writeFile(text, "utf8");
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tmp, this.path);
+      await mkdirPrivate(dirname(this.path));
+      await replaceFilePrivate(this.path, text);
     } catch (err) {
-      await unlink(tmp).catch(() => undefined);
       throw new PalaverError(`cannot write the cron jobs file ${this.path}: ${errorMessage(err)}`, {
         cause: err,
       });
@@ -177,7 +167,7 @@ export class CronStore {
     const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, "-")}`;
     try {
       await rename(this.path, aside);
-      await chmod(aside, 0o600).catch(() => undefined);
+      await chmod(aside, PRIVATE_FILE_MODE).catch(() => undefined);
       this.log.error(
         { path: this.path, keptAs: aside, problem },
         "the cron jobs file is not valid; it was set aside and the job list starts empty",
@@ -189,11 +179,11 @@ export class CronStore {
   }
 
   private async withFileLock<T>(fn: () => Promise<T>): Promise<T> {
-    await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
+    await mkdirPrivate(dirname(this.path));
     const deadline = Date.now() + this.lockTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const handle = await open(this.lockPath, "wx", 0o600);
+        const handle = await open(this.lockPath, "wx", PRIVATE_FILE_MODE);
         try {
           await handle.writeFile(String(process.pid));
         } finally {

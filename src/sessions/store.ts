@@ -4,12 +4,13 @@
  * ever appends, so its cost does not grow with the session; the file is
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
-import { appendFile, mkdir, open, readdir, rename, stat, unlink, type FileHandle } from "node:fs/promises";
+import { appendFile, open, readdir, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { Session } from "./session.js";
 
@@ -147,7 +148,7 @@ function isErrno(err: unknown, code: string): boolean {
 }
 
 /** Session files hold whole conversations: only the owner reads them. */
-const FILE_MODE = 0o600;
+const FILE_MODE = PRIVATE_FILE_MODE;
 /** Warnings per file before the rest are only counted, so a mangled file cannot flood the log. */
 const MAX_LINE_WARNINGS = 10;
 /** Messages per write while rewriting a file, to avoid one giant string for a huge session. */
@@ -301,7 +302,7 @@ export class SessionStore {
 
   private ensureDir(): Promise<void> {
     // 0700: sessions hold whole conversations (mode applies to folders this creates).
-    this.dirReady ??= mkdir(this.sessionsDir, { recursive: true, mode: 0o700 }).then(
+    this.dirReady ??= mkdirPrivate(this.sessionsDir).then(
       () => undefined,
       (err: unknown) => {
         this.dirReady = undefined;
@@ -360,18 +361,9 @@ export class SessionStore {
 
   private async rewrite(path: string, chunks: Iterable<string>): Promise<void> {
     await this.ensureDir();
-    const tmp = `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
     try {
-      const fh = await open(tmp, "w", FILE_MODE);
-      try {
-        for (const chunk of chunks) await fh.write(chunk);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, path);
+      await replaceFilePrivate(path, chunks);
     } catch (err) {
-      await unlink(tmp).catch(() => undefined);
       throw new PalaverError(`cannot rewrite session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
   }

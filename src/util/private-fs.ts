@@ -41,14 +41,19 @@ export async function appendFilePrivate(path: string, data: string): Promise<voi
 
 /**
  * Replaces `path` atomically (a reader sees the old file or the new one, never
- * half) with a file that is 0600 whatever the old one was.
+ * half) with a file that is 0600 whatever the old one was. `data` may come in
+ * chunks, so a long file is never one giant string.
  */
-export async function replaceFilePrivate(path: string, data: string | Uint8Array): Promise<void> {
+export async function replaceFilePrivate(
+  path: string,
+  data: string | Uint8Array | Iterable<string>,
+): Promise<void> {
   const tmp = `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     const fh = await open(tmp, "w", PRIVATE_FILE_MODE);
     try {
-      await fh.writeFile(data);
+      if (typeof data === "string" || data instanceof Uint8Array) await fh.writeFile(data);
+      else for (const chunk of data) await fh.write(chunk);
       await fh.sync();
     } finally {
       await fh.close();
