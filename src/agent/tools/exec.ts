@@ -63,7 +63,8 @@ export function createExecTool(opts: ExecToolOptions): Tool {
     description:
       "Execute a shell command and return its output (stdout, stderr and exit code). Use with caution. " +
       `Commands time out after ${opts.timeoutSeconds} seconds. A command that starts something in the ` +
-      "background must redirect its output (e.g. `cmd > log 2>&1 &`), or exec waits for it.",
+      "background must redirect its output (e.g. `cmd > log 2>&1 &`), or exec waits for it; in the " +
+      "sandbox, background processes end when the command returns.",
     parameters: z.object({
       command: z.string().describe("The shell command to execute"),
       working_dir: z
