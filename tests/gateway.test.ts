@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../src/config/schema.js";
-import { nodeJournalIo, type JournalIo } from "../src/daemon/journal.js";
+import { diskThatFills } from "./helpers/full-disk.js";
 import { Gateway } from "../src/gateway.js";
 import { createProvider } from "../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "./fakes/openai-server.js";
@@ -147,25 +147,6 @@ describe("Gateway restarts (journal)", () => {
 });
 
 describe("Gateway on a full disk", () => {
-  /** The real file operations, failing like a full disk while `full.on`. */
-  function diskThatFills(): { io: Partial<JournalIo>; full: { on: boolean } } {
-    const full = { on: false };
-    const enospc = () => Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-    return {
-      full,
-      io: {
-        write: (fd, text) => {
-          if (full.on) throw enospc();
-          nodeJournalIo.write(fd, text);
-        },
-        replace: (path, text) => {
-          if (full.on) throw enospc();
-          nodeJournalIo.replace(path, text);
-        },
-      },
-    };
-  }
-
   async function readyz(gateway: Gateway): Promise<{ status: number; body: Record<string, unknown> }> {
     const res = await fetch(`http://127.0.0.1:${gateway.health.port}/readyz`);
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
-import { Journal, JOURNAL_ID, nodeJournalIo, type JournalIo } from "../../src/daemon/journal.js";
+import { Journal, JOURNAL_ID } from "../../src/daemon/journal.js";
+import { diskThatFills } from "../helpers/full-disk.js";
 import { ConfigError } from "../../src/util/errors.js";
 import { captureLog } from "../helpers/log.js";
 import { TestChannel } from "../helpers/test-channel.js";
@@ -194,26 +195,6 @@ describe("Journal: poison messages", () => {
 });
 
 describe("Journal: write failures", () => {
-  function enospc(): Error {
-    return Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
-  }
-  /** The real file operations, failing like a full disk while `full.on`. */
-  function diskThatFills(): { io: JournalIo; full: { on: boolean } } {
-    const full = { on: false };
-    const io: JournalIo = {
-      ...nodeJournalIo,
-      write: (fd, text) => {
-        if (full.on) throw enospc();
-        nodeJournalIo.write(fd, text);
-      },
-      replace: (path, text) => {
-        if (full.on) throw enospc();
-        nodeJournalIo.replace(path, text);
-      },
-    };
-    return { io, full };
-  }
-
   it("never throws, says why in health, logs once per episode, and saves everything once the disk has room", async () => {
     const path = join(dir, "j.jsonl");
     const { io, full } = diskThatFills();
