@@ -1,4 +1,4 @@
-import type { InboundMessage, OutboundMessage } from "./types.js";
+import type { InboundMessage, OutboundMessage, TurnEvent } from "./types.js";
 
 type Listener<T> = (msg: T) => void;
 
@@ -14,6 +14,7 @@ type Listener<T> = (msg: T) => void;
 export class MessageBus {
   private readonly inbound = new Topic<InboundMessage>();
   private readonly outbound = new Topic<OutboundMessage>();
+  private readonly turns = new Topic<TurnEvent>();
 
   publishInbound(msg: InboundMessage): void {
     this.inbound.publish(msg);
@@ -23,6 +24,11 @@ export class MessageBus {
     this.outbound.publish(msg);
   }
 
+  /** A turn started or ended (see TurnEvent); published by the agent loop. */
+  publishTurn(event: TurnEvent): void {
+    this.turns.publish(event);
+  }
+
   /** Returns an unsubscribe function. */
   onInbound(listener: Listener<InboundMessage>): () => void {
     return this.inbound.subscribe(listener);
@@ -30,6 +36,10 @@ export class MessageBus {
 
   onOutbound(listener: Listener<OutboundMessage>): () => void {
     return this.outbound.subscribe(listener);
+  }
+
+  onTurn(listener: Listener<TurnEvent>): () => void {
+    return this.turns.subscribe(listener);
   }
 }
 

@@ -1,4 +1,4 @@
-/** Messages that travel on the bus. See ARCHITECTURE.md, "Interfaces". */
+/** Messages that travel on the bus. docs/architecture.md, "The turn lifecycle", describes their order. */
 
 export interface InboundMessage {
   /** "telegram" | "slack" | "discord" | "cli" | "system" ... */
@@ -16,6 +16,12 @@ export interface InboundMessage {
   sessionKey?: string;
 }
 
+/**
+ * What an outbound message is. "final" is a reply to deliver (journaled, retried); "progress"
+ * (model text before tool calls) and "toolHint" (`read_file("notes.md")`) are shown when the
+ * configuration wants them and never retried. A message may belong to a turn (`turnId`) or to none
+ * (a cron delivery, the `message` tool): only turn events start or end a turn.
+ */
 export type OutboundKind = "final" | "progress" | "toolHint";
 
 export interface OutboundMessage {
@@ -25,7 +31,33 @@ export interface OutboundMessage {
   media?: string[];
   replyTo?: string;
   kind?: OutboundKind;
+  /** The turn that produced it, when one did. */
+  turnId?: string;
   metadata?: Record<string, unknown>;
+}
+
+export type TurnOutcome = "done" | "stopped" | "failed";
+
+/**
+ * The start and the end of one turn of the agent in one chat. Every turnStart is followed by exactly
+ * one turnEnd with the same id (the loop publishes it from a `finally`), after the turn's replies.
+ * Typing indicators and receipt reactions key on the id, so a reply that belongs to another turn or
+ * to none never ends them.
+ */
+export interface TurnEvent {
+  kind: "turnStart" | "turnEnd";
+  turnId: string;
+  /** The chat the turn answers (for background work: its origin chat). */
+  channel: string;
+  chatId: string;
+  /** The platform id of the message that started the turn, when a person sent one. */
+  replyTo?: string;
+  /** The chat's inbound metadata (thread ids ...). */
+  metadata?: Record<string, unknown>;
+  /** Background work (cron, heartbeat, subagent reports) rather than a person waiting. */
+  background?: boolean;
+  /** Set on turnEnd. */
+  outcome?: TurnOutcome;
 }
 
 export function sessionKeyOf(msg: InboundMessage): string {

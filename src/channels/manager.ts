@@ -6,7 +6,7 @@
  */
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { backoffDelay, sleep } from "../llm/retry.js";
+import { backoffDelay, sleep } from "../util/backoff.js";
 import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journal.js";
 import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
@@ -161,6 +161,7 @@ export class ChannelManager {
     entry.stopRetrying = new AbortController();
     const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
     const gate: InboundSink = {
+      allows: (msg) => isAllowed(msg, entry.options.allowFrom),
       publishInbound: (msg) => this.admit(entry, msg),
       reserve: (msg) => this.reserve(entry, msg),
     };

@@ -33,7 +33,7 @@ import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } 
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
 import { originOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
-import { backoffDelay } from "../llm/retry.js";
+import { backoffDelay } from "../util/backoff.js";
 import { logger, type Logger } from "../log.js";
 import { ConfigError, errorMessage } from "../util/errors.js";
 import { readJsonl } from "../util/jsonl.js";

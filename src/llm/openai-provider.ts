@@ -16,7 +16,8 @@ import { logger, redactText, registerSecrets, type Logger } from "../log.js";
 import { secondsToTimerMs } from "../util/timers.js";
 import { LlmError, errorMessage, type LlmErrorKind } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
-import { backoffDelay, retryAfterFromHeaders, sleep } from "./retry.js";
+import { backoffDelay, sleep } from "../util/backoff.js";
+import { retryAfterFromHeaders } from "./retry.js";
 import { stripThink } from "./think.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
 

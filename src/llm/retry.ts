@@ -1,29 +1,7 @@
-/** Pure helpers for retrying LLM calls: backoff, Retry-After parsing, an abortable sleep. */
-import { setTimeout as delay } from "node:timers/promises";
-import { timerDelay } from "../util/timers.js";
+/** Pure helpers for retrying LLM calls: Retry-After parsing (backoff and sleep are in util/backoff.ts). */
 
 /** A server may ask us to wait; we never wait longer than this whatever it says. */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;
-
-/**
- * Delay before retry number `attempt` (0 = the first retry): exponential
- * (base·2^attempt) capped at maxMs, with "equal jitter" — a random point in
- * the upper half — so concurrent clients spread out but never retry at once.
- */
-export function backoffDelay(
-  attempt: number,
-  baseMs: number,
-  maxMs: number,
-  random: () => number = Math.random,
-): number {
-  const n = Number.isFinite(attempt) && attempt > 0 ? Math.floor(attempt) : 0;
-  const base = Math.max(0, baseMs);
-  const cap = Math.max(0, maxMs);
-  // 2 ** n overflows to Infinity for huge n; Math.min keeps it capped.
-  const exp = Math.min(cap, base * 2 ** n);
-  const r = Math.min(1, Math.max(0, random()));
-  return Math.round(exp / 2 + (exp / 2) * r);
-}
 
 /**
  * Retry-After as milliseconds: either delay-seconds ("2", "0.5") or an
@@ -64,9 +42,4 @@ export function retryAfterFromHeaders(
 ): number | null {
   if (!headers) return null;
   return parseRetryAfterMs(headers.get("retry-after-ms")) ?? parseRetryAfter(headers.get("retry-after"), now);
-}
-
-/** Waits `ms`; rejects at once with an AbortError (name "AbortError") when `signal` aborts. */
-export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  await delay(timerDelay(ms), undefined, signal ? { signal } : undefined);
 }

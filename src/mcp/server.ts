@@ -16,7 +16,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { expandPath } from "../agent/tools/workspace-paths.js";
 import type { ToolsConfig } from "../config/schema.js";
-import { backoffDelay } from "../llm/retry.js";
+import { backoffDelay } from "../util/backoff.js";
 import { logger, registerSecrets, type Logger } from "../log.js";
 import { childEnv } from "../util/child-env.js";
 import { errorMessage, isAbortError, ToolError } from "../util/errors.js";

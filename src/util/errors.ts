@@ -21,7 +21,40 @@ export class ConfigError extends PalaverError {
   }
 }
 
-export class ChannelError extends PalaverError {}
+export interface ChannelErrorOptions extends ErrorOptions {
+  /** "telegram", "slack", "discord" ... */
+  platform?: string;
+  /** The platform call that failed ("sendMessage", "chat.postMessage"). */
+  method?: string;
+  /** The platform's own error code (HTTP status, Slack error string, Discord code). */
+  code?: string | number;
+  /** Trying again can never succeed (blocked by the user, chat gone, no access): drop, don't retry. */
+  permanent?: boolean;
+  /** The platform asked us to wait this long before trying again. */
+  retryAfterMs?: number;
+}
+
+/**
+ * A platform call failed. Each adapter sets the fields at its single send
+ * point, so the outbox can tell a reply that can never be delivered from one
+ * worth retrying.
+ */
+export class ChannelError extends PalaverError {
+  readonly platform: string | undefined;
+  readonly method: string | undefined;
+  readonly code: string | number | undefined;
+  readonly permanent: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options?: ChannelErrorOptions) {
+    super(message, options);
+    this.platform = options?.platform;
+    this.method = options?.method;
+    this.code = options?.code;
+    this.permanent = options?.permanent ?? false;
+    this.retryAfterMs = options?.retryAfterMs;
+  }
+}
 
 export type LlmErrorKind =
   | "rate_limit"

@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
 import {
   MAX_RETRY_AFTER_MS,
-  backoffDelay,
   parseRetryAfter,
   parseRetryAfterMs,
   retryAfterFromHeaders,
-  sleep,
 } from "../../src/llm/retry.js";
+import { backoffDelay, sleep } from "../../src/util/backoff.js";
 import { isAbortError } from "../../src/util/errors.js";
 
 describe("backoffDelay", () => {

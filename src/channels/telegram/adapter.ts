@@ -21,7 +21,7 @@ import type { Message } from "grammy/types";
 import { z } from "zod";
 import { COMMANDS, parseCommand } from "../../agent/commands.js";
 import type { InboundMessage, OutboundMessage } from "../../bus/types.js";
-import { backoffDelay, sleep } from "../../llm/retry.js";
+import { backoffDelay, sleep } from "../../util/backoff.js";
 import { logger, type Logger } from "../../log.js";
 import { ChannelError, ConfigError, errorMessage } from "../../util/errors.js";
 import { isAllowed } from "../access.js";

@@ -58,7 +58,7 @@ async function setup(
     ...opts.adapter,
   });
   const inbound: InboundMessage[] = [];
-  const sink = { publishInbound: (m: InboundMessage) => inbound.push(m) };
+  const sink = { allows: () => true, publishInbound: (m: InboundMessage) => inbound.push(m) };
   return { fake, channel, guild, general: guild.channels[0]!, alice, inbound, sink };
 }
 
@@ -262,6 +262,7 @@ describe("DiscordChannel: receiving", () => {
     let downloadsAtReserve = -1;
     await channel.start(
       {
+        allows: () => true,
         publishInbound: (m) => inbound.push(m),
         reserve: (draft) => {
           reserved.push(draft);
@@ -306,6 +307,7 @@ describe("DiscordChannel: receiving", () => {
     const reserved: InboundMessage[] = [];
     await channel.start(
       {
+        allows: () => true,
         publishInbound: (m) => inbound.push(m),
         reserve: (draft) => {
           reserved.push(draft);

@@ -84,6 +84,7 @@ export async function slackRig(
       };
       await channel.start(
         {
+          allows: () => true,
           publishInbound,
           reserve: (draft) => {
             reserved.push(draft);

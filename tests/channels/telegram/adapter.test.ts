@@ -34,6 +34,7 @@ async function startReserving(describeReserve: (m: InboundMessage) => string) {
   const lifetime = new AbortController();
   await r!.channel.start(
     {
+      allows: () => true,
       publishInbound: (m) => published.push(m),
       reserve: (m) => {
         events.push(describeReserve(m));

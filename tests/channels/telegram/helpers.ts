@@ -76,7 +76,8 @@ export async function rig(
     inbound,
     nthInbound: (n, timeoutMs = 5000) =>
       fake.waitFor(() => inbound[n - 1], timeoutMs, `inbound message #${n}`),
-    start: () => channel.start({ publishInbound: (m) => inbound.push(m) }, lifetime.signal),
+    start: () =>
+      channel.start({ allows: () => true, publishInbound: (m) => inbound.push(m) }, lifetime.signal),
     async cleanup() {
       lifetime.abort();
       await channel.stop();
