@@ -227,20 +227,17 @@ export class ChannelManager {
   }
 
   /**
-   * Journals a message whose downloads are still running, with a note in place
-   * of its files: if palaver dies before they finish, the next start answers
-   * the message as it was reserved. Publishing later replaces the entry.
+   * Journals a message that is not complete yet (files downloading, queued
+   * behind another): if palaver dies before it is published, the next start
+   * answers the message as it was reserved. Publishing later replaces the entry.
    */
   private reserve(entry: Entry, reserved: InboundMessage): InboundReservation {
     const journal = this.opts.journal;
     if (!journal || !isAllowed(reserved, entry.options.allowFrom)) {
       return { publish: (msg) => this.admit(entry, msg), cancel: () => undefined };
     }
-    const id = journal.recordInbound({
-      ...reserved,
-      content:
-        `${reserved.content}\n[an attachment was being downloaded when palaver restarted; ask for it again]`.trim(),
-    });
+    // Journaled as given: the inbound path (inbound.ts) puts a note in place of files still downloading.
+    const id = journal.recordInbound(reserved);
     return {
       publish: (msg) => {
         if (id === null) {

@@ -291,9 +291,8 @@ describe("ChannelManager with the journal", () => {
     const finish = channel.receiveLater({ content: "look", metadata: { messageId: 5 } });
     expect(received).toEqual([]);
     const crashedHere = pendingAfterCrash(path);
-    expect(crashedHere.map((p) => p.msg.content)).toEqual([
-      "look\n[an attachment was being downloaded when palaver restarted; ask for it again]",
-    ]);
+    // Journaled as reserved (the inbound path puts the "was being downloaded" note in; tests/channels/inbound.test.ts).
+    expect(crashedHere.map((p) => p.msg.content)).toEqual(["look"]);
 
     finish({ media: ["/ws/media/photo.jpg"] });
     expect(received.map((m) => [m.content, m.media])).toEqual([["look", ["/ws/media/photo.jpg"]]]);

@@ -42,7 +42,7 @@ import {
   type ReplyTarget,
 } from "./mapping.js";
 import { proxyAgent } from "./proxy.js";
-import { createTranscriber, type Transcriber } from "./transcription.js";
+import { createTranscriber, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "./typing.js";
 
 /** Timings; the defaults suit Telegram, tests shorten them. */

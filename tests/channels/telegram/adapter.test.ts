@@ -3,7 +3,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { createTranscriber } from "../../../src/channels/telegram/transcription.js";
+import { createTranscriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { rig, type Rig } from "./helpers.js";
 import type { InboundMessage } from "../../../src/bus/types.js";

@@ -8,7 +8,7 @@ import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
 import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
-import type { Transcriber } from "../../../src/channels/telegram/transcription.js";
+import type { Transcriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 
 export const FAST: Partial<TelegramTuning> = {

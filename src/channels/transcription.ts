@@ -1,5 +1,5 @@
 /**
- * Voice notes → text through an OpenAI-compatible /audio/transcriptions
+ * Voice notes and audio files → text, on every platform, through an OpenAI-compatible /audio/transcriptions
  * endpoint (OpenAI, Groq, a local whisper server …), chosen by the top-level
  * `transcription` config: `provider` names an entry of `providers` (its
  * apiBase/apiKey are used), `model` the speech model.
@@ -7,9 +7,10 @@
 import { createReadStream } from "node:fs";
 import { basename } from "node:path";
 import OpenAI, { toFile } from "openai";
-import type { Config } from "../../config/schema.js";
-import { resolveProvider } from "../../llm/providers.js";
-import { ChannelError, errorMessage } from "../../util/errors.js";
+import type { Config } from "../config/schema.js";
+import { resolveProvider } from "../llm/providers.js";
+import type { Logger } from "../log.js";
+import { ChannelError, errorMessage } from "../util/errors.js";
 
 export interface Transcriber {
   transcribe(path: string, signal?: AbortSignal): Promise<string>;
@@ -44,4 +45,14 @@ export function createTranscriber(config: Config): Transcriber | null {
       }
     },
   };
+}
+
+/** The transcriber for a channel being built: null (with a warning saying why) when it cannot be made. */
+export function transcriberFor(config: Config, log: Logger): Transcriber | null {
+  try {
+    return createTranscriber(config);
+  } catch (err) {
+    log.warn({ err }, `voice messages will not be transcribed: ${errorMessage(err)}`);
+    return null;
+  }
 }
