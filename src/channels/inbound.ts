@@ -76,6 +76,11 @@ export interface InboundPathOptions {
 export const INTERRUPTED_DOWNLOAD_NOTE =
   "[an attachment was being downloaded when palaver restarted; ask for it again]";
 
+/** How a message is journaled before its files are fetched: a restart answers it with this note. */
+export function reservedForm(msg: InboundMessage): InboundMessage {
+  return withNotes(msg, [INTERRUPTED_DOWNLOAD_NOTE]);
+}
+
 export class InboundPath {
   private readonly queue = new KeyedQueue();
   private readonly tasks = new TaskSet();
@@ -96,7 +101,7 @@ export class InboundPath {
       return;
     }
     const slow = msg.completes !== undefined || msg.files.length > 0;
-    const reservation = sink.reserve?.(slow ? withNotes(inbound, [INTERRUPTED_DOWNLOAD_NOTE]) : inbound);
+    const reservation = sink.reserve?.(slow ? reservedForm(inbound) : inbound);
     if (!msg.completes) this.opts.onAccepted?.(inbound);
     this.inOrder(conversation, () => this.finish(sink, msg, reservation));
   }

@@ -1,4 +1,5 @@
 /** A Channel for tests: records what it sends, lets a test "receive" messages, can fail to start. */
+import { reservedForm } from "../../src/channels/inbound.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import type { Channel, InboundReservation, InboundSink } from "../../src/channels/types.js";
 
@@ -48,7 +49,8 @@ export class TestChannel implements Channel {
   ): (final?: Partial<InboundMessage>) => void {
     if (!this.sink?.reserve) throw new Error(`${this.name} has no reserving sink`);
     const base: InboundMessage = { channel: this.name, senderId: "42", chatId: "chat-1", ...msg };
-    const reservation = this.sink.reserve(base);
+    // Journaled the way the inbound path does it before a download.
+    const reservation = this.sink.reserve(reservedForm(base));
     return (final = {}) => reservation.publish({ ...base, ...final });
   }
 

@@ -9,6 +9,7 @@
  * first reply edits the deferred response, further chunks are follow-ups.
  */
 import { stat } from "node:fs/promises";
+import { reservedForm } from "../inbound.js";
 import { basename } from "node:path";
 import {
   Client,
@@ -276,7 +277,7 @@ export class DiscordChannel implements Channel {
     const allowed = isAllowed(draft, this.opts.config.allowFrom);
     if (!(allowed && view.attachments.length)) return { msg: draft, showTyping: allowed };
     // Discord never sends a message again: journal it before the slow downloads.
-    const reservation = this.sink?.reserve?.(draft);
+    const reservation = this.sink?.reserve?.(reservedForm(draft));
     return { msg: await this.withAttachments(view, policy), showTyping: allowed, reservation };
   }
 

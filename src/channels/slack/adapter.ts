@@ -8,6 +8,7 @@
  * setting points everything at a fake in tests or at a proxy.
  */
 import { readFile, rm } from "node:fs/promises";
+import { reservedForm } from "../inbound.js";
 import type { AddressInfo } from "node:net";
 import { basename } from "node:path";
 import { App, HTTPReceiver, SocketModeReceiver, webApi } from "@slack/bolt";
@@ -446,7 +447,7 @@ export class SlackChannel implements Channel {
     const draft = files.length
       ? toInbound(event, bot, this.policy, { media: [], notes: [], ...named })
       : null;
-    const reservation = draft ? this.sink?.reserve?.(draft) : undefined;
+    const reservation = draft ? this.sink?.reserve?.(reservedForm(draft)) : undefined;
     const { media, notes } = await this.fetchFiles(files);
     const msg = toInbound(event, bot, this.policy, { media, notes, ...named });
     if (!msg) {

@@ -10,6 +10,7 @@
  * order per chat, so a slow download never holds up polling or other chats.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { reservedForm } from "../inbound.js";
 import { chmod, copyFile, stat } from "node:fs/promises";
 import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -657,7 +658,9 @@ export class TelegramChannel implements Channel {
     // grammy confirms the update once this handler returns, before the downloads below are done:
     // journal the message now so a crash in between cannot lose it.
     const reservation =
-      mapped.attachments.length > 0 && !mapped.isStart ? this.sink.reserve?.(mapped.inbound) : undefined;
+      mapped.attachments.length > 0 && !mapped.isStart
+        ? this.sink.reserve?.(reservedForm(mapped.inbound))
+        : undefined;
     this.enqueue(conversationKey(chatId, metadata?.threadId as number | undefined), () =>
       this.process(mapped, reservation),
     );
@@ -680,7 +683,7 @@ export class TelegramChannel implements Channel {
         mapped.inbound.metadata?.threadId as number | undefined,
       );
       // The update is confirmed before the album is gathered and downloaded: journal it now.
-      const reservation = this.sink?.reserve?.(mapped.inbound);
+      const reservation = this.sink?.reserve?.(reservedForm(mapped.inbound));
       this.enqueue(conversation, async () => {
         await created.complete.promise;
         this.albums.delete(key);

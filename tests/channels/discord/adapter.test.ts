@@ -2,6 +2,7 @@
  * The Discord adapter on its own (real discord.js against FakeDiscord): connection
  * failures in plain words, rate limits, files, reply references, interactions.
  */
+import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -280,7 +281,7 @@ describe("DiscordChannel: receiving", () => {
       attachments: [file],
     });
     await fake.waitFor(() => inbound.length === 1, 5000, "the message");
-    expect(reserved.map((m) => m.content)).toEqual(["look"]);
+    expect(reserved.map((m) => m.content)).toEqual([`look\n${INTERRUPTED_DOWNLOAD_NOTE}`]);
     expect(downloadsAtReserve).toBe(0);
     expect(inbound[0]!.media).toHaveLength(1);
   });

@@ -1,4 +1,5 @@
 /** The real Slack adapter (Bolt, Socket Mode, Web API client) against the loopback fake Slack. */
+import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -247,7 +248,9 @@ describe("Slack Socket Mode: receiving", () => {
     await fake.pushEvent(dmEvent("see attached", { subtype: "file_share", files: [small, big] }));
     const msg = await rig!.nextInbound(1);
     // Journaled before the downloads, since Slack has the event acked already.
-    expect(rig!.reserved.map((m) => [m.content, m.media])).toEqual([["see attached", undefined]]);
+    expect(rig!.reserved.map((m) => [m.content, m.media])).toEqual([
+      [`see attached\n${INTERRUPTED_DOWNLOAD_NOTE}`, undefined],
+    ]);
     expect(msg.media).toHaveLength(1);
     expect(msg.media![0]!.startsWith(join(workspace, "media", "slack"))).toBe(true);
     expect(msg.media![0]!.endsWith("-notes.txt")).toBe(true);

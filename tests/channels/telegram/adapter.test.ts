@@ -1,4 +1,5 @@
 /** The Telegram adapter, real grammy against the loopback fake Bot API: inbound mapping, media, sending. */
+import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -213,7 +214,7 @@ describe("inbound", () => {
       r.fake.userMessage({ caption: "see this", photo: [{ ...photo, width: 10, height: 10 }] });
       await r.fake.waitFor(() => published.length === 1);
       // Reserved before any download started; the finished message carries the file.
-      expect(events).toEqual(["reserve:see this:0", "publish"]);
+      expect(events).toEqual([`reserve:see this\n${INTERRUPTED_DOWNLOAD_NOTE}:0`, "publish"]);
       expect(published[0]!.media).toHaveLength(1);
     } finally {
       lifetime.abort();
