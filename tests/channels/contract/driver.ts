@@ -1,0 +1,56 @@
+/**
+ * What the channel contract suite (contract.test.ts) needs from each platform:
+ * a real adapter wired to the loopback fake of that platform's API. The suite
+ * owns the bus and the channel manager; a driver owns only its fake and the
+ * adapter's construction. One driver per platform lives beside this file and
+ * is listed in drivers.ts.
+ */
+import type { Channel } from "../../../src/channels/types.js";
+
+/** What every driver's transcription endpoint answers for a voice note. */
+export const VOICE_TRANSCRIPT = "hello from a voice note";
+
+export interface RigOptions {
+  /** A temporary workspace for downloads (the suite removes it). */
+  workspace: string;
+}
+
+export interface PlatformRig {
+  /**
+   * The adapter, not started, built through the platform's real factory with a config where:
+   * `transcription` points at the fake's OpenAI-style /audio/transcriptions endpoint (answering
+   * VOICE_TRANSCRIPT); the typing indicator repeats every few tens of milliseconds; downloads go
+   * to `workspace`.
+   */
+  channel: Channel;
+  /** On the allow list; the suite adds it to the manager's allowFrom. */
+  allowedSender: string;
+  /** Not on the allow list. */
+  strangerSender: string;
+  /** The chat (direct message) where allowedSender's messages arrive; replies go there. */
+  chatId: string;
+  /**
+   * A person sends a direct message through the fake (the platform's real wire format). `file` adds
+   * a document or a voice note. Resolves once the fake has handed the event to the adapter.
+   */
+  userSends(from: string, text: string, file?: "document" | "voice"): Promise<void>;
+  /** How many files the fake has served to the adapter. */
+  downloads(): number;
+  /** How many typing or receipt signals (sendChatAction, typing, reactions.add ...) the fake has had. */
+  typingSignals(): number;
+  /** Whether the chat shows the bot busy right now (an indicator running, a receipt reaction on). */
+  typingActive(): boolean;
+  /** Texts of every message the bot posted, in any chat, in order. */
+  texts(): string[];
+  /** The bot's next message post fails: permanently (blocked, chat gone) or transiently (rate limit with retry-after, 5xx). */
+  failNextSend(kind: "permanent" | "transient"): void;
+  /** Closes the fake (the suite stops the channel first). */
+  close(): Promise<void>;
+}
+
+export interface PlatformDriver {
+  name: "telegram" | "slack" | "discord";
+  /** "repeats": a typing action renewed while the turn runs; "once": a receipt (reaction) shown once. */
+  typing: "repeats" | "once";
+  create(opts: RigOptions): Promise<PlatformRig>;
+}

@@ -1,0 +1,4 @@
+import type { PlatformDriver } from "./driver.js";
+
+/** One line per platform. */
+export const DRIVERS: PlatformDriver[] = [];
