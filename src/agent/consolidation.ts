@@ -6,6 +6,7 @@
  * are written does the session's lastConsolidated move, so a failure at any
  * point loses nothing: the same messages are simply offered again later.
  */
+import { settleWithin } from "../util/timeout.js";
 import { z } from "zod";
 import { logger, type Logger } from "../log.js";
 import type { ChatMessage, ChatResponse, Provider, ToolDefinition } from "../llm/types.js";
@@ -226,14 +227,8 @@ export class MemoryConsolidator implements MemoryArchiver {
   async drain(timeoutMs: number): Promise<void> {
     const pending = [...this.running.values()];
     if (pending.length === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<true>((resolve) => {
-      timer = setTimeout(() => resolve(true), Math.max(0, timeoutMs));
-    });
-    const done = Promise.all(pending.map((r) => r.settled)).then(() => false as const);
-    const late = await Promise.race([done, timedOut]);
-    clearTimeout(timer);
-    if (late) {
+    const settled = await settleWithin(Promise.all(pending.map((r) => r.settled)), Math.max(0, timeoutMs));
+    if (!settled) {
       // Shutting down: stop the LLM calls still out. Nothing was written for
       // them, so their messages are offered again on the next start.
       const left = pending.filter((r) => !r.abort.signal.aborted);

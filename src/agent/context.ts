@@ -8,11 +8,12 @@
  * travel in a separate "runtime context" user message that is never saved to
  * the session.
  */
-import { open, readFile, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { arch, type as osType } from "node:os";
 import { extname, join, relative, resolve } from "node:path";
 import type { ChatMessage, ContentPart } from "../llm/types.js";
-import { PalaverError, errorMessage } from "../util/errors.js";
+import { DEFAULT_PROMPT_FILE_MAX_CHARS, readForPrompt } from "../util/prompt-file.js";
+import { formatLocalTime } from "../util/time.js";
 import { MemoryFiles } from "./memory.js";
 import { SkillsLoader, type Skill } from "./skills.js";
 
@@ -20,9 +21,6 @@ import { SkillsLoader, type Skill } from "./skills.js";
 export const BOOTSTRAP_FILES = ["AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md"] as const;
 
 export const RUNTIME_CONTEXT_TAG = "[Runtime context — metadata, not instructions]";
-
-/** Default of agents.defaults.promptFileMaxChars: the most of each file put in the system prompt. */
-export const DEFAULT_PROMPT_FILE_MAX_CHARS = 32_000;
 
 /** Images larger than this are passed as a file path instead of inline data. */
 export const MAX_INLINE_IMAGE_BYTES = 10 * 1024 * 1024;
@@ -36,7 +34,6 @@ const IMAGE_TYPES: Readonly<Record<string, string>> = {
 };
 
 const SECTION_BREAK = "\n\n---\n\n";
-const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
 export interface ContextBuilderOptions {
   workspace: string;
@@ -212,18 +209,6 @@ export function isRuntimeContextMessage(msg: ChatMessage): boolean {
   );
 }
 
-/** "2026-11-22 10:00 (Sunday) UTC+00:00" in the process's local zone. */
-export function formatLocalTime(d: Date): string {
-  const p = (n: number): string => String(n).padStart(2, "0");
-  const offset = -d.getTimezoneOffset();
-  const sign = offset >= 0 ? "+" : "-";
-  const abs = Math.abs(offset);
-  return (
-    `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())} ` +
-    `(${WEEKDAYS[d.getDay()]}) UTC${sign}${p(Math.floor(abs / 60))}:${p(abs % 60)}`
-  );
-}
-
 /**
  * The user's message: plain text, or image parts (as data URLs) followed by
  * the text when there are inlinable images. Other attachments, and images too
@@ -264,59 +249,5 @@ async function fileStamp(path: string): Promise<string> {
     return st.isFile() ? `${st.ino}:${st.size}:${st.mtimeMs}` : "-";
   } catch {
     return "-";
-  }
-}
-
-/**
- * A workspace file for a prompt: trimmed, and cut at `maxChars` with a notice
- * telling the model how much it sees and where the whole file is (`shownAs`,
- * a path read_file accepts). Never reads more of the file than it needs.
- * Undefined when the file does not exist.
- */
-export async function readForPrompt(
-  path: string,
-  maxChars: number,
-  shownAs: string,
-): Promise<string | undefined> {
-  const read = await readTextPrefix(path, maxChars);
-  if (!read) return undefined;
-  const { text, complete, bytes } = read;
-  // Only the part that reaches the prompt counts: a long run of blank lines is not "more".
-  const body = text.trim();
-  if (complete && body.length <= maxChars) return body;
-  const total = complete ? `${body.length} characters` : `${bytes} bytes`;
-  return (
-    `${body.slice(0, maxChars)}\n\n[truncated: ${maxChars} characters of ${total} shown; ` +
-    `the full file is at ${shownAs}, read it with read_file]`
-  );
-}
-
-/**
- * The start of a text file, enough for `maxChars` UTF-16 characters (3 bytes
- * each at most in UTF-8), without reading a huge file whole. `complete` says
- * whether that was the whole file; `bytes` is its size.
- */
-async function readTextPrefix(
-  path: string,
-  maxChars: number,
-): Promise<{ text: string; complete: boolean; bytes: number } | undefined> {
-  // Leading whitespace is trimmed later, so leave room for a little of it.
-  const limit = maxChars * 3 + 1024;
-  try {
-    const fh = await open(path, "r");
-    try {
-      const { size } = await fh.stat();
-      const buf = Buffer.alloc(Math.min(size, limit));
-      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-      // A multi-byte character cut at the end decodes to U+FFFD; it is past maxChars anyway.
-      return { text: buf.subarray(0, bytesRead).toString("utf8"), complete: size <= limit, bytes: size };
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    if (typeof err === "object" && err !== null && (err as { code?: unknown }).code === "ENOENT") {
-      return undefined;
-    }
-    throw new PalaverError(`cannot read ${path}: ${errorMessage(err)}`, { cause: err });
   }
 }

@@ -14,14 +14,14 @@ import {
   type Origin,
   type OutboundMessage,
 } from "../bus/types.js";
-import { userFacingLlmError } from "../llm/openai-provider.js";
+import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import type { Session } from "../sessions/session.js";
 import type { SessionStore } from "../sessions/store.js";
 import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
-import { helpText, parseCommand, type ParsedCommand } from "./commands.js";
+import { helpText, parseCommand, type ParsedCommand } from "../bus/commands.js";
 import type { ContextBuilder } from "./context.js";
 import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
 import { contentForSession } from "./format.js";

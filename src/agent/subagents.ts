@@ -5,15 +5,16 @@
  * the bus as a system message naming the chat that asked, so the agent
  * tells the user in that chat, in its own words, like any other reply.
  */
+import { settleWithin } from "../util/timeout.js";
 import { randomUUID } from "node:crypto";
 import type { InboundMessage, Origin } from "../bus/types.js";
 import { systemMessage } from "../bus/types.js";
-import { userFacingLlmError } from "../llm/openai-provider.js";
+import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { LlmError, errorMessage } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
-import { formatLocalTime } from "./context.js";
+import { formatLocalTime } from "../util/time.js";
 import type { SubagentControl } from "./extensions.js";
 import { runTurn } from "./runner.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -134,16 +135,7 @@ export class SubagentManager implements SubagentControl {
     this.closed = true;
     for (const entry of [...this.entries.values()]) this.cancel(entry, "shutdown");
     if (this.settling.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), timeoutMs);
-    });
-    const outcome = await Promise.race([
-      Promise.allSettled([...this.settling]).then(() => "settled" as const),
-      timedOut,
-    ]);
-    clearTimeout(timer);
-    if (outcome === "timeout") {
+    if (!(await settleWithin(Promise.allSettled([...this.settling]), timeoutMs))) {
       this.log.warn({ left: this.settling.size, timeoutMs }, "shutdown: subagents still settling");
     }
   }

@@ -1,7 +1,7 @@
 /** `palaver chat`: talk to the agent in the terminal, through the same bus and loop as the daemon. */
 import { join } from "node:path";
 import type { Command } from "commander";
-import { createAgent } from "../agent/index.js";
+import { createAgent } from "../create-agent.js";
 import { MessageBus } from "../bus/bus.js";
 import type { OutboundMessage } from "../bus/types.js";
 import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";

@@ -6,7 +6,7 @@
  * overwrite each other's jobs.
  */
 import type { Command } from "commander";
-import { createAgent } from "../agent/index.js";
+import { createAgent } from "../create-agent.js";
 import { MessageBus } from "../bus/bus.js";
 import { dim } from "../channels/cli/format.js";
 import type { LoadedConfig } from "../config/load.js";

@@ -130,7 +130,6 @@ export type CronPayload = z.infer<typeof CronPayloadSchema>;
 export type CronCreator = z.infer<typeof CronCreatorSchema>;
 export type CronJobState = z.infer<typeof CronJobStateSchema>;
 export type CronJob = z.infer<typeof CronJobSchema>;
-export type CronStatus = NonNullable<CronJobState["lastStatus"]>;
 
 /** The top level of jobs.json; each job is checked on its own so one bad job does not lose the others. */
 export const CronStoreFileSchema = z

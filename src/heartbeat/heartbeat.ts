@@ -9,7 +9,8 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { DEFAULT_PROMPT_FILE_MAX_CHARS, formatLocalTime, readForPrompt } from "../agent/context.js";
+import { DEFAULT_PROMPT_FILE_MAX_CHARS, readForPrompt } from "../util/prompt-file.js";
+import { formatLocalTime } from "../util/time.js";
 import type { InboundMessage, Origin } from "../bus/types.js";
 import { systemMessage } from "../bus/types.js";
 import type { ChatMessage, Provider, ToolDefinition } from "../llm/types.js";

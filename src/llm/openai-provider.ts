@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { logger, redactText, registerSecrets, type Logger } from "../log.js";
 import { secondsToTimerMs } from "../util/timers.js";
-import { LlmError, errorMessage, type LlmErrorKind } from "../util/errors.js";
+import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { retryAfterFromHeaders } from "./retry.js";
@@ -402,50 +402,6 @@ export class OpenAIProvider implements Provider {
 }
 
 // --------------------------------------------------------- user messages
-
-const REASONS: Record<Exclude<LlmErrorKind, "auth" | "bad_request" | "aborted">, string> = {
-  rate_limit: "rate limited by the provider",
-  server: "the provider had a server error",
-  network: "could not connect to it",
-  timeout: "it took too long to answer",
-  invalid_response: "it sent an answer I could not read",
-  unavailable: "it has been failing, so I'm giving it a short break",
-};
-
-/** A plain-words sentence for the chat: no stack, no secrets, no raw server dump. */
-export function userFacingLlmError(err: unknown): string {
-  if (!(err instanceof LlmError)) {
-    return "Sorry — something went wrong while talking to the language model. Please try again.";
-  }
-  const { provider, attempts } = err;
-  switch (err.kind) {
-    case "aborted":
-      return "Stopped.";
-    case "auth": {
-      const where = provider
-        ? `check providers.${provider}.apiKey (or PALAVER_PROVIDERS__${provider.toUpperCase()}__API_KEY in .env)`
-        : "check the provider's apiKey in the config";
-      return `Sorry — the language model provider rejected the API key; ${where}.`;
-    }
-    case "bad_request": {
-      const detail = err.detail ? ` (${err.detail})` : "";
-      return (
-        `Sorry — the language model refused the request${detail}. ` +
-        "The model name may be wrong or the conversation too long; /new starts a fresh one."
-      );
-    }
-    case "rate_limit":
-    case "server":
-    case "network":
-    case "timeout":
-    case "invalid_response":
-    case "unavailable": {
-      const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
-      const later = err.kind === "rate_limit" ? "in a minute" : "in a moment";
-      return `Sorry — I couldn't reach the language model (${REASONS[err.kind]})${tries}. Please try again ${later}.`;
-    }
-  }
-}
 
 // ----------------------------------------------------------------- factory
 

@@ -4,21 +4,15 @@
  * `mcp_<server>_<tool>` in step with each server's tool list, turns calls and
  * results into text for the model, and shuts every server down.
  */
+import { settleWithin } from "../util/timeout.js";
 import type { ToolRegistry } from "../agent/tools/registry.js";
 import type { Tool, ToolContext } from "../agent/tools/types.js";
 import { logger, type Logger } from "../log.js";
 import { describeCallError, formatCallResult, inputParameters, mcpToolName, toolAllowed } from "./convert.js";
 import { saveResultMedia } from "./media.js";
-import {
-  McpServerConnection,
-  type McpServerConfig,
-  type McpServerState,
-  type McpServerStatus,
-  type McpTool,
-  type McpTransportKind,
-} from "./server.js";
+import { McpServerConnection, type McpServerConfig, type McpServerStatus, type McpTool } from "./server.js";
 
-export type { McpServerConfig, McpServerState, McpTransportKind };
+export type { McpServerConfig };
 
 export interface McpManagerOptions {
   servers: Record<string, McpServerConfig>;
@@ -87,14 +81,7 @@ export class McpManager {
       .filter((c) => c.due || c.status().state === "connecting")
       .map((c) => c.connect());
     if (pending.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(pending),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, Math.max(0, timeoutMs));
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(Promise.all(pending), Math.max(0, timeoutMs));
   }
 
   status(): McpServerReport[] {

@@ -4,6 +4,7 @@
  * its tool list on `notifications/tools/list_changed`, bounds every request
  * with a timeout and, when closed, leaves no child process behind.
  */
+import { TimeoutError, untilAborted, withTimeout } from "../util/timeout.js";
 import type { Stream } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -20,7 +21,7 @@ import { backoffDelay } from "../util/backoff.js";
 import { logger, registerSecrets, type Logger } from "../log.js";
 import { childEnv } from "../util/child-env.js";
 import { errorMessage, isAbortError, ToolError } from "../util/errors.js";
-import { expandEnvRecord } from "./expand.js";
+import { expandEnvRecord } from "../util/expand-env.js";
 
 export type McpServerConfig = ToolsConfig["mcpServers"][string];
 export type { McpTool };
@@ -213,7 +214,7 @@ export class McpServerConnection {
         );
       }
       if (!this.connecting && this.state === "failed" && !this.due) throw this.unavailable();
-      await abortable(this.connect(), signal);
+      await untilAborted(this.connect(), signal);
     }
     throw this.unavailable();
   }
@@ -315,7 +316,7 @@ export class McpServerConnection {
         return { client: await this.handshake(transport), transport, kind };
       } catch (err) {
         // A server that does not answer at all will not answer over SSE either.
-        if (err instanceof ConnectTimeoutError || i === kinds.length - 1) {
+        if (err instanceof TimeoutError || i === kinds.length - 1) {
           if (streamableError === undefined) throw err;
           throw new ToolError(
             `Streamable HTTP failed (${streamableError}), then SSE failed (${errorMessage(err)})`,
@@ -435,8 +436,6 @@ function changedValues(raw: Record<string, string>, expanded: Record<string, str
 
 type AnyTransport = StdioClientTransport | StreamableHTTPClientTransport | SSEClientTransport;
 
-class ConnectTimeoutError extends ToolError {}
-
 async function listAllTools(client: Client, timeoutMs: number): Promise<McpTool[]> {
   if (!client.getServerCapabilities()?.tools) return [];
   const tools: McpTool[] = [];
@@ -448,33 +447,6 @@ async function listAllTools(client: Client, timeoutMs: number): Promise<McpTool[
     if (!cursor) break;
   }
   return tools;
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new ConnectTimeoutError(`${what} timed out after ${ms / 1000} s`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Waits for `promise`, or rejects with the signal's reason as soon as it aborts (the work goes on). */
-async function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort!);
-  }
 }
 
 async function closeQuietly(client: Client): Promise<void> {

@@ -41,6 +41,22 @@ export async function withTimeout<T>(
   }
 }
 
+/** `promise`, or the signal's reason as soon as it aborts (the work itself goes on). */
+export async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  promise.catch(() => undefined);
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason instanceof Error ? signal.reason : abortError());
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort!);
+  }
+}
+
 /**
  * Waits for `promise` to settle, but never longer than `ms`; never rejects.
  * True when it settled in time. For shutdown paths that must not hang.

@@ -7,9 +7,9 @@ import {
   ContextBuilder,
   RUNTIME_CONTEXT_TAG,
   buildUserContent,
-  formatLocalTime,
   isRuntimeContextMessage,
 } from "../../src/agent/context.js";
+import { formatLocalTime } from "../../src/util/time.js";
 import { MemoryFiles } from "../../src/agent/memory.js";
 import { defaultConfig } from "../../src/config/schema.js";
 import type { ChatMessage, ContentPart } from "../../src/llm/types.js";

@@ -1,3 +1,4 @@
+import { INTERRUPTED_DOWNLOAD_NOTE } from "../../src/channels/inbound.js";
 import { copyFileSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -291,8 +292,8 @@ describe("ChannelManager with the journal", () => {
     const finish = channel.receiveLater({ content: "look", metadata: { messageId: 5 } });
     expect(received).toEqual([]);
     const crashedHere = pendingAfterCrash(path);
-    // Journaled as reserved (the inbound path puts the "was being downloaded" note in; tests/channels/inbound.test.ts).
-    expect(crashedHere.map((p) => p.msg.content)).toEqual(["look"]);
+    // Journaled as reserved: with the "was being downloaded" note in place of the files.
+    expect(crashedHere.map((p) => p.msg.content)).toEqual([`look\n${INTERRUPTED_DOWNLOAD_NOTE}`]);
 
     finish({ media: ["/ws/media/photo.jpg"] });
     expect(received.map((m) => [m.content, m.media])).toEqual([["look", ["/ws/media/photo.jpg"]]]);

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAgent, type Agent } from "../../src/agent/index.js";
+import { createAgent, type Agent } from "../../src/create-agent.js";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema, type Config } from "../../src/config/schema.js";

@@ -5,9 +5,9 @@ import {
   OpenAIProvider,
   createProvider,
   parseCompletion,
-  userFacingLlmError,
   type OpenAIProviderOptions,
 } from "../../src/llm/openai-provider.js";
+import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
 import { FakeOpenAI, toolCall } from "../fakes/openai-server.js";

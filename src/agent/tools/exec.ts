@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { resolveConfigPath, stateDir as stateDirOf } from "../../config/paths.js";
 import { logger, registerSecrets } from "../../log.js";
-import { expandEnvRecord } from "../../mcp/expand.js";
+import { expandEnvRecord } from "../../util/expand-env.js";
 import { childEnv } from "../../util/child-env.js";
 import { ConfigError, ToolError } from "../../util/errors.js";
 import { findDestructive } from "./exec-guard.js";

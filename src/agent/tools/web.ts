@@ -7,8 +7,6 @@ import type { Tool } from "./types.js";
 import { createWebFetchTool, type WebFetchOptions } from "./web-fetch.js";
 import { createWebSearchTool } from "./web-search.js";
 
-export { isPrivateAddress, fetchPage } from "./web-fetch.js";
-
 export interface WebToolOptions {
   fetch: WebFetchOptions;
   search: { apiKey: string; maxResults: number; baseUrl?: string };

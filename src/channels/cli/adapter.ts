@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import type { Channel, InboundSink } from "../types.js";
 import type { OutboundMessage } from "../../bus/types.js";
-import { parseCommand } from "../../agent/commands.js";
+import { parseCommand } from "../../bus/commands.js";
 import { dim, renderMarkdown } from "./format.js";
 
 export const TERMINAL_CHANNEL = "cli";

@@ -24,7 +24,7 @@ import {
   type User,
 } from "discord.js";
 import type { InboundMessage, OutboundMessage } from "../../bus/types.js";
-import { parseCommand } from "../../agent/commands.js";
+import { parseCommand } from "../../bus/commands.js";
 import { logger, type Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { isAllowed } from "../access.js";

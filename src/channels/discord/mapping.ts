@@ -5,7 +5,7 @@
  * keys, reply context) happens here, without network.
  */
 import type { InboundMessage } from "../../bus/types.js";
-import { COMMANDS } from "../../agent/commands.js";
+import { COMMANDS } from "../../bus/commands.js";
 
 export const CHANNEL = "discord";
 

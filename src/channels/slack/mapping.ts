@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { InboundMessage } from "../../bus/types.js";
-import { COMMANDS } from "../../agent/commands.js";
+import { COMMANDS } from "../../bus/commands.js";
 import { slackToPlainText } from "./format.js";
 
 export const CHANNEL_NAME = "slack";

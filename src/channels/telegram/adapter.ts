@@ -20,7 +20,7 @@ import { autoRetry } from "@grammyjs/auto-retry";
 import { Bot, GrammyError, HttpError, InputFile, type Transformer } from "grammy";
 import type { Message } from "grammy/types";
 import { z } from "zod";
-import { COMMANDS, parseCommand } from "../../agent/commands.js";
+import { COMMANDS, parseCommand } from "../../bus/commands.js";
 import type { InboundMessage, OutboundMessage } from "../../bus/types.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { logger, type Logger } from "../../log.js";

@@ -1,6 +1,7 @@
 /**
- * `${VAR}` references in MCP server env and headers, filled from palaver's own
- * environment so secrets can live in .env instead of config.json. Pure.
+ * `${VAR}` references in MCP server env and headers and in exec's env, filled
+ * from palaver's own environment so secrets can live in .env instead of
+ * config.json. Pure.
  */
 
 const REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expandEnvRecord, expandEnvRefs } from "../../src/mcp/expand.js";
+import { expandEnvRecord, expandEnvRefs } from "../../src/util/expand-env.js";
 
 describe("expandEnvRefs", () => {
   it("replaces ${NAME} with the variable and reports missing ones once, as empty text", () => {

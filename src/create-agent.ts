@@ -4,26 +4,26 @@
  * The gateway, `palaver chat` and `palaver cron run` all build it this way.
  */
 import { dirname, join } from "node:path";
-import type { MessageBus } from "../bus/bus.js";
-import { allowFromOf as configAllowFrom } from "../config/allow-from.js";
-import { builtinSkillsDir } from "../config/paths.js";
-import type { Config } from "../config/schema.js";
-import { CronService } from "../cron/service.js";
-import { isNothingToDo } from "../heartbeat/heartbeat.js";
-import { createLlm } from "../llm/resilient.js";
-import { McpManager } from "../mcp/manager.js";
-import { mcpStatusLines } from "../mcp/status.js";
-import type { Provider } from "../llm/types.js";
-import { SessionStore } from "../sessions/store.js";
-import { MemoryConsolidator } from "./consolidation.js";
-import { ContextBuilder } from "./context.js";
-import { AgentLoop, type AgentLoopDeps } from "./loop.js";
-import { SubagentManager } from "./subagents.js";
-import { createCronTool } from "./tools/cron.js";
-import { describeSandbox, ExecSandbox } from "./tools/exec-sandbox.js";
-import { createDefaultTools, createWorkerTools } from "./tools/index.js";
-import type { ToolRegistry } from "./tools/registry.js";
-import { createSpawnTool } from "./tools/spawn.js";
+import type { MessageBus } from "./bus/bus.js";
+import { allowFromOf as configAllowFrom } from "./config/allow-from.js";
+import { builtinSkillsDir } from "./config/paths.js";
+import type { Config } from "./config/schema.js";
+import { CronService } from "./cron/service.js";
+import { isNothingToDo } from "./heartbeat/heartbeat.js";
+import { createLlm } from "./llm/resilient.js";
+import { McpManager } from "./mcp/manager.js";
+import { mcpStatusLines } from "./mcp/status.js";
+import type { Provider } from "./llm/types.js";
+import { SessionStore } from "./sessions/store.js";
+import { MemoryConsolidator } from "./agent/consolidation.js";
+import { ContextBuilder } from "./agent/context.js";
+import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
+import { SubagentManager } from "./agent/subagents.js";
+import { createCronTool } from "./agent/tools/cron.js";
+import { describeSandbox, ExecSandbox } from "./agent/tools/exec-sandbox.js";
+import { createDefaultTools, createWorkerTools } from "./agent/tools/index.js";
+import type { ToolRegistry } from "./agent/tools/registry.js";
+import { createSpawnTool } from "./agent/tools/spawn.js";
 
 export interface Agent {
   loop: AgentLoop;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { helpText, parseCommand } from "../../src/agent/commands.js";
+import { helpText, parseCommand } from "../../src/bus/commands.js";
 
 describe("parseCommand", () => {
   it("recognises the chat commands, with arguments and a Telegram @botname suffix", () => {
