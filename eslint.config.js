@@ -32,6 +32,6 @@ export default tseslint.config(
       "@typescript-eslint/require-await": "off",
     },
   },
-  { files: ["**/*.js"], ...tseslint.configs.disableTypeChecked },
+  { files: ["**/*.js", "**/*.mjs"], ...tseslint.configs.disableTypeChecked },
   prettier,
 );

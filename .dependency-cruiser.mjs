@@ -4,7 +4,7 @@
  * the folder: channels/registry.ts may list channels/telegram/, which uses
  * channels/inbound.ts. Type-only imports do not count (they vanish at run time).
  */
-module.exports = {
+export default {
   forbidden: [
     {
       name: "no-circular",
