@@ -5,6 +5,7 @@
  * on the bus. /stop bypasses the lanes so it is never queued behind the turn
  * it stops.
  */
+import { randomUUID } from "node:crypto";
 import type { MessageBus } from "../bus/bus.js";
 import {
   originOf,
@@ -13,6 +14,8 @@ import {
   type InboundMessage,
   type Origin,
   type OutboundMessage,
+  type TurnEvent,
+  type TurnOutcome,
 } from "../bus/types.js";
 import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
@@ -58,7 +61,10 @@ export interface AgentLoopDeps {
   onHandled?: (msg: InboundMessage, report: TurnReport) => void;
   /** Records tool calls so a turn replayed after a crash does not repeat them (the gateway's journal). */
   toolJournal?: ToolCallJournal;
-  /** Called as a message's turn begins: the journal counts starts, to give up a message that keeps killing the daemon. */
+  /**
+   * Called as a message's turn begins: the journal counts starts, to give up a message that keeps
+   * killing the daemon. (A turnStart event names the chat, not the inbound message, so it cannot do this.)
+   */
   onTurnStart?: (msg: InboundMessage) => void;
   /** Extra /status lines (MCP servers ...). */
   statusLines?: () => string[];
@@ -194,17 +200,21 @@ export class AgentLoop {
         const controller = new AbortController();
         lane.current = controller;
         const started = performance.now();
+        const turn: Turn = { id: randomUUID(), msg };
         this.deps.onTurnStart?.(msg);
+        this.publishTurn(turn, "turnStart");
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
-          report = await this.handle(msg, controller.signal);
+          report = await this.handle(turn, controller.signal);
         } catch (err) {
           // One bad message never stops the loop.
           this.log.error({ err, session: lane.key }, "message handling failed");
-          this.reply(msg, "Sorry, something went wrong while handling that message. It has been logged.");
+          this.reply(turn, "Sorry, something went wrong while handling that message. It has been logged.");
         } finally {
           lane.current = null;
           release();
+          // Always exactly one turnEnd, after the turn's replies were published.
+          this.publishTurn(turn, "turnEnd", turnOutcome(report.outcome));
           // A turn cut off by shutdown is not done: the journal replays it at the next start.
           if (!(controller.signal.aborted && !this.accepting)) {
             this.deps.onHandled?.(msg, { ...report, durationMs: performance.now() - started });
@@ -226,39 +236,42 @@ export class AgentLoop {
       ...(current ? ["the running reply"] : []),
       ...(subagents ? [`${subagents} background task${subagents === 1 ? "" : "s"}`] : []),
     ];
-    this.reply(msg, stopped.length ? `Stopped ${stopped.join(" and ")}.` : "Nothing is running.");
+    // Answered at once, outside the lanes: /stop is not a turn, so its reply carries no turn id.
+    this.reply({ msg }, stopped.length ? `Stopped ${stopped.join(" and ")}.` : "Nothing is running.");
   }
 
-  private async handle(msg: InboundMessage, signal: AbortSignal): Promise<Omit<TurnReport, "durationMs">> {
+  private async handle(turn: Turn, signal: AbortSignal): Promise<Omit<TurnReport, "durationMs">> {
+    const { msg } = turn;
     // Background work may write "/..." text; only people run commands.
     const command = msg.channel === SYSTEM_CHANNEL ? null : parseCommand(msg.content);
     if (command) {
-      await this.runCommand(command, msg);
+      await this.runCommand(command, turn);
       return { outcome: "command", tools: [] };
     }
-    return this.runConversationTurn(msg, signal);
+    return this.runConversationTurn(turn, signal);
   }
 
-  private async runCommand(command: ParsedCommand, msg: InboundMessage): Promise<void> {
+  private async runCommand(command: ParsedCommand, turn: Turn): Promise<void> {
     switch (command.name) {
       case "help":
-        this.reply(msg, helpText());
+        this.reply(turn, helpText());
         return;
       case "new":
-        await this.startNewConversation(msg);
+        await this.startNewConversation(turn);
         return;
       case "status":
-        this.reply(msg, await this.statusText(msg));
+        this.reply(turn, await this.statusText(turn.msg));
         return;
       case "stop":
         // Handled in dispatch() before queueing; reaching here means nothing was running.
-        this.reply(msg, "Nothing is running.");
+        this.reply(turn, "Nothing is running.");
         return;
     }
   }
 
   /** /new: archive what memory has not seen yet, then clear. If archiving fails, keep everything. */
-  private async startNewConversation(msg: InboundMessage): Promise<void> {
+  private async startNewConversation(turn: Turn): Promise<void> {
+    const { msg } = turn;
     const session = await this.deps.sessions.get(sessionKeyOf(msg));
     if (this.deps.archiver) {
       try {
@@ -266,7 +279,7 @@ export class AgentLoop {
       } catch (err) {
         this.log.warn({ err, session: session.key }, "/new: archiving into memory failed; session kept");
         this.reply(
-          msg,
+          turn,
           "I couldn't save this conversation into long-term memory, so I kept it as it is. " +
             "Please try /new again in a moment.",
         );
@@ -274,7 +287,7 @@ export class AgentLoop {
       }
     }
     await this.deps.sessions.clear(session);
-    this.reply(msg, "New conversation started. What we talked about is saved in memory.");
+    this.reply(turn, "New conversation started. What we talked about is saved in memory.");
   }
 
   private async statusText(msg: InboundMessage): Promise<string> {
@@ -307,9 +320,10 @@ export class AgentLoop {
   }
 
   private async runConversationTurn(
-    msg: InboundMessage,
+    turn: Turn,
     signal: AbortSignal,
   ): Promise<Omit<TurnReport, "durationMs">> {
+    const { msg } = turn;
     const { settings, sessions, context, provider, tools, bus } = this.deps;
     const session = await sessions.get(sessionKeyOf(msg));
     // Background work runs its turn for the chat it came from: tools and replies target that chat.
@@ -343,8 +357,8 @@ export class AgentLoop {
         maxIterations: settings.maxToolIterations,
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
-        onProgress: (text) => this.reply(msg, text, "progress"),
-        onToolHint: (hint) => this.reply(msg, hint, "toolHint"),
+        onProgress: (text) => this.reply(turn, text, "progress"),
+        onToolHint: (hint) => this.reply(turn, hint, "toolHint"),
         replay: this.deps.toolJournal?.forTurn(msg),
       });
     } catch (err) {
@@ -355,7 +369,7 @@ export class AgentLoop {
       }
       if (err instanceof LlmError) {
         this.log.error({ err, session: session.key }, "LLM call failed");
-        this.reply(msg, userFacingLlmError(err));
+        this.reply(turn, userFacingLlmError(err));
         return { outcome: "failed", tools: [] };
       }
       throw err;
@@ -370,7 +384,7 @@ export class AgentLoop {
       this.log.info({ session: session.key, from: msg.senderId }, "background turn had nothing to report");
       return report;
     }
-    this.reply(msg, content);
+    this.reply(turn, content);
     return report;
   }
 
@@ -387,18 +401,61 @@ export class AgentLoop {
     await this.deps.sessions.append(session, [user, ...messages]);
   }
 
-  /** Publishes to the chat a message belongs to (for background work: its origin chat). */
-  private reply(msg: InboundMessage, content: string, kind: OutboundMessage["kind"] = "final"): void {
-    const origin = originOf(msg);
-    const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
+  /** Publishes to the chat a message belongs to (for background work: its origin chat), tagged with its turn. */
+  private reply(
+    turn: Partial<Turn> & Pick<Turn, "msg">,
+    content: string,
+    kind: OutboundMessage["kind"] = "final",
+  ): void {
+    const origin = originOf(turn.msg);
     this.deps.bus.publishOutbound({
       channel: origin.channel,
       chatId: origin.chatId,
       content,
       kind,
-      replyTo: typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined,
+      replyTo: replyToOf(turn.msg),
+      ...(turn.id ? { turnId: turn.id } : {}),
       metadata: origin.metadata,
     });
+  }
+
+  private publishTurn(turn: Turn, kind: TurnEvent["kind"], outcome?: TurnOutcome): void {
+    const origin = originOf(turn.msg);
+    const replyTo = replyToOf(turn.msg);
+    this.deps.bus.publishTurn({
+      kind,
+      turnId: turn.id,
+      channel: origin.channel,
+      chatId: origin.chatId,
+      ...(replyTo ? { replyTo } : {}),
+      ...(origin.metadata ? { metadata: origin.metadata } : {}),
+      ...(turn.msg.channel === SYSTEM_CHANNEL ? { background: true } : {}),
+      ...(outcome ? { outcome } : {}),
+    });
+  }
+}
+
+/** One message taken off a lane and handled: a conversation turn or a command. */
+interface Turn {
+  readonly id: string;
+  readonly msg: InboundMessage;
+}
+
+/** The platform id of the message a reply answers (none for background work). */
+function replyToOf(msg: InboundMessage): string | undefined {
+  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
+  return typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined;
+}
+
+/** How the turn ended, for turnEnd: a command or a reply is "done". */
+function turnOutcome(outcome: TurnReport["outcome"]): TurnOutcome {
+  switch (outcome) {
+    case "replied":
+    case "command":
+      return "done";
+    case "stopped":
+    case "failed":
+      return outcome;
   }
 }
 

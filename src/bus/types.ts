@@ -42,7 +42,9 @@ export type TurnOutcome = "done" | "stopped" | "failed";
  * The start and the end of one turn of the agent in one chat. Every turnStart is followed by exactly
  * one turnEnd with the same id (the loop publishes it from a `finally`), after the turn's replies.
  * Typing indicators and receipt reactions key on the id, so a reply that belongs to another turn or
- * to none never ends them.
+ * to none never ends them. Every message the loop takes off a lane is a turn, commands (/new, /help,
+ * /status) included: their replies carry the turn id too. /stop is not a turn: it is answered at once,
+ * outside the lanes, with no turn id, and the turn it stops ends with outcome "stopped".
  */
 export interface TurnEvent {
   kind: "turnStart" | "turnEnd";

@@ -12,6 +12,7 @@ import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
+import { KeyedQueue } from "../util/keyed-queue.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -161,8 +162,8 @@ const LIST_CONCURRENCY = 16;
 export class SessionStore {
   private readonly log: Logger;
   private readonly cache = new Map<string, Promise<Session>>();
-  /** Tail of each session's write chain: writes to one file run one after the other. */
-  private readonly queues = new Map<string, Promise<void>>();
+  /** Writes to one session file run one after the other; one failed write never blocks the next. */
+  private readonly writes = new KeyedQueue();
   private dirReady: Promise<void> | undefined;
   /** Session files whose last line this process wrote (so it is whole): appends skip the check. */
   private readonly wholeLines = new Set<string>();
@@ -214,14 +215,14 @@ export class SessionStore {
       text += JSON.stringify(msg) + "\n";
     }
     session.updatedAt = now;
-    return this.enqueue(session.key, () => this.appendText(session, text));
+    return this.writes.run(session.key, () => this.appendText(session, text));
   }
 
   /** Appends a metadata line with the session's current state (the last one wins when loading). */
   saveMetadata(session: Session): Promise<void> {
     session.updatedAt = new Date();
     const line = metadataLine(session);
-    return this.enqueue(session.key, () => this.appendText(session, line, true));
+    return this.writes.run(session.key, () => this.appendText(session, line, true));
   }
 
   /** Empties the session and atomically replaces its file with one metadata line. */
@@ -230,7 +231,7 @@ export class SessionStore {
     session.lastConsolidated = 0;
     session.updatedAt = new Date();
     const line = metadataLine(session);
-    return this.enqueue(session.key, () => this.rewrite(this.pathFor(session.key), [line]));
+    return this.writes.run(session.key, () => this.rewrite(this.pathFor(session.key), [line]));
   }
 
   /**
@@ -240,14 +241,14 @@ export class SessionStore {
   compact(session: Session): Promise<void> {
     const head = metadataLine(session);
     const messages = session.messages.slice();
-    return this.enqueue(session.key, () => this.rewrite(this.pathFor(session.key), batches(head, messages)));
+    return this.writes.run(session.key, () =>
+      this.rewrite(this.pathFor(session.key), batches(head, messages)),
+    );
   }
 
   /** Waits for every queued write (for shutdown and tests). */
   async flush(): Promise<void> {
-    for (let round = 0; round < 100 && this.queues.size > 0; round++) {
-      await Promise.all(this.queues.values());
-    }
+    await this.writes.idle();
   }
 
   /** Every session file, most recently updated first. */
@@ -284,21 +285,6 @@ export class SessionStore {
   }
 
   // ---- internals ----
-
-  private enqueue(key: string, op: () => Promise<void>): Promise<void> {
-    const prev = this.queues.get(key) ?? Promise.resolve();
-    const run = prev.then(op);
-    // The chain itself never rejects: one failed write must not block the next.
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.queues.set(key, tail);
-    void tail.then(() => {
-      if (this.queues.get(key) === tail) this.queues.delete(key);
-    });
-    return run;
-  }
 
   private ensureDir(): Promise<void> {
     // 0700: sessions hold whole conversations (mode applies to folders this creates).
