@@ -95,12 +95,12 @@ export class Gateway {
       },
     });
     this.bus.onInbound((msg) => this.metrics.inbound(msg));
-    this.bus.onOutbound((msg) => this.metrics.outbound(msg));
     this.channels = new ChannelManager({
       bus: this.bus,
       sendProgress: config.channels.sendProgress,
       sendToolHints: config.channels.sendToolHints,
       journal: this.journal,
+      meter: this.metrics,
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({
@@ -192,15 +192,13 @@ export class Gateway {
     );
     const platforms = this.opts.platforms ?? PLATFORMS;
     for (const name of changedPlatforms) {
-      const wasRunning = this.channels.names.includes(name);
       await this.channels.remove(name);
       const [created] = await createEnabledChannels(
         { config: after, workspace: this.opts.loaded.workspace, log: this.log },
         { [name]: platforms[name] },
       );
+      // Replies kept for it while it was off go out as soon as it runs (the manager holds them).
       if (created) await this.channels.replace(created.channel, { allowFrom: created.allowFrom });
-      // Replies kept for it while it was off go out now (a running channel's own are being sent already).
-      if (created && !wasRunning) this.channels.resend(this.journal.unsentReplies(name));
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
     const needRestart = Object.keys(after).filter(

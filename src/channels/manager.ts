@@ -1,16 +1,22 @@
 /**
  * The channel manager: starts the enabled channels (a failing one is retried
  * with backoff while the others run), checks access for everything they
- * receive, routes replies from the bus to the channel that owns the chat
- * (in order per chat), and stops channels in reverse order.
+ * receive, forwards turn events to the channel of the turn's chat, routes
+ * replies from the bus to the channel that owns the chat (in order per chat;
+ * one chat's failing sends never hold back another's), keeps replies for a
+ * channel that is not running until it runs, and stops channels in reverse order.
  */
 import type { MessageBus } from "../bus/bus.js";
-import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journal.js";
 import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
+import { KeyedQueue } from "../util/keyed-queue.js";
+import { settleWithin } from "../util/timeout.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
+import { classifySendFailure, failureFields } from "./delivery.js";
+import { HeldReplies } from "./held-replies.js";
 import type { Channel, InboundReservation, InboundSink } from "./types.js";
 
 export interface ChannelOptions {
@@ -35,6 +41,24 @@ export interface ChannelManagerOptions {
   /** How long a final reply that fails to send is retried before it is given up (default 10 min). */
   outboxRetryMs?: number;
   outboxRetryBaseMs?: number;
+  /** Replies kept per channel while it is not running; past it the oldest is dropped (default 1000). */
+  maxHeldPerChannel?: number;
+  /** Counts what was delivered and what could not be (/metrics). */
+  meter?: DeliveryMeter;
+}
+
+/** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */
+export type UndeliveredReason = "permanent" | "gave_up" | "failed_once" | "overflow";
+
+export interface DeliveryMeter {
+  delivered(msg: OutboundMessage): void;
+  failed(msg: OutboundMessage, reason: UndeliveredReason): void;
+}
+
+/** A reply on its way: the message and its outbox entry, when journaled. */
+interface Pending {
+  msg: OutboundMessage;
+  outboxId?: string;
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -54,8 +78,10 @@ export class ChannelManager {
   private readonly entries = new Map<string, Entry>();
   private readonly log: Logger;
   private readonly notices: NoticeLimiter;
-  /** Per-chat tail of the send chain, so one chat's messages go out in order. */
-  private readonly sending = new Map<string, Promise<void>>();
+  /** Sends per chat, so one chat's messages go out in order while other chats go on. */
+  private readonly sends = new KeyedQueue();
+  /** Final replies for channels that are not running, until they run. */
+  private readonly held: HeldReplies<Pending>;
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -63,6 +89,7 @@ export class ChannelManager {
   constructor(private readonly opts: ChannelManagerOptions) {
     this.log = opts.log ?? logger("channels");
     this.notices = opts.notices ?? new NoticeLimiter();
+    this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);
   }
 
   add(channel: Channel, options: ChannelOptions): void {
@@ -89,7 +116,14 @@ export class ChannelManager {
   async start(): Promise<void> {
     this.lifetime = new AbortController();
     this.intakeOpen = true;
-    this.unsubscribe ??= this.opts.bus.onOutbound((msg) => this.route(msg));
+    if (!this.unsubscribe) {
+      const offOutbound = this.opts.bus.onOutbound((msg) => this.route(msg));
+      const offTurn = this.opts.bus.onTurn((event) => this.forwardTurn(event));
+      this.unsubscribe = () => {
+        offOutbound();
+        offTurn();
+      };
+    }
     await Promise.all([...this.entries.values()].map((entry) => this.launch(entry)));
   }
 
@@ -108,7 +142,7 @@ export class ChannelManager {
     if (!this.lifetime.signal.aborted && this.unsubscribe) await this.launch(entry);
   }
 
-  /** Stops and forgets one channel (its queued replies stay in the journal). */
+  /** Stops and forgets one channel; replies for it are kept until a channel of that name runs again. */
   async remove(name: string): Promise<void> {
     const entry = this.entries.get(name);
     if (!entry) return;
@@ -148,12 +182,12 @@ export class ChannelManager {
 
   /** Resolves when every queued send has finished, or after timeoutMs. */
   async flush(timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.sending.values()),
-      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(this.sends.idle(), timeoutMs);
+  }
+
+  /** Replies kept for a channel that is not running (status, tests). */
+  heldFor(name: string): number {
+    return this.held.count(name);
   }
 
   private async keepStarting(entry: Entry, firstAttemptSettled: () => void): Promise<void> {
@@ -172,6 +206,7 @@ export class ChannelManager {
         entry.state = "running";
         entry.lastError = undefined;
         this.log.info({ channel: name }, "channel started");
+        this.releaseHeld(name);
         firstAttemptSettled();
         return;
       } catch (err) {
@@ -261,86 +296,105 @@ export class ChannelManager {
       "refused sender",
     );
     if (notify) {
-      this.enqueueSend(entry, {
-        channel: name,
-        chatId: msg.chatId,
-        content: refusalNotice(name, msg.senderId),
-        metadata: msg.metadata,
+      this.enqueue({
+        msg: {
+          channel: name,
+          chatId: msg.chatId,
+          content: refusalNotice(name, msg.senderId),
+          metadata: msg.metadata,
+        },
       });
     }
   }
 
-  /** Sends the final replies an earlier run had not delivered (from the journal). */
+  /**
+   * Sends the final replies an earlier run had not delivered (from the journal). Those for a channel
+   * that is not running are kept until it runs.
+   */
   resend(pending: PendingOutbound[]): void {
-    for (const { id, msg } of pending) {
-      const entry = this.entries.get(msg.channel);
-      if (entry) this.enqueueSend(entry, msg, id);
-      else {
-        // Kept pending, not dropped and not counted as sent: the channel may be enabled again
-        // (a config slip, a token being rotated), and the next start with it delivers the reply.
-        this.log.warn(
-          { channel: msg.channel, chatId: msg.chatId },
-          `undelivered reply for channel ${msg.channel}, which is not enabled; kept in the journal until it is`,
-        );
-      }
+    for (const { id, msg } of pending) this.enqueue({ msg, outboxId: id });
+  }
+
+  /** A turn started or ended in one of a running channel's chats: its typing indicator, reactions. */
+  private forwardTurn(event: TurnEvent): void {
+    const entry = this.entries.get(event.channel);
+    if (entry?.state !== "running" || !entry.channel.onTurn) return;
+    try {
+      entry.channel.onTurn(event);
+    } catch (err) {
+      // A typing indicator is a courtesy: its failure must not reach the agent loop that published.
+      this.log.warn(
+        { err, channel: event.channel, chatId: event.chatId, kind: event.kind },
+        "turn event failed",
+      );
     }
   }
 
   private route(msg: OutboundMessage): void {
     const entry = this.entries.get(msg.channel);
-    if (!entry) {
-      // Replies to chats of channels that are not running here (the terminal's own bus, say).
-      this.log.debug({ channel: msg.channel }, "no such channel for outbound message");
+    if ((msg.kind ?? "final") !== "final") {
+      // Progress and hints are worth nothing later: shown now, as configured, or not at all.
+      if (entry?.state === "running" && wanted(msg, entry.options, this.opts)) this.enqueue({ msg });
       return;
     }
-    if (!wanted(msg, entry.options, this.opts)) return;
-    // Final replies go through the outbox; progress and hints are worth nothing later.
-    const outboxId = (msg.kind ?? "final") === "final" ? this.opts.journal?.recordOutbound(msg) : undefined;
-    this.enqueueSend(entry, msg, outboxId);
+    // Every final reply is its own outbox entry, whatever turn it belongs to (or none).
+    this.enqueue({ msg, outboxId: this.opts.journal?.recordOutbound(msg) });
   }
 
-  private enqueueSend(entry: Entry, msg: OutboundMessage, outboxId?: string): void {
-    const key = `${msg.channel}:${msg.chatId}`;
-    const previous = this.sending.get(key) ?? Promise.resolve();
-    const next = previous.then(() =>
-      outboxId ? this.deliver(entry, msg, outboxId) : this.sendOne(entry, msg),
-    );
-    this.sending.set(key, next);
-    void next.finally(() => {
-      if (this.sending.get(key) === next) this.sending.delete(key);
-    });
+  private enqueue(pending: Pending): void {
+    const { msg } = pending;
+    this.sends.push(`${msg.channel}:${msg.chatId}`, () => this.deliver(pending));
   }
 
   /**
-   * Sends a journaled final reply, retrying with backoff for a bounded time
-   * (the chat's later messages wait, so order is kept). Stopping the manager
-   * ends the retries but leaves the reply in the journal for the next start.
+   * Sends one message. A final reply is retried with backoff (honouring the platform's retry-after)
+   * for a bounded time while the chat's later messages wait, so order is kept; a permanent failure
+   * is dropped at once. Progress and hints are tried once. A reply whose channel is not running is
+   * kept until it runs. Stopping the manager ends the retries but leaves the reply in the journal.
    */
-  private async deliver(entry: Entry, msg: OutboundMessage, outboxId: string): Promise<void> {
-    const journal = this.opts.journal;
+  private async deliver(pending: Pending): Promise<void> {
+    const { msg, outboxId } = pending;
+    const final = (msg.kind ?? "final") === "final";
     const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
-    const signal = this.lifetime.signal;
+    const policy = { baseMs: this.opts.outboxRetryBaseMs ?? 1000, maxMs: 60_000 };
     for (let attempt = 0; ; attempt++) {
+      const entry = this.entries.get(msg.channel);
+      if (entry?.state !== "running") {
+        if (final) this.hold(pending, entry);
+        return;
+      }
       try {
         await entry.channel.send(msg);
-        journal?.markSent(outboxId);
+        if (outboxId) this.opts.journal?.markSent(outboxId);
+        this.opts.meter?.delivered(msg);
         return;
       } catch (err) {
-        const delayMs = backoffDelay(attempt, this.opts.outboxRetryBaseMs ?? 1000, 60_000);
-        if (Date.now() + delayMs > deadline) {
-          this.log.error(
-            { err, channel: msg.channel, chatId: msg.chatId },
-            "reply could not be delivered; giving up",
-          );
-          journal?.markDropped(outboxId, errorMessage(err));
+        const failure = classifySendFailure(err, attempt, policy);
+        const fields = {
+          err,
+          channel: msg.channel,
+          chatId: msg.chatId,
+          kind: msg.kind,
+          ...failureFields(err),
+        };
+        if (!final) {
+          this.log.warn(fields, "sending failed");
+          this.undelivered(pending, "failed_once", failure.reason);
           return;
         }
-        this.log.warn(
-          { err, channel: msg.channel, chatId: msg.chatId, retryInMs: Math.round(delayMs) },
-          "sending failed; will retry",
-        );
+        if (!failure.retry) {
+          this.log.warn({ ...fields, reason: failure.reason }, "reply can never be delivered; dropped");
+          this.undelivered(pending, "permanent", failure.reason);
+          return;
+        }
+        if (Date.now() + failure.delayMs > deadline) {
+          this.log.error({ ...fields, reason: failure.reason }, "reply could not be delivered; giving up");
+          this.undelivered(pending, "gave_up", failure.reason);
+          return;
+        }
+        this.log.warn({ ...fields, retryInMs: Math.round(failure.delayMs) }, "sending failed; will retry");
         try {
-          await sleep(delayMs, signal);
+          await sleep(failure.delayMs, this.lifetime.signal);
         } catch {
           return; // shutting down: the journal keeps it for the next start
         }
@@ -348,12 +402,41 @@ export class ChannelManager {
     }
   }
 
-  private async sendOne(entry: Entry, msg: OutboundMessage): Promise<void> {
-    try {
-      await entry.channel.send(msg);
-    } catch (err) {
-      this.log.error({ err, channel: msg.channel, chatId: msg.chatId, kind: msg.kind }, "sending failed");
+  /** Keeps a final reply for a channel that is not running; the oldest goes when too many wait. */
+  private hold(pending: Pending, entry: Entry | undefined): void {
+    const { msg } = pending;
+    const kept = this.opts.journal ? " in the journal" : "";
+    this.log.warn(
+      { channel: msg.channel, chatId: msg.chatId, state: entry?.state ?? "not enabled" },
+      entry
+        ? `undelivered reply for channel ${msg.channel}, which is not running (${entry.state}); kept until it runs`
+        : `undelivered reply for channel ${msg.channel}, which is not enabled; kept${kept} until it is`,
+    );
+    const pushedOut = this.held.hold(msg.channel, pending);
+    if (pushedOut) {
+      const reason = `more than ${this.held.maxPerChannel} replies waiting for channel ${msg.channel}`;
+      this.log.warn(
+        { channel: msg.channel, chatId: pushedOut.msg.chatId },
+        `${reason}; the oldest is dropped`,
+      );
+      this.undelivered(pushedOut, "overflow", reason);
     }
+  }
+
+  /** The channel runs (again): what was kept for it goes out, oldest first. */
+  private releaseHeld(name: string): void {
+    const kept = this.held.take(name);
+    if (kept.length)
+      this.log.info(
+        { channel: name, count: kept.length },
+        "delivering replies kept while it was not running",
+      );
+    for (const pending of kept) this.enqueue(pending);
+  }
+
+  private undelivered(pending: Pending, why: UndeliveredReason, reason: string): void {
+    if (pending.outboxId) this.opts.journal?.markDropped(pending.outboxId, reason);
+    this.opts.meter?.failed(pending.msg, why);
   }
 }
 

@@ -9,9 +9,12 @@
  *   began `maxStarts` times without ever finishing (it crashes or freezes the
  *   daemon) is a poison message: at the next start it is marked "failed", its
  *   chat is told in plain words through the outbox, and it is never replayed.
- * - Every final reply is appended ("out") before it is sent and marked
- *   "sent" (or "dropped" after the retry budget) afterwards. Unsent ones are
- *   sent again at startup.
+ * - Every final reply is appended ("out") before it is sent, one entry per
+ *   message whatever turn it belongs to (or none: cron, the message tool), and
+ *   marked "sent" afterwards, or "dropped" with the reason (the platform
+ *   refused it for good, the retry budget ran out, too many waited for a
+ *   channel that was down). Unsent ones are sent again at startup; those for a
+ *   channel that is not running wait in the channel manager until it runs.
  * - Platform message ids are remembered ("seen") so a redelivered update is
  *   never answered twice.
  *
@@ -179,11 +182,6 @@ export class Journal {
 
   get pending(): { inbound: number; outbound: number } {
     return { inbound: this.pendingIn.size, outbound: this.pendingOut.size };
-  }
-
-  /** Final replies not yet sent, oldest first (a channel enabled again by a reload sends its own). */
-  unsentReplies(channel: string): PendingOutbound[] {
-    return [...this.pendingOut.values()].filter((p) => p.msg.channel === channel);
   }
 
   /** Whether the journal is writing (for /readyz). */

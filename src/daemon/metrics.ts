@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics of the daemon (prom-client). The gateway feeds them from
- * the bus (messages in/out), the loop's turn reports (latency, tool calls)
+ * the bus (messages in), the channel manager (messages delivered or not),
+ * the loop's turn reports (latency, tool calls)
  * and a provider wrapper (LLM calls, errors, tokens); gauges are read when
  * scraped.
  */
@@ -20,6 +21,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly messagesIn: Counter<"channel">;
   private readonly messagesOut: Counter<"channel" | "kind">;
+  private readonly messagesFailed: Counter<"channel" | "kind" | "reason">;
   private readonly turnSeconds: Histogram<"outcome">;
   private readonly llmCalls: Counter<"model">;
   private readonly llmErrors: Counter<"kind">;
@@ -41,8 +43,16 @@ export class Metrics {
     });
     this.messagesOut = new Counter({
       name: "palaver_messages_out_total",
-      help: "Messages sent out, per channel and kind (final, progress, toolHint)",
+      help: "Messages delivered to the platform, per channel and kind (final, progress, toolHint)",
       labelNames: ["channel", "kind"],
+      registers,
+    });
+    this.messagesFailed = new Counter({
+      name: "palaver_messages_failed_total",
+      help:
+        "Messages that could not be delivered, per channel, kind and reason " +
+        "(permanent, gave_up after retries, failed_once for progress and hints, overflow while the channel was down)",
+      labelNames: ["channel", "kind", "reason"],
       registers,
     });
     this.turnSeconds = new Histogram({
@@ -100,8 +110,14 @@ export class Metrics {
     this.messagesIn.inc({ channel: msg.channel });
   }
 
-  outbound(msg: OutboundMessage): void {
+  /** The platform took the message. */
+  delivered(msg: OutboundMessage): void {
     this.messagesOut.inc({ channel: msg.channel, kind: msg.kind ?? "final" });
+  }
+
+  /** The message will never be delivered (the channel manager says why). */
+  failed(msg: OutboundMessage, reason: string): void {
+    this.messagesFailed.inc({ channel: msg.channel, kind: msg.kind ?? "final", reason });
   }
 
   turn(report: TurnReport): void {

@@ -1,10 +1,12 @@
 /** A Channel for tests: records what it sends, lets a test "receive" messages, can fail to start. */
 import { reservedForm } from "../../src/channels/inbound.js";
-import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
+import type { InboundMessage, OutboundMessage, TurnEvent } from "../../src/bus/types.js";
 import type { Channel, InboundReservation, InboundSink } from "../../src/channels/types.js";
 
 export class TestChannel implements Channel {
   readonly sent: OutboundMessage[] = [];
+  /** Turn events the manager forwarded. */
+  readonly turns: TurnEvent[] = [];
   startAttempts = 0;
   sendAttempts = 0;
   stopped = false;
@@ -17,6 +19,8 @@ export class TestChannel implements Channel {
       /** The first N sends fail like a platform that is down (Infinity: all). */
       failSends?: number;
       sendDelayMs?: number;
+      /** Decides per send whether it fails and how (a ChannelError with permanent / retryAfterMs ...). */
+      sendError?: (msg: OutboundMessage, attempt: number) => Error | undefined;
       onStop?: () => void;
     } = {},
   ) {}
@@ -37,7 +41,13 @@ export class TestChannel implements Channel {
     this.sendAttempts++;
     if (this.opts.sendDelayMs) await new Promise((r) => setTimeout(r, this.opts.sendDelayMs));
     if (this.sendAttempts <= (this.opts.failSends ?? 0)) throw new Error("502 Bad Gateway");
+    const error = this.opts.sendError?.(msg, this.sendAttempts);
+    if (error) throw error;
     this.sent.push(msg);
+  }
+
+  onTurn(event: TurnEvent): void {
+    this.turns.push(event);
   }
 
   /**
