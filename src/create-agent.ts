@@ -9,6 +9,7 @@ import { allowFromOf as configAllowFrom } from "./config/allow-from.js";
 import { builtinSkillsDir } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
+import { checkTarget, gatewayJobs, terminalJobs } from "./cron/targets.js";
 import { isNothingToDo } from "./heartbeat/heartbeat.js";
 import { createLlm } from "./llm/resilient.js";
 import { McpManager } from "./mcp/manager.js";
@@ -71,6 +72,11 @@ export interface CreateAgentOptions {
    * and the scheduler (whose jobs may still run).
    */
   allowFromOf?: (channel: string) => readonly string[] | undefined;
+  /**
+   * `palaver chat`'s terminal chat id: its scheduler runs only that chat's jobs and does not announce
+   * itself as the gateway. Default: the gateway's scheduler, which runs every job but the terminal's.
+   */
+  terminalChat?: string;
 }
 
 export function createAgent({
@@ -84,6 +90,7 @@ export function createAgent({
   toolJournal,
   onTurnStart,
   allowFromOf = (channel) => configAllowFrom(config, channel),
+  terminalChat,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -124,6 +131,8 @@ export function createAgent({
     bus,
     maxCatchUp: config.cron.maxCatchUp,
     allowFromOf,
+    runs: terminalChat === undefined ? gatewayJobs : terminalJobs(terminalChat),
+    announce: terminalChat === undefined,
   });
 
   const tools = createDefaultTools(config, workspace, exec, {
@@ -135,7 +144,7 @@ export function createAgent({
     },
   });
   tools.register(createSpawnTool(subagents));
-  tools.register(createCronTool(cron));
+  tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
   const mcp = new McpManager({
     servers: config.tools.mcpServers,
     registry: tools,

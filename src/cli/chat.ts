@@ -7,6 +7,7 @@ import type { OutboundMessage } from "../bus/types.js";
 import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";
 import { dim, renderMarkdown } from "../channels/cli/format.js";
 import { ChannelManager } from "../channels/manager.js";
+import { allowFromOf } from "../config/allow-from.js";
 import { cronStorePath, stateDir } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { addCommonOptions, loadForCli } from "./common.js";
@@ -37,12 +38,19 @@ export function registerChatCommand(program: Command): void {
         bus,
         cronStorePath: cronStorePath(loaded.path),
         configPath: loaded.path,
+        // The person at the terminal is the operator: their reminders are never refused for allowFrom.
+        allowFromOf: (channel) =>
+          channel === TERMINAL_CHANNEL ? ["*"] : allowFromOf(loaded.config, channel),
+        // This chat runs its own reminders while it is open (the gateway cannot print to a terminal).
+        terminalChat: opts.session,
       });
       agent.loop.start();
       if (opts.message !== undefined) {
         await sendOnce(bus, agent.loop, opts);
       } else {
-        await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"));
+        await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"), async () => {
+          if (loaded.config.cron.enabled) await agent.cron.start();
+        });
       }
       // Also waits for a memory consolidation the conversation started.
       await agent.shutdown(SHUTDOWN_GRACE_MS);
@@ -72,7 +80,13 @@ async function sendOnce(bus: MessageBus, loop: { idle(): Promise<void> }, opts: 
 }
 
 /** The terminal as a channel behind the channel manager, like every platform in the daemon. */
-async function interactive(bus: MessageBus, opts: ChatOptions, historyFile: string): Promise<void> {
+async function interactive(
+  bus: MessageBus,
+  opts: ChatOptions,
+  historyFile: string,
+  /** Starts what needs the terminal running first: reminders due now print in it. */
+  whenRunning: () => Promise<void>,
+): Promise<void> {
   const color = process.stdout.isTTY === true && opts.markdown;
   let leave: () => void = () => undefined;
   const exited = new Promise<void>((resolve) => (leave = resolve));
@@ -91,6 +105,7 @@ async function interactive(bus: MessageBus, opts: ChatOptions, historyFile: stri
     `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
   );
   await manager.start();
+  await whenRunning();
   await exited;
   await manager.stop();
 }

@@ -14,6 +14,7 @@ import { cronStorePath } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
 import { CronService } from "../cron/service.js";
+import { checkTarget } from "../cron/targets.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
 import { errorMessage } from "../util/errors.js";
 import { addCommonOptions, loadForCli } from "./common.js";
@@ -62,13 +63,16 @@ export function registerCronCommand(program: Command): void {
     .option("--at <iso>", "once, at an ISO date-time such as 2026-02-12T10:30")
     .requiredOption(
       "--channel <name>",
-      "the channel of the chat to deliver to (telegram, slack, discord ...)",
+      "the channel of the chat to deliver to (telegram, slack, discord, or cli for a `palaver chat` session)",
     )
     .requiredOption("--to <chatId>", "the chat id to deliver to")
     .option("--name <name>", "a short label (default: the start of the message)")
     .action((opts: AddOptions) =>
       guarded(async () => {
-        const { service } = open(add);
+        const { service, loaded } = open(add);
+        // A typo would be accepted, fire, and reach nobody: refuse it before anything is written.
+        const target = checkTarget(loaded.config, opts.channel, opts.to);
+        if (!target.ok) throw new Error(`--channel: ${target.error}`);
         const everySeconds = opts.every !== undefined ? Number(opts.every) : undefined;
         if (everySeconds !== undefined && !Number.isInteger(everySeconds)) {
           throw new Error(`--every must be a whole number of seconds (got "${opts.every}")`);
@@ -95,6 +99,7 @@ export function registerCronCommand(program: Command): void {
         process.stdout.write(
           `Added job ${job.id} (${job.name}): ${describeSchedule(job.schedule)}, next run ${next}, to ${opts.channel}:${opts.to}\n`,
         );
+        if (target.note) process.stderr.write(`${target.note}\n`);
         if (!(await CronService.runningElsewhere(service.store.path))) {
           process.stdout.write(
             dim("The gateway is not running: the job runs once it is started.\n", process.stdout.isTTY),

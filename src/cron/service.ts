@@ -51,6 +51,13 @@ export interface CronServiceOptions {
    * disabled instead of fired. Without it, creators are not checked.
    */
   allowFromOf?: (channel: string) => readonly string[] | undefined;
+  /**
+   * The jobs this scheduler fires (default all): the gateway leaves the terminal's to `palaver chat`
+   * (see targets.ts). Jobs it does not run stay untouched in the file.
+   */
+  runs?: (job: CronJob) => boolean;
+  /** Whether it writes the pid file that tells `palaver cron` a gateway runs the jobs (default true). */
+  announce?: boolean;
 }
 
 export interface AddJobInput {
@@ -90,6 +97,8 @@ export class CronService implements ScheduleView {
   private readonly pollIntervalMs: number;
   private readonly maxTimerMs: number;
   private readonly allowFromOf: CronServiceOptions["allowFromOf"];
+  private readonly runs: (job: CronJob) => boolean;
+  private readonly announce: boolean;
 
   /** The jobs as last read, for the timer. */
   private jobs: CronJob[] = [];
@@ -111,6 +120,8 @@ export class CronService implements ScheduleView {
     this.pollIntervalMs = Math.max(10, opts.pollIntervalMs ?? 2000);
     this.maxTimerMs = Math.min(MAX_TIMER_MS, Math.max(1, opts.maxTimerMs ?? MAX_TIMER_MS));
     this.allowFromOf = opts.allowFromOf;
+    this.runs = opts.runs ?? (() => true);
+    this.announce = opts.announce ?? true;
   }
 
   /** The file that tells `palaver cron` a gateway is running this store. */
@@ -135,13 +146,14 @@ export class CronService implements ScheduleView {
     if (this.started) return;
     this.started = true;
     await mkdir(dirname(this.store.path), { recursive: true, mode: 0o700 });
-    await writeFile(CronService.pidPath(this.store.path), String(process.pid), { mode: 0o600 }).catch(
-      (err: unknown) =>
-        this.log.warn(
-          { err },
-          "cron: cannot write the pid file; `palaver cron run` will not see the gateway",
-        ),
-    );
+    if (this.announce)
+      await writeFile(CronService.pidPath(this.store.path), String(process.pid), { mode: 0o600 }).catch(
+        (err: unknown) =>
+          this.log.warn(
+            { err },
+            "cron: cannot write the pid file; `palaver cron run` will not see the gateway",
+          ),
+      );
     await this.enqueue(() => this.catchUp());
     this.schedulePoll();
   }
@@ -321,7 +333,7 @@ export class CronService implements ScheduleView {
   private async catchUpAt(now: number): Promise<void> {
     const written = await this.store.update((snap) => {
       this.fillNextRuns(snap, now);
-      const due = sortJobs(snap.jobs.filter((j) => isDue(j, now)));
+      const due = sortJobs(snap.jobs.filter((j) => this.runs(j) && isDue(j, now)));
       for (const [i, job] of due.entries()) {
         const dueAt = job.state.nextRunAtMs!;
         if (i < this.maxCatchUp) {
@@ -342,7 +354,8 @@ export class CronService implements ScheduleView {
     try {
       const written = await this.store.update((snap) => {
         this.fillNextRuns(snap, now);
-        for (const job of sortJobs(snap.jobs.filter((j) => isDue(j, now)))) this.fire(snap, job, now);
+        const due = snap.jobs.filter((j) => this.runs(j) && isDue(j, now));
+        for (const job of sortJobs(due)) this.fire(snap, job, now);
       });
       this.retryAt = 0;
       this.adopt(written);
@@ -388,7 +401,8 @@ export class CronService implements ScheduleView {
     if (!this.started) return;
     let next = Infinity;
     for (const job of this.jobs) {
-      if (job.enabled && job.state.nextRunAtMs != null) next = Math.min(next, job.state.nextRunAtMs);
+      if (job.enabled && job.state.nextRunAtMs != null && this.runs(job))
+        next = Math.min(next, job.state.nextRunAtMs);
     }
     if (next === Infinity) return;
     next = Math.max(next, this.retryAt);

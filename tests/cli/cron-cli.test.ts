@@ -75,7 +75,11 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
       "--to",
       "42",
     ]);
-    expect(added.stderr).toBe("");
+    // Issue 12: a job for a platform that is configured but not enabled is accepted with a warning.
+    expect(added.stderr).toBe(
+      "warning: channels.telegram is not enabled, so this job's replies wait (kept by the gateway) until it is " +
+        "(set channels.telegram.enabled and reload the gateway)\n",
+    );
     expect(added.code).toBe(0);
     expect(added.stdout).toMatch(
       /^Added job [0-9a-f]{8} \(water the plants\): every 1h, next run .*, to telegram:42\n/,
@@ -122,6 +126,51 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
 
     const missing = await cli(["remove", "deadbeef"]);
     expect(missing).toMatchObject({ code: 1, stderr: "palaver: no cron job with id deadbeef\n" });
+  });
+
+  it("refuses a channel the config does not know (a typo), naming the ones that exist", async () => {
+    const typo = await cli(["add", "--message", "x", "--every", "60", "--channel", "telegarm", "--to", "1"]);
+    expect(typo.code).toBe(1);
+    expect(typo.stdout).toBe("");
+    expect(typo.stderr).toMatch(/^palaver: --channel: unknown channel "telegarm": the channels are /);
+    for (const name of ["telegram", "slack", "discord", "cli"]) expect(typo.stderr).toContain(name);
+    expect(await jobsOnDisk()).toEqual([]);
+  });
+
+  it("accepts an enabled platform silently and says where a terminal chat's reminders show", async () => {
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws") } },
+        channels: { telegram: { enabled: true, token: "123:abc", allowFrom: ["*"] } },
+      }),
+    );
+    const enabled = await cli([
+      "add",
+      "--message",
+      "x",
+      "--every",
+      "60",
+      "--channel",
+      "telegram",
+      "--to",
+      "1",
+    ]);
+    expect(enabled).toMatchObject({ code: 0, stderr: "" });
+    const terminal = await cli([
+      "add",
+      "--message",
+      "y",
+      "--every",
+      "60",
+      "--channel",
+      "cli",
+      "--to",
+      "direct",
+    ]);
+    expect(terminal.code).toBe(0);
+    expect(terminal.stderr).toContain("fires in this terminal chat while `palaver chat` is open");
+    expect((await jobsOnDisk()).map((j) => j.payload.channel)).toEqual(["telegram", "cli"]);
   });
 
   it("an empty list says how to add a job", async () => {

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { buildSchedule, describeSchedule, formatTime } from "../../cron/schedule.js";
 import type { CronService } from "../../cron/service.js";
+import type { TargetCheck } from "../../cron/targets.js";
 import type { CronJob } from "../../cron/types.js";
 import { ToolError } from "../../util/errors.js";
 import { defineTool, type Tool } from "./types.js";
@@ -14,7 +15,14 @@ import { defineTool, type Tool } from "./types.js";
 /** The session a firing job's turn runs in; jobs scheduling jobs could multiply without end. */
 const CRON_SESSION_PREFIX = "cron:";
 
-export function createCronTool(service: CronService): Tool {
+/**
+ * `checkTarget` says whether the chat's channel can receive the job's replies (cron/targets.ts): the
+ * tool refuses a channel the config does not know and passes on its warnings and notes to the model.
+ */
+export function createCronTool(
+  service: CronService,
+  checkTarget?: (channel: string, chatId: string) => TargetCheck,
+): Tool {
   return defineTool({
     name: "cron",
     description:
@@ -44,6 +52,8 @@ export function createCronTool(service: CronService): Tool {
           const message = args.message?.trim();
           if (!message) throw new ToolError("message is required for add");
           if (!ctx.channel || !ctx.chatId) throw new ToolError("no chat to deliver the job's messages to");
+          const target = checkTarget?.(ctx.channel, ctx.chatId) ?? { ok: true };
+          if (!target.ok) throw new ToolError(`cannot schedule for this chat: ${target.error}`);
           const { schedule, deleteAfterRun } = buildSchedule(
             {
               everySeconds: args.every_seconds,
@@ -73,7 +83,9 @@ export function createCronTool(service: CronService): Tool {
                 }
               : {}),
           });
-          return `Created job '${job.name}' (id: ${job.id}, ${describeSchedule(job.schedule)}); next run ${nextRunText(job)}`;
+          const created = `Created job '${job.name}' (id: ${job.id}, ${describeSchedule(job.schedule)}); next run ${nextRunText(job)}`;
+          // The note is for the person too: where (and when) the reminder will show.
+          return target.note ? `${created}\nTell the user: ${target.note}.` : created;
         }
         case "list": {
           const jobs = await service.list(chat);
