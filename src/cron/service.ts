@@ -166,6 +166,7 @@ export class CronService implements ScheduleView {
     clearTimeout(this.pollTimer);
     this.timer = this.pollTimer = undefined;
     await this.idle();
+    if (!this.announce) return;
     const pidPath = CronService.pidPath(this.store.path);
     const owner = await readFile(pidPath, "utf8").catch(() => "");
     if (owner.trim() === String(process.pid)) await unlink(pidPath).catch(() => undefined);

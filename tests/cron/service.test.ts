@@ -7,7 +7,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SYSTEM_CHANNEL, type InboundMessage } from "../../src/bus/types.js";
 import { buildSchedule } from "../../src/cron/schedule.js";
-import { CronService, MAX_TIMER_MS, type AddJobInput } from "../../src/cron/service.js";
+import {
+  CronService,
+  MAX_TIMER_MS,
+  type AddJobInput,
+  type CronServiceOptions,
+} from "../../src/cron/service.js";
+import { gatewayJobs, terminalJobs } from "../../src/cron/targets.js";
 import { CronStore } from "../../src/cron/store.js";
 import type { CronJob } from "../../src/cron/types.js";
 import { captureLog, silentLog, TempDirs } from "./helpers.js";
@@ -22,13 +28,24 @@ let storePath: string;
 let published: InboundMessage[];
 const services: CronService[] = [];
 
-function makeService(opts: { maxCatchUp?: number; log?: ReturnType<typeof silentLog> } = {}): CronService {
+function makeService(
+  opts: {
+    maxCatchUp?: number;
+    log?: ReturnType<typeof silentLog>;
+    runs?: CronServiceOptions["runs"];
+    announce?: boolean;
+    sink?: InboundMessage[];
+  } = {},
+): CronService {
+  const sink = opts.sink ?? published;
   const service = new CronService({
     storePath,
-    bus: { publishInbound: (msg) => published.push(msg) },
+    bus: { publishInbound: (msg) => sink.push(msg) },
     maxCatchUp: opts.maxCatchUp ?? 5,
     log: opts.log ?? silentLog(),
     pollIntervalMs: 2000,
+    ...(opts.runs ? { runs: opts.runs } : {}),
+    ...(opts.announce !== undefined ? { announce: opts.announce } : {}),
   });
   services.push(service);
   return service;
@@ -231,6 +248,37 @@ describe("CronService and other processes", () => {
     expect(await CronService.runningElsewhere(storePath)).toBe(false);
     await service.stop();
     await expect(readFile(CronService.pidPath(storePath), "utf8")).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe("CronService: the gateway and the terminal chat share the file", () => {
+  it("the gateway runs every job but the terminal's; `palaver chat` runs its own chat's, late ones at its next start", async () => {
+    const gateway = makeService({ runs: gatewayJobs });
+    await gateway.start();
+    const telegramJob = await gateway.add(
+      input({ at: "2025-06-02T08:01:00Z" }, { channel: "telegram", to: "42" }),
+    );
+    const terminalJob = await gateway.add(
+      input({ at: "2025-06-02T08:01:00Z" }, { channel: "cli", to: "direct" }),
+    );
+    await gateway.add(input({ at: "2025-06-02T08:01:00Z" }, { channel: "cli", to: "other-session" }));
+    await advance(MIN);
+    expect(published.map((m) => m.sessionKey)).toEqual([`cron:${telegramJob.id}`]);
+    // Not fired by the gateway: still waiting in the file for the terminal.
+    expect((await onDisk()).map((j) => j.payload.channel)).toEqual(["cli", "cli"]);
+
+    // The terminal chat opens later: the missed reminder runs (marked late), and only its own chat's.
+    await advance(10 * MIN);
+    const terminalRuns: InboundMessage[] = [];
+    const terminal = makeService({ runs: terminalJobs("direct"), announce: false, sink: terminalRuns });
+    await terminal.start();
+    await advance(0);
+    expect(terminalRuns.map((m) => m.sessionKey)).toEqual([`cron:${terminalJob.id}`]);
+    expect(terminalRuns[0]!.metadata?.origin).toMatchObject({ channel: "cli", chatId: "direct" });
+    // It does not pass itself off as the gateway: the gateway's pid file is still the gateway's.
+    expect(await readFile(CronService.pidPath(storePath), "utf8")).toBe(String(process.pid));
+    await terminal.stop();
+    expect(await readFile(CronService.pidPath(storePath), "utf8")).toBe(String(process.pid));
   });
 });
 

@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCronTool } from "../../../src/agent/tools/cron.js";
 import { ToolRegistry } from "../../../src/agent/tools/registry.js";
 import type { ToolContext } from "../../../src/agent/tools/types.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
 import { CronService } from "../../../src/cron/service.js";
+import { checkTarget } from "../../../src/cron/targets.js";
 import { makeContext, TempDirs } from "./helpers.js";
 
 const NOW = Date.parse("2026-01-10T12:00:00Z");
@@ -166,5 +168,51 @@ describe("cron tool", () => {
     expect(await service.list()).toHaveLength(2);
     expect(await call({ action: "remove", job_id: theirs.id }, other)).toBe(`Removed job ${theirs.id}`);
     expect(await call({ action: "list" }, other)).toBe("No scheduled jobs in this chat.");
+  });
+});
+
+describe("cron tool: where the job's replies can go", () => {
+  /** A tool that checks targets against a config with telegram enabled and slack configured but off. */
+  function checkedRegistry(): ToolRegistry {
+    const config = ConfigSchema.parse({
+      channels: { telegram: { enabled: true, token: "1:a", allowFrom: ["*"] } },
+    });
+    const checked = new ToolRegistry();
+    checked.register(createCronTool(service, (channel, chatId) => checkTarget(config, channel, chatId)));
+    return checked;
+  }
+  const add = (registry: ToolRegistry, channel: string, chatId: string) =>
+    registry.execute(
+      {
+        id: "call-1",
+        name: "cron",
+        arguments: { action: "add", message: "stretch", every_seconds: 600 },
+        rawArguments: "{}",
+      },
+      makeContext({ channel, chatId, sessionKey: `${channel}:${chatId}` }).ctx,
+    );
+
+  it("refuses a channel the config does not know, naming the ones that exist", async () => {
+    const out = await add(checkedRegistry(), "telegarm", "42");
+    expect(out).toMatch(
+      /^Error: .*unknown channel "telegarm": the channels are telegram, slack, discord, cli/,
+    );
+    expect(await service.list()).toEqual([]);
+  });
+
+  it("adds for an enabled channel without a note, and warns when it is configured but not enabled", async () => {
+    const registry = checkedRegistry();
+    expect(await add(registry, "telegram", "42")).not.toMatch(/Tell the user/);
+    expect(await add(registry, "slack", "C1")).toMatch(
+      /Tell the user: warning: channels.slack is not enabled/,
+    );
+    expect((await service.list()).map((j) => j.payload.channel).sort()).toEqual(["slack", "telegram"]);
+  });
+
+  it("in the terminal chat, tells the user the reminder shows there while `palaver chat` is open", async () => {
+    const out = await add(checkedRegistry(), "cli", "direct");
+    expect(out).toMatch(/^Created job/);
+    expect(out).toContain("Tell the user: it fires in this terminal chat while `palaver chat` is open");
+    expect(out).toContain("the next time you open `palaver chat`");
   });
 });
