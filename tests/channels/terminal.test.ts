@@ -51,3 +51,49 @@ describe("terminal channel through the channel manager", () => {
     await manager.stop();
   });
 });
+
+describe("terminal channel and turn events", () => {
+  it("a reminder printed during a turn does not bring the prompt back; the turn's end does", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (d: Buffer) => (printed += d.toString()));
+    const bus = new MessageBus();
+    const terminal = new TerminalChannel({
+      chatId: "direct",
+      input,
+      output,
+      color: false,
+      onExit: () => undefined,
+    });
+    const manager = new ChannelManager({ bus, sendProgress: true, sendToolHints: true });
+    manager.add(terminal, { allowFrom: ["*"] });
+    await manager.start();
+    const prompts = () => printed.split("you › ").length - 1;
+    const chat = { channel: "cli", chatId: "direct" };
+
+    input.write("a long question\n");
+    await new Promise((r) => setImmediate(r));
+    const before = prompts();
+    bus.publishTurn({ kind: "turnStart", turnId: "t1", ...chat });
+    // A reminder (background turn) arrives while t1 runs.
+    bus.publishTurn({ kind: "turnStart", turnId: "cron", ...chat, background: true });
+    bus.publishOutbound({ ...chat, content: "Time to stretch!", turnId: "cron" });
+    bus.publishTurn({ kind: "turnEnd", turnId: "cron", ...chat, background: true, outcome: "done" });
+    await manager.flush(1000);
+    expect(printed).toContain("Time to stretch!");
+    expect(prompts()).toBe(before);
+
+    bus.publishOutbound({ ...chat, content: "The long answer.", turnId: "t1" });
+    await manager.flush(1000);
+    expect(prompts()).toBe(before);
+    bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
+    expect(prompts()).toBe(before + 1);
+
+    // Idle now: a reminder prints and the prompt comes back with it.
+    bus.publishOutbound({ ...chat, content: "Drink water." });
+    await manager.flush(1000);
+    expect(prompts()).toBe(before + 2);
+    await manager.stop();
+  });
+});

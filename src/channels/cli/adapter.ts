@@ -1,14 +1,16 @@
 /**
  * The terminal channel: a readline prompt that publishes what you type and
  * prints replies, progress and tool hints. Ctrl+C cancels a running turn
- * (it sends /stop); at an idle prompt Ctrl+C or Ctrl+D leaves.
+ * (it sends /stop); at an idle prompt Ctrl+C or Ctrl+D leaves. Whether a
+ * turn is running comes from the turn events, so a reminder printed in the
+ * middle of a turn does not bring the prompt back early.
  */
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import type { Channel, InboundSink } from "../types.js";
-import type { OutboundMessage } from "../../bus/types.js";
+import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { parseCommand } from "../../bus/commands.js";
 import { dim, renderMarkdown } from "./format.js";
 
@@ -30,8 +32,10 @@ export class TerminalChannel implements Channel {
   readonly name = TERMINAL_CHANNEL;
   private rl: Interface | null = null;
   private bus: InboundSink | null = null;
-  /** Messages sent whose final reply has not arrived yet. */
-  private waiting = 0;
+  /** Lines sent whose turn has not started yet. */
+  private queued = 0;
+  /** This chat's turns running now (a person's, not background work's). */
+  private readonly running = new Set<string>();
 
   constructor(private readonly opts: TerminalChannelOptions) {}
 
@@ -48,7 +52,7 @@ export class TerminalChannel implements Channel {
     this.rl = rl;
     rl.on("line", (line) => this.onLine(line));
     rl.on("SIGINT", () => {
-      if (this.waiting > 0) {
+      if (this.busy) {
         this.print(dim("(stopping…)", this.opts.color));
         this.publish("/stop");
       } else {
@@ -78,11 +82,28 @@ export class TerminalChannel implements Channel {
         break;
       case "final":
         this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
-        this.waiting = Math.max(0, this.waiting - 1);
-        if (this.waiting === 0) this.rl?.prompt();
+        // A reminder or an answer to /stop while idle: the prompt comes back at once.
+        if (!this.busy) this.rl?.prompt();
         break;
     }
     return Promise.resolve();
+  }
+
+  onTurn(event: TurnEvent): void {
+    // Background work (a reminder) is nobody's line typed here: it neither waits nor stops.
+    if (event.chatId !== this.opts.chatId || event.background) return;
+    if (event.kind === "turnStart") {
+      this.queued = Math.max(0, this.queued - 1);
+      this.running.add(event.turnId);
+      return;
+    }
+    this.running.delete(event.turnId);
+    if (!this.busy) this.rl?.prompt();
+  }
+
+  /** Whether a line typed here is waiting for or in its turn (Ctrl+C then stops it). */
+  private get busy(): boolean {
+    return this.queued > 0 || this.running.size > 0;
   }
 
   private onLine(line: string): void {
@@ -96,8 +117,8 @@ export class TerminalChannel implements Channel {
       return;
     }
     saveHistory(this.opts.historyFile, text);
-    // /stop produces one reply and cancels the turn's, so it is not a new wait.
-    if (parseCommand(text)?.name !== "stop") this.waiting++;
+    // /stop is not a turn (it is answered at once); everything else is one.
+    if (parseCommand(text)?.name !== "stop") this.queued++;
     this.publish(text);
   }
 
