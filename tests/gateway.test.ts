@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { systemMessage } from "../src/bus/types.js";
 import { ConfigSchema } from "../src/config/schema.js";
 import { diskThatFills } from "./helpers/full-disk.js";
 import { Gateway } from "../src/gateway.js";
@@ -280,6 +281,50 @@ describe("Gateway.reload enabling a channel again", () => {
       await waitFor(() => slack.sent.length === 1, 10_000, "the kept reply");
       expect(slack.sent[0]!.content).toBe("kept for slack");
       await waitFor(() => gateway.journal.pending.outbound === 0, 10_000, "the reply marked sent");
+    } finally {
+      await gateway.stop(500);
+    }
+  });
+});
+
+describe("Gateway: replies to a channel that is not running", () => {
+  it("keeps a reminder for a channel retrying its start and delivers it once it runs; /metrics counts it then", async () => {
+    fake.setHandler(() => ({ content: "Time to stretch!" }));
+    // Down at first (a bad token being fixed, the platform unreachable): the reply must not vanish.
+    const telegram = new TestChannel("telegram", { failStarts: 1 });
+    const config = configFor();
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => telegram },
+      channelRetryBaseMs: 60_000,
+    });
+    await gateway.start();
+    const delivered = async () =>
+      /palaver_messages_out_total\{channel="telegram",kind="final"\} 1/.test(await gateway.metrics.text());
+    try {
+      expect(gateway.channels.status()[0]!.state).toBe("retrying");
+      gateway.bus.publishInbound(
+        systemMessage({
+          senderId: "cron",
+          content: "remind: stretch",
+          origin: { channel: "telegram", chatId: "42" },
+        }),
+      );
+      await gateway.agent.loop.idle();
+      await waitFor(() => gateway.channels.heldFor("telegram") === 1, 10_000, "the reply held");
+      expect(telegram.sent).toEqual([]);
+      expect(gateway.journal.pending.outbound).toBe(1);
+      expect(await delivered()).toBe(false);
+
+      // A reload restarts it (as SIGHUP after fixing the token would): the kept reply goes out.
+      await gateway.reload({
+        config: configFor({ channels: { telegram: { enabled: true, allowFrom: ["*"] } } }),
+      });
+      await waitFor(() => telegram.sent.length === 1, 10_000, "the kept reply");
+      expect(telegram.sent[0]!.content).toBe("Time to stretch!");
+      await waitFor(() => gateway.journal.pending.outbound === 0, 10_000, "the reply marked sent");
+      await waitFor(delivered, 10_000, "the delivery counted");
     } finally {
       await gateway.stop(500);
     }
