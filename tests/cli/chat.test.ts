@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeOpenAI } from "../fakes/openai-server.js";
-import { runCli } from "../helpers/cli.js";
+import { pino } from "pino";
+import { cronStorePath } from "../../src/config/paths.js";
+import { buildSchedule } from "../../src/cron/schedule.js";
+import { CronService } from "../../src/cron/service.js";
+import { lastUserText } from "../fakes/openai-server.js";
+import { runCli, startCli } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 
 describe("palaver chat -m (child process)", () => {
   let dir: string;
@@ -44,6 +50,58 @@ describe("palaver chat -m (child process)", () => {
     const session = await readFile(join(workspace, "sessions", "cli_direct.jsonl"), "utf8");
     expect(session).toContain('"content":"hello"');
     expect(session).toContain("Hello from the **fake** model.");
+  });
+});
+
+describe("palaver chat (interactive child process) and reminders set in the terminal", () => {
+  let dir: string;
+  let fake: FakeOpenAI;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "palaver-cli-cron-"));
+    fake = await FakeOpenAI.start();
+  });
+  afterEach(async () => {
+    await fake.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("shows a reminder of its own chat that came due while it was closed", { timeout: 90_000 }, async () => {
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws"), model: "fake-model", provider: "custom" } },
+        providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+      }),
+    );
+    // Set earlier in this terminal chat (cron tool, creator the terminal's user) and due by now.
+    const service = new CronService({
+      storePath: cronStorePath(configPath),
+      bus: { publishInbound: () => undefined },
+      maxCatchUp: 5,
+      log: pino({ level: "silent" }),
+    });
+    const { schedule } = buildSchedule({ everySeconds: 3600 }, Date.now());
+    const job = await service.add({
+      message: "stretch",
+      schedule,
+      channel: "cli",
+      to: "direct",
+      creator: { kind: "sender", channel: "cli", senderId: "user" },
+    });
+    await service.requestRun(job.id);
+    fake.setHandler((req) => ({
+      content: lastUserText(req).includes("stretch") ? "Time to stretch!" : "ok",
+    }));
+
+    const chat = startCli(["chat", "--config", configPath], { cwd: dir, env: { HOME: dir } });
+    await waitFor(() => chat.stdout.includes("Time to stretch!"), 60_000, "the reminder printed");
+    // End of input leaves (with a pipe, readline's "exit" alone does not end the process).
+    chat.child.stdin.end("exit\n");
+    expect(await chat.exited).toBe(0);
+    // Run here: not refused for allowFrom (the terminal has none), not left for a gateway.
+    const [stored] = await service.list();
+    expect(stored!.state.lastStatus).toBe("ok");
   });
 });
 
