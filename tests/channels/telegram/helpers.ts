@@ -8,6 +8,7 @@ import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
 import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
+import { isAllowed } from "../../../src/channels/access.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 
@@ -44,6 +45,7 @@ export async function rig(
   const fake = opts.fake ?? (await FakeTelegram.start());
   const workspace = await mkdtemp(join(tmpdir(), "palaver-tg-"));
   let channel: TelegramChannel;
+  let allowFrom: readonly string[] = [];
   try {
     const config = TelegramConfigSchema.parse({
       enabled: true,
@@ -53,6 +55,7 @@ export async function rig(
       pollTimeout: 1,
       ...opts.config,
     });
+    allowFrom = config.allowFrom;
     channel = new TelegramChannel({
       config,
       workspace,
@@ -77,7 +80,10 @@ export async function rig(
     nthInbound: (n, timeoutMs = 5000) =>
       fake.waitFor(() => inbound[n - 1], timeoutMs, `inbound message #${n}`),
     start: () =>
-      channel.start({ allows: () => true, publishInbound: (m) => inbound.push(m) }, lifetime.signal),
+      channel.start(
+        { allows: (m) => isAllowed(m, allowFrom), publishInbound: (m) => inbound.push(m) },
+        lifetime.signal,
+      ),
     async cleanup() {
       lifetime.abort();
       await channel.stop();
