@@ -42,7 +42,7 @@ import { DEFAULT_TUNING, seconds, type TelegramTuning } from "./tuning.js";
 import { WebhookServer } from "./webhook.js";
 
 export { describeTelegramError } from "./errors.js";
-export { DEFAULT_TUNING, type TelegramTuning } from "./tuning.js";
+export type { TelegramTuning } from "./tuning.js";
 
 export interface TelegramChannelOptions {
   config: TelegramConfig;
