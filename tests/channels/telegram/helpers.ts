@@ -2,8 +2,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
@@ -91,23 +89,4 @@ export async function rig(
       await rm(workspace, { recursive: true, force: true });
     },
   };
-}
-
-export interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A pino logger whose lines (parsed) land in `lines`, to assert on what the adapter reports. */
-export function captureLogger(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString("utf8").split("\n"))
-        if (line.trim()) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  return { log: pino({ level: "debug" }, stream), lines };
 }
