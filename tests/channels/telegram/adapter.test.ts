@@ -312,6 +312,27 @@ describe("inbound", () => {
     }
   });
 
+  it("cancels the reservation of a group album no part of which is for the bot, fetching nothing", async () => {
+    r = await rig();
+    const { events, published, lifetime } = await startReserving(() => "reserve");
+    try {
+      for (let i = 1; i <= 2; i++) {
+        const f = r.fake.addFile(`holiday ${i}`);
+        r.fake.userMessage({
+          chat: GROUP,
+          media_group_id: "album-3",
+          photo: [{ ...f, width: 9, height: 9 }],
+        });
+      }
+      await r.fake.waitFor(() => events.includes("cancel"), 5000, "the cancelled reservation");
+      expect(events).toEqual(["reserve", "cancel"]);
+      expect(published).toEqual([]);
+      expect(r.fake.callsTo("getFile")).toHaveLength(0);
+    } finally {
+      lifetime.abort();
+    }
+  });
+
   it("does not download files from senders who are not allowed (the manager refuses them)", async () => {
     const { fake, nthInbound } = await started();
     const f = fake.addFile("secret");
