@@ -94,6 +94,10 @@ export class FakeTelegram {
   readonly transcriptions: { model: string; fileName: string; size: number }[] = [];
   /** What the transcription endpoint answers. */
   transcript = "hello from a voice note";
+  /** How many files GET /file/bot… has served. */
+  fileDownloads = 0;
+  /** The highest update_id a getUpdates answer has carried to the bot. */
+  deliveredUpdateId = 0;
   /** Accept getUpdates and never answer (a connection gone silent). */
   hangGetUpdates = false;
   /** Every token but this one gets 401 Unauthorized. */
@@ -141,6 +145,11 @@ export class FakeTelegram {
 
   callsTo(method: string): RecordedCall[] {
     return this.calls.filter((c) => c.method === method);
+  }
+
+  /** The update_id of the last update queued. */
+  get lastUpdateId(): number {
+    return this.nextUpdateId - 1;
   }
 
   /** Updates not yet confirmed by a getUpdates offset. */
@@ -425,7 +434,7 @@ export class FakeTelegram {
     const limit = typeof p.limit === "number" && p.limit > 0 ? Math.min(p.limit, 100) : 100;
     const timeout = typeof p.timeout === "number" ? p.timeout : 0;
     const ready = this.updates.filter((u) => (u.update_id as number) >= offset).slice(0, limit);
-    if (ready.length > 0 || timeout <= 0) return ok(res, ready);
+    if (ready.length > 0 || timeout <= 0) return this.deliver(res, ready);
     const poller: Poller = {
       offset,
       limit,
@@ -435,6 +444,11 @@ export class FakeTelegram {
     };
     this.pollers.add(poller);
     res.on("close", () => this.endPoller(poller, () => undefined));
+  }
+
+  private deliver(res: ServerResponse, updates: Json[]): void {
+    for (const u of updates) this.deliveredUpdateId = Math.max(this.deliveredUpdateId, u.update_id as number);
+    ok(res, updates);
   }
 
   private endPoller(poller: Poller, finish: () => void): void {
@@ -450,7 +464,7 @@ export class FakeTelegram {
       const ready = this.updates
         .filter((u) => (u.update_id as number) >= poller.offset)
         .slice(0, poller.limit);
-      if (ready.length > 0) this.endPoller(poller, () => ok(poller.res, ready));
+      if (ready.length > 0) this.endPoller(poller, () => this.deliver(poller.res, ready));
     }
   }
 
@@ -458,6 +472,7 @@ export class FakeTelegram {
     if (token !== this.token) return fail(res, { code: 401, description: "Unauthorized" });
     const file = [...this.files.values()].find((f) => f.path === path);
     if (!file) return fail(res, { code: 404, description: "Not Found" });
+    this.fileDownloads++;
     res.writeHead(200, { "content-type": "application/octet-stream", "content-length": file.data.length });
     res.end(file.data);
   }

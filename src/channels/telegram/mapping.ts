@@ -33,6 +33,10 @@ export interface Attachment {
 export interface MappedMessage {
   /** Content is the text (or caption) with context lines; `media` is filled in once files are downloaded. */
   inbound: InboundMessage;
+  /** The chat, or the chat's forum topic: messages and typing are kept in order per conversation. */
+  conversation: string;
+  /** The forum topic, when the message is in one. */
+  threadId?: number;
   attachments: Attachment[];
   mediaGroupId?: string;
   /** `/start` addressed to this bot: the adapter greets the user itself. */
@@ -334,6 +338,8 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
       metadata: { ...metadata },
       sessionKey: sessionKeyFor(msg.chat.id, threadId),
     },
+    conversation: conversationKey(String(msg.chat.id), threadId),
+    ...(threadId !== undefined ? { threadId } : {}),
     attachments,
     ...(msg.media_group_id ? { mediaGroupId: msg.media_group_id } : {}),
     isStart: command?.name === "start",

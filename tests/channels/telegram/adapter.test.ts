@@ -7,7 +7,8 @@ import { ConfigSchema } from "../../../src/config/schema.js";
 import { createTranscriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { rig, type Rig } from "./helpers.js";
-import type { InboundMessage } from "../../../src/bus/types.js";
+import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
+import { ChannelError } from "../../../src/util/errors.js";
 import { MessageBus } from "../../../src/bus/bus.js";
 import { NoticeLimiter } from "../../../src/channels/access.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
@@ -311,6 +312,27 @@ describe("inbound", () => {
     }
   });
 
+  it("cancels the reservation of a group album no part of which is for the bot, fetching nothing", async () => {
+    r = await rig();
+    const { events, published, lifetime } = await startReserving(() => "reserve");
+    try {
+      for (let i = 1; i <= 2; i++) {
+        const f = r.fake.addFile(`holiday ${i}`);
+        r.fake.userMessage({
+          chat: GROUP,
+          media_group_id: "album-3",
+          photo: [{ ...f, width: 9, height: 9 }],
+        });
+      }
+      await r.fake.waitFor(() => events.includes("cancel"), 5000, "the cancelled reservation");
+      expect(events).toEqual(["reserve", "cancel"]);
+      expect(published).toEqual([]);
+      expect(r.fake.callsTo("getFile")).toHaveLength(0);
+    } finally {
+      lifetime.abort();
+    }
+  });
+
   it("does not download files from senders who are not allowed (the manager refuses them)", async () => {
     const { fake, nthInbound } = await started();
     const f = fake.addFile("secret");
@@ -494,6 +516,48 @@ describe("sending", () => {
     );
   });
 
+  it("a reply to a user who blocked the bot fails permanently at once", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });
+    const err = await channel
+      .send({ channel: "telegram", chatId: "42", content: "hi" })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelError);
+    expect(err).toMatchObject({ platform: "telegram", method: "sendMessage", code: 403, permanent: true });
+    expect(fake.callsTo("sendMessage")).toHaveLength(1);
+  });
+
+  it.each([
+    [403, "Forbidden: user is deactivated"],
+    [403, "Forbidden: bot was kicked from the group chat"],
+    [400, "Bad Request: chat not found"],
+    [400, "Bad Request: have no rights to send a message"],
+  ])("%i %s is permanent", async (code, description) => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", { code, description });
+    await expect(channel.send({ channel: "telegram", chatId: "42", content: "hi" })).rejects.toMatchObject({
+      code,
+      permanent: true,
+    });
+  });
+
+  it("a long 429 fails at once with retryAfterMs instead of waiting inside the call", async () => {
+    const { fake, channel } = await started();
+    fake.failNext("sendMessage", {
+      code: 429,
+      description: "Too Many Requests: retry after 120",
+      retryAfter: 120,
+    });
+    await expect(channel.send({ channel: "telegram", chatId: "42", content: "later" })).rejects.toMatchObject(
+      {
+        code: 429,
+        permanent: false,
+        retryAfterMs: 120_000,
+      },
+    );
+    expect(fake.callsTo("sendMessage")).toHaveLength(1);
+  });
+
   it("retries in the new chat when a group was upgraded to a supergroup", async () => {
     const { fake, channel } = await started();
     fake.failNext("sendMessage", {
@@ -507,66 +571,73 @@ describe("sending", () => {
 });
 
 describe("typing indicator", () => {
-  it("repeats from an accepted message until the final reply, through progress messages", async () => {
+  const turn = (kind: TurnEvent["kind"], turnId: string, metadata?: Record<string, unknown>): TurnEvent => ({
+    kind,
+    turnId,
+    channel: "telegram",
+    chatId: "42",
+    ...(metadata ? { metadata } : {}),
+    ...(kind === "turnEnd" ? { outcome: "done" as const } : {}),
+  });
+  const typingCalls = (fake: FakeTelegram) => fake.callsTo("sendChatAction").length;
+
+  it("repeats from turnStart to the turnEnd of that turn, through progress messages", async () => {
     const { fake, channel, nthInbound } = await started();
     fake.userMessage({ text: "think hard" });
     const msg = await nthInbound(1);
-    await fake.waitFor(() => fake.callsTo("sendChatAction").length >= 3, 3000, "repeated typing");
+    expect(typingCalls(fake)).toBe(0); // a message alone starts nothing: the turn does
+    channel.onTurn(turn("turnStart", "t1", msg.metadata));
+    await fake.waitFor(() => typingCalls(fake) >= 3, 3000, "repeated typing");
+    expect(fake.callsTo("sendChatAction")[0]!.params).toMatchObject({ chat_id: 42, action: "typing" });
     await channel.send({
       channel: "telegram",
       chatId: "42",
       content: "working…",
       kind: "progress",
-      metadata: msg.metadata,
+      turnId: "t1",
     });
-    const afterProgress = fake.callsTo("sendChatAction").length;
-    await fake.waitFor(
-      () => fake.callsTo("sendChatAction").length >= afterProgress + 2,
-      3000,
-      "typing after progress",
-    );
-    await channel.send({ channel: "telegram", chatId: "42", content: "done", metadata: msg.metadata });
-    const reply = fake.callsTo("sendMessage").find((c) => c.params.text === "done")!;
-    const total = fake.callsTo("sendChatAction").length;
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
-    expect(fake.callsTo("sendChatAction").every((c) => c.at <= reply.at)).toBe(true);
-    expect(fake.callsTo("sendChatAction")[0]!.params).toMatchObject({ chat_id: 42, action: "typing" });
-  });
-
-  it("is not shown for senders who are not allowed, and stops at the reply to /stop", async () => {
-    const { fake, channel, nthInbound } = await started();
-    fake.userMessage({ text: "hi", from: { id: 7, first_name: "M" } });
-    await nthInbound(1);
-    fake.userMessage({ text: "long job" });
-    const job = await nthInbound(2);
-    fake.userMessage({ text: "another" });
-    await nthInbound(3);
-    await fake.waitFor(() => fake.callsTo("sendChatAction").length >= 2, 3000, "typing");
-    expect(fake.callsTo("sendChatAction").every((c) => c.params.chat_id === 42)).toBe(true);
-    fake.userMessage({ text: "/stop" });
-    await nthInbound(4);
-    // Two turns were pending, but the reply to /stop ends the indicator.
+    const afterProgress = typingCalls(fake);
+    await fake.waitFor(() => typingCalls(fake) >= afterProgress + 2, 3000, "typing after progress");
     await channel.send({
       channel: "telegram",
       chatId: "42",
-      content: "Stopped the running reply.",
-      metadata: job.metadata,
+      content: "done",
+      turnId: "t1",
+      metadata: msg.metadata,
     });
-    const total = fake.callsTo("sendChatAction").length;
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
+    expect(channel.isTyping("42")).toBe(true); // the reply alone does not end the turn
+    channel.onTurn(turn("turnEnd", "t1"));
+    await fake.waitFor(() => !channel.isTyping("42"), 3000, "typing ended");
+  });
+
+  it("a cron reply arriving in the chat does not switch off the typing of a turn still running there", async () => {
+    const { fake, channel } = await started();
+    channel.onTurn(turn("turnStart", "t1"));
+    await fake.waitFor(() => typingCalls(fake) >= 1, 3000, "typing");
+    await channel.send({ channel: "telegram", chatId: "42", content: "Reminder: water the plants" });
+    expect(channel.isTyping("42")).toBe(true);
+    // Telegram hid the indicator under the reminder: it is shown again.
+    const afterReminder = typingCalls(fake);
+    await fake.waitFor(() => typingCalls(fake) > afterReminder, 3000, "typing renewed");
+    channel.onTurn(turn("turnEnd", "t1"));
+    await fake.waitFor(() => !channel.isTyping("42"), 3000, "typing ended");
+  });
+
+  it("shows nothing for background turns, and keeps forum topics apart", async () => {
+    const { fake, channel } = await started();
+    channel.onTurn({ ...turn("turnStart", "cron-1"), background: true });
+    channel.onTurn(turn("turnStart", "t2", { threadId: 55 }));
+    await fake.waitFor(() => typingCalls(fake) >= 1, 3000, "typing in the topic");
+    expect(channel.isTyping("42")).toBe(false);
+    expect(channel.isTyping("42", 55)).toBe(true);
+    expect(fake.callsTo("sendChatAction")[0]!.params).toMatchObject({ message_thread_id: 55 });
   });
 
   it("gives up after the maximum duration", async () => {
-    const { fake, nthInbound } = await started({ tuning: { typingMaxMs: 250 } });
-    fake.userMessage({ text: "never answered" });
-    await nthInbound(1);
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const total = fake.callsTo("sendChatAction").length;
-    expect(total).toBeGreaterThanOrEqual(2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(fake.callsTo("sendChatAction")).toHaveLength(total);
+    const { fake, channel } = await started({ tuning: { typingMaxMs: 250 } });
+    channel.onTurn(turn("turnStart", "never-ends"));
+    await fake.waitFor(() => typingCalls(fake) >= 1, 3000, "typing");
+    await fake.waitFor(() => !channel.isTyping("42"), 3000, "typing given up");
   });
 });
 

@@ -3,7 +3,8 @@ import { createServer, request } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
-import { captureLogger, rig, type Rig } from "./helpers.js";
+import { captureLog } from "../../helpers/log.js";
+import { rig, type Rig } from "./helpers.js";
 
 let r: Rig | undefined;
 afterEach(async () => {
@@ -59,7 +60,7 @@ describe("start errors in plain words (start rejects, the manager logs and retri
 
 describe("while running", () => {
   it("keeps polling after a 409 mid-run, reporting it in plain words", async () => {
-    const { log, lines } = captureLogger();
+    const { log, lines } = captureLog();
     r = await rig({ log });
     await r.start();
     r.fake.failNext("getUpdates", {
@@ -69,7 +70,7 @@ describe("while running", () => {
     r.fake.userMessage({ text: "after the conflict" });
     expect((await r.nthInbound(1, 5000)).content).toBe("after the conflict");
     await r.fake.waitFor(
-      () => lines.find((l) => l.msg.includes("another instance is polling")),
+      () => lines.find((l) => l.msg?.includes("another instance is polling")),
       3000,
       "the log line",
     );
@@ -88,7 +89,7 @@ describe("while running", () => {
   });
 
   it("the watchdog restarts polling that went silent (a connection that never answers)", async () => {
-    const { log, lines } = captureLogger();
+    const { log, lines } = captureLog();
     // A long poll's own deadline is far away: only the watchdog can notice.
     r = await rig({ log, tuning: { watchdogMs: 400, pollGraceMs: 60_000 } });
     await r.start();
@@ -146,9 +147,14 @@ describe("network", () => {
     r = await rig({ tuning: { networkRetries: 1 } });
     await r.start();
     r.fake.dropNext("sendMessage", 5);
-    await expect(r.channel.send({ channel: "telegram", chatId: "42", content: "x" })).rejects.toThrow(
-      `cannot reach the Telegram Bot API at ${r.fake.apiRoot}`,
-    );
+    const failed = r.channel.send({ channel: "telegram", chatId: "42", content: "x" });
+    await expect(failed).rejects.toThrow(`cannot reach the Telegram Bot API at ${r.fake.apiRoot}`);
+    // The network may come back: the outbox tries again later.
+    await expect(failed).rejects.toMatchObject({
+      platform: "telegram",
+      method: "sendMessage",
+      permanent: false,
+    });
     expect(r.fake.callsTo("sendMessage")).toHaveLength(2);
   });
 

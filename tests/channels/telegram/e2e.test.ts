@@ -8,18 +8,20 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTelegramChannel, TelegramChannel } from "../../../src/channels/telegram/adapter.js";
+import { createTelegramChannel, type TelegramChannel } from "../../../src/channels/telegram/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { Gateway } from "../../../src/gateway.js";
 import { createProvider } from "../../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { waitFor } from "../../helpers/wait.js";
 import { FAST } from "./helpers.js";
 
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
 let gateway: Gateway | undefined;
+let channel: TelegramChannel | undefined;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "palaver-tg-e2e-"));
@@ -59,15 +61,7 @@ async function startGateway(
     provider: createProvider(config),
     platforms: {
       // The registry's factory as is, or the same channel with test timings.
-      telegram: opts.fast
-        ? async (ctx) =>
-            new TelegramChannel({
-              config: ctx.config.channels.telegram,
-              workspace: ctx.workspace,
-              maxMediaBytes: ctx.config.channels.maxMediaBytes,
-              tuning: FAST,
-            })
-        : createTelegramChannel,
+      telegram: async (ctx) => (channel = await createTelegramChannel(ctx, opts.fast ? FAST : undefined)),
     },
   });
   await gateway.start();
@@ -118,9 +112,8 @@ describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
     const typing = tg.callsTo("sendChatAction");
     expect(typing.length).toBeGreaterThanOrEqual(3);
     const replyCall = tg.callsTo("sendMessage").find((c) => c.params.text === "finally")!;
-    expect(typing.every((c) => c.at <= replyCall.at)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(tg.callsTo("sendChatAction")).toHaveLength(typing.length);
+    await waitFor(() => !channel!.isTyping("42"), 30_000, "typing ended with the turn");
+    expect(tg.callsTo("sendChatAction").every((c) => c.at <= replyCall.at)).toBe(true);
     expect(reply.chatId).toBe(42);
 
     llm.setHandler(() => ({ content: "too late", delayMs: 120_000 })); // only /stop can end it
@@ -129,9 +122,7 @@ describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
     tg.userMessage({ text: "/stop" });
     const stopped = await tg.waitForSent((m) => m.text === "Stopped the running reply.", 30_000);
     expect(stopped.chatId).toBe(42);
-    const afterStop = tg.callsTo("sendChatAction").length;
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(tg.callsTo("sendChatAction")).toHaveLength(afterStop);
+    await waitFor(() => !channel!.isTyping("42"), 30_000, "typing ended with the stopped turn");
     expect(tg.sent.some((m) => m.text === "too late")).toBe(false);
   });
 

@@ -2,12 +2,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
 import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
+import { isAllowed } from "../../../src/channels/access.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 
@@ -44,6 +43,7 @@ export async function rig(
   const fake = opts.fake ?? (await FakeTelegram.start());
   const workspace = await mkdtemp(join(tmpdir(), "palaver-tg-"));
   let channel: TelegramChannel;
+  let allowFrom: readonly string[] = [];
   try {
     const config = TelegramConfigSchema.parse({
       enabled: true,
@@ -53,6 +53,7 @@ export async function rig(
       pollTimeout: 1,
       ...opts.config,
     });
+    allowFrom = config.allowFrom;
     channel = new TelegramChannel({
       config,
       workspace,
@@ -77,7 +78,10 @@ export async function rig(
     nthInbound: (n, timeoutMs = 5000) =>
       fake.waitFor(() => inbound[n - 1], timeoutMs, `inbound message #${n}`),
     start: () =>
-      channel.start({ allows: () => true, publishInbound: (m) => inbound.push(m) }, lifetime.signal),
+      channel.start(
+        { allows: (m) => isAllowed(m, allowFrom), publishInbound: (m) => inbound.push(m) },
+        lifetime.signal,
+      ),
     async cleanup() {
       lifetime.abort();
       await channel.stop();
@@ -85,23 +89,4 @@ export async function rig(
       await rm(workspace, { recursive: true, force: true });
     },
   };
-}
-
-export interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A pino logger whose lines (parsed) land in `lines`, to assert on what the adapter reports. */
-export function captureLogger(): { log: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString("utf8").split("\n"))
-        if (line.trim()) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  return { log: pino({ level: "debug" }, stream), lines };
 }

@@ -1,0 +1,105 @@
+/**
+ * The grammy Bot and what wraps every Bot API call: @grammyjs/auto-retry
+ * (429 retry_after up to a bound, 5xx) and our transformer: long polls get a
+ * deadline of their own (a dead connection must not hang polling) and tell
+ * the watchdog they finished; other calls are retried a few times on
+ * network errors.
+ */
+import { autoRetry } from "@grammyjs/auto-retry";
+import { Bot, HttpError, type Transformer } from "grammy";
+import type { Logger } from "../../log.js";
+import { backoffDelay, sleep } from "../../util/backoff.js";
+import { errorMessage } from "../../util/errors.js";
+import { deadlineSignal } from "../../util/timeout.js";
+import type { TelegramConfig } from "./config.js";
+import { proxyAgent } from "./proxy.js";
+import type { TelegramTuning } from "./tuning.js";
+
+export interface BotOptions {
+  config: TelegramConfig;
+  apiRoot: string;
+  tuning: TelegramTuning;
+  log: Logger;
+  /** A getUpdates call finished (answered or failed): polling is alive. */
+  onPoll(): void;
+}
+
+export function createBot(opts: BotOptions): Bot {
+  const { config, apiRoot, tuning } = opts;
+  const bot = new Bot(config.token.trim(), {
+    client: {
+      apiRoot,
+      timeoutSeconds: tuning.requestTimeoutSeconds,
+      ...(config.proxy
+        ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } }
+        : {}),
+    },
+  });
+  bot.api.config.use(
+    autoRetry({
+      maxRetryAttempts: 3,
+      maxDelaySeconds: tuning.maxRateLimitWaitSeconds,
+      rethrowHttpErrors: true,
+    }),
+  );
+  bot.api.config.use(guard(opts));
+  return bot;
+}
+
+function guard(opts: BotOptions): Transformer {
+  const { tuning, log } = opts;
+  return async (prev, method, payload, grammySignal) => {
+    const signal = grammySignal ? nativeSignal(grammySignal) : undefined;
+    if (method === "getUpdates") {
+      const pollSeconds = (payload as { timeout?: number }).timeout ?? 0;
+      const deadline = deadlineSignal(pollSeconds * 1000 + tuning.pollGraceMs, signal);
+      try {
+        return await prev(method, payload, gs(deadline.signal));
+      } finally {
+        deadline.dispose();
+        opts.onPoll();
+      }
+    }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await prev(method, payload, grammySignal);
+      } catch (err) {
+        if (!(err instanceof HttpError) || signal?.aborted || attempt >= tuning.networkRetries) throw err;
+        const waitMs = backoffDelay(attempt, tuning.retryBaseMs / 2, 30_000);
+        log.debug(
+          { method, waitMs, err: errorMessage(err) },
+          "Telegram call failed on the network; retrying",
+        );
+        await sleep(waitMs, signal);
+      }
+    }
+  };
+}
+
+/**
+ * grammy hands transformers the signal of its own AbortController polyfill,
+ * which the native AbortSignal helpers do not accept; this follows it with a
+ * native one (it only needs addEventListener).
+ */
+interface AnySignal {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: { once: boolean }): void;
+}
+
+function nativeSignal(signal: AnySignal): AbortSignal {
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort();
+  else signal.addEventListener("abort", () => controller.abort(), { once: true });
+  return controller.signal;
+}
+
+/** grammy's methods are typed with the polyfill's AbortSignal; a native one works the same at run time. */
+export type GrammySignal = NonNullable<Parameters<Bot["api"]["getMe"]>[0]>;
+export function gs(signal: AbortSignal): GrammySignal {
+  return signal as unknown as GrammySignal;
+}
+
+/** Numeric chat ids as numbers, @channel names as they are. */
+export function chatIdParam(chatId: string): number | string {
+  return /^-?\d+$/.test(chatId) ? Number(chatId) : chatId;
+}

@@ -1,0 +1,71 @@
+/** The contract driver for Telegram: the real adapter (real grammy) against FakeTelegram. */
+import { createTelegramChannel } from "../../../src/channels/telegram/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { captureLog } from "../../helpers/log.js";
+import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
+
+const ALLOWED = "42";
+const STRANGER = "7";
+
+export const telegramDriver: PlatformDriver = {
+  name: "telegram",
+  typing: "repeats",
+  async create({ workspace }) {
+    const fake = await FakeTelegram.start();
+    fake.transcript = VOICE_TRANSCRIPT;
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper", model: "whisper-1" },
+      channels: {
+        telegram: {
+          enabled: true,
+          token: fake.token,
+          apiRoot: fake.apiRoot,
+          allowFrom: [ALLOWED],
+          pollTimeout: 1,
+        },
+      },
+    });
+    const channel = await createTelegramChannel(
+      { config, workspace, log: captureLog().log },
+      { typingIntervalMs: 50, stopTimeoutMs: 2000, retryBaseMs: 50, retryMaxMs: 200 },
+    );
+    return {
+      channel,
+      allowedSender: ALLOWED,
+      strangerSender: STRANGER,
+      chatId: ALLOWED,
+      async userSends(from, text, file) {
+        const attached =
+          file === "voice"
+            ? { voice: { ...fake.addFile(Buffer.from("OggS voice")), duration: 1, mime_type: "audio/ogg" } }
+            : file === "document"
+              ? { document: { ...fake.addFile("a document"), file_name: "notes.txt" } }
+              : {};
+        fake.userMessage({
+          from: { id: Number(from), first_name: `user ${from}` },
+          ...(file ? (text ? { caption: text } : {}) : { text }),
+          ...attached,
+        });
+        const updateId = fake.lastUpdateId;
+        await fake.waitFor(() => fake.deliveredUpdateId >= updateId, 5000, "the update handed to the bot");
+      },
+      downloads: () => fake.fileDownloads,
+      typingSignals: () => fake.callsTo("sendChatAction").length,
+      typingActive: () => channel.isTyping(ALLOWED),
+      texts: () => fake.sent.flatMap((m) => m.text ?? m.caption ?? []),
+      failNextSend(kind) {
+        if (kind === "permanent")
+          fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });
+        else
+          fake.failNext("sendMessage", {
+            code: 429,
+            description: "Too Many Requests: retry after 1",
+            retryAfter: 1,
+          });
+      },
+      close: () => fake.close(),
+    };
+  },
+};
