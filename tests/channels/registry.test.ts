@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { createEnabledChannels, type ChannelFactory } from "../../src/channels/registry.js";
-import { ConfigSchema } from "../../src/config/schema.js";
+import {
+  createEnabledChannels,
+  PLATFORM_LIST,
+  PLATFORM_NAMES,
+  PLATFORMS,
+  platformProblems,
+  type ChannelFactory,
+} from "../../src/channels/registry.js";
+import { ChannelsSchema, ConfigSchema, defaultConfig } from "../../src/config/schema.js";
 import { TestChannel } from "../helpers/test-channel.js";
 import { captureLog } from "../helpers/log.js";
 
@@ -44,5 +51,74 @@ describe("createEnabledChannels", () => {
     );
     expect(none).toEqual([]);
     expect(lines2[0]!.msg).toMatch(/no telegram adapter/);
+  });
+});
+
+describe("the platform list", () => {
+  it("is what the config schema, the factory table and the checks are derived from", () => {
+    // The schema knows exactly the listed platforms, each with the descriptor's own section schema.
+    const shared = ["sendProgress", "sendToolHints", "maxMediaBytes"];
+    expect(Object.keys(ChannelsSchema.shape)).toEqual([...shared, ...PLATFORM_NAMES]);
+    expect(PLATFORM_NAMES).toEqual(["telegram", "slack", "discord"]);
+    for (const platform of PLATFORM_LIST) {
+      const section = ChannelsSchema.shape[platform.name];
+      expect(section._zod.def.innerType).toBe(platform.configSchema);
+      expect(PLATFORMS[platform.name]).toBe(platform);
+    }
+    // Every section defaults to disabled, so a default config has nothing to report.
+    expect(PLATFORM_NAMES.map((name) => defaultConfig().channels[name].enabled)).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    expect(platformProblems(defaultConfig())).toEqual([]);
+  });
+
+  it("reports only enabled sections' problems, in list order", () => {
+    const config = ConfigSchema.parse({
+      channels: {
+        discord: { enabled: true },
+        telegram: { enabled: true, token: "1:a" },
+        slack: { enabled: false, botToken: "nonsense" },
+      },
+    });
+    expect(platformProblems(config)).toEqual([expect.stringMatching(/^channels\.discord\.token is empty/)]);
+  });
+});
+
+describe("createEnabledChannels with the real platforms' checks", () => {
+  it("does not create a platform with problems, logs each problem and says it is not started", async () => {
+    const config = ConfigSchema.parse({
+      channels: {
+        telegram: { enabled: true, allowFrom: ["1"], mode: "webhook" },
+        slack: { enabled: true, allowFrom: ["U1"], botToken: "xoxb-1", appToken: "xapp-1" },
+      },
+    });
+    const created: string[] = [];
+    // The descriptors' checks, with a recording create in place of the SDK adapters.
+    const table = Object.fromEntries(
+      PLATFORM_LIST.map((p) => [
+        p.name,
+        {
+          problems: (section: unknown) => PLATFORMS[p.name].problems(section),
+          create: async () => {
+            created.push(p.name);
+            return new TestChannel(p.name);
+          },
+        },
+      ]),
+    );
+    const { log, lines } = captureLog();
+
+    const channels = await createEnabledChannels({ config, workspace: "/tmp", log }, table);
+
+    expect(created).toEqual(["slack"]);
+    expect(channels.map((c) => c.channel.name)).toEqual(["slack"]);
+    const errors = lines.filter((l) => l.level === 50).map((l) => [l.channel, l.msg]);
+    expect(errors).toEqual([
+      ["telegram", expect.stringMatching(/^channels\.telegram\.token is empty/)],
+      ["telegram", expect.stringMatching(/^channels\.telegram\.webhook\.url is empty/)],
+      ["telegram", expect.stringMatching(/^channel telegram is not started: fix channels\.telegram/)],
+    ]);
   });
 });
