@@ -1,3 +1,7 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import {
   createEnabledChannels,
@@ -8,6 +12,7 @@ import {
   type ChannelFactory,
 } from "../../src/channels/registry.js";
 import { ChannelsSchema, ConfigSchema, defaultConfig } from "../../src/config/schema.js";
+import { ROOT, TSX } from "../helpers/cli.js";
 import { TestChannel } from "../helpers/test-channel.js";
 import { captureLog } from "../helpers/log.js";
 
@@ -120,5 +125,59 @@ describe("createEnabledChannels with the real platforms' checks", () => {
       ["telegram", expect.stringMatching(/^channels\.telegram\.webhook\.url is empty/)],
       ["telegram", expect.stringMatching(/^channel telegram is not started: fix channels\.telegram/)],
     ]);
+  });
+});
+
+/**
+ * Runs `code` (an ES module body) in a fresh Node whose module resolution
+ * throws on any chat SDK: what it imports is then known not to load one.
+ */
+async function runWithoutSdks(code: string): Promise<{ ok: boolean; output: string }> {
+  const hooks = `export async function resolve(specifier, context, next) {
+    if (/^(grammy|@grammyjs\\/|@slack\\/|discord\\.js|@discordjs\\/)/.test(specifier)) {
+      throw new Error("SDK loaded: " + specifier);
+    }
+    return next(specifier, context);
+  }`;
+  const register = `import { register } from "node:module";
+    register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+  const args = [
+    ...["--import", `data:text/javascript,${encodeURIComponent(register)}`, "--import", TSX],
+    ...["--input-type=module", "-e", code],
+  ];
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, args, {
+      cwd: ROOT,
+      timeout: 60_000,
+    });
+    return { ok: true, output: stdout + stderr };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    return { ok: false, output: `${e.stdout ?? ""}${e.stderr ?? ""}` };
+  }
+}
+
+const moduleUrl = (path: string) => JSON.stringify(pathToFileURL(join(ROOT, path)).href);
+
+describe("the platform list's import cost", () => {
+  it("loads no SDK for the schema, config check, status, or a platform refused for its problems", async () => {
+    const run = await runWithoutSdks(`
+      await import(${moduleUrl("src/cli/config.ts")});
+      await import(${moduleUrl("src/cli/status.ts")});
+      const { createEnabledChannels } = await import(${moduleUrl("src/channels/registry.ts")});
+      const { ConfigSchema } = await import(${moduleUrl("src/config/schema.ts")});
+      const { pino } = await import("pino");
+      const enabled = { enabled: true, allowFrom: ["*"] };
+      const config = ConfigSchema.parse({ channels: { telegram: enabled, slack: enabled, discord: enabled } });
+      const channels = await createEnabledChannels({ config, workspace: ".", log: pino({ level: "silent" }) });
+      console.log("created", channels.length);
+    `);
+    expect(run.output).toContain("created 0");
+    expect(run.ok).toBe(true);
+
+    // The check itself works: an adapter does load its SDK.
+    const control = await runWithoutSdks(`await import(${moduleUrl("src/channels/telegram/adapter.ts")});`);
+    expect(control.ok).toBe(false);
+    expect(control.output).toMatch(/SDK loaded: (grammy|@grammyjs)/);
   });
 });
