@@ -88,6 +88,15 @@ describe("the platform list", () => {
       },
     });
     expect(platformProblems(config)).toEqual([expect.stringMatching(/^channels\.discord\.token is empty/)]);
+
+    // Slack: what each mode needs; a rotating bot token (xoxe.xoxb-) is still a bot token.
+    const slack = (section: Record<string, unknown>) =>
+      platformProblems(ConfigSchema.parse({ channels: { slack: { enabled: true, ...section } } }));
+    expect(slack({ botToken: "xoxe.xoxb-1-abc", appToken: "xapp-1" })).toEqual([]);
+    expect(slack({ mode: "http", botToken: "xoxb-1", signingSecret: "s" })).toEqual([]);
+    expect(slack({ botToken: "xoxp-1", appToken: "xapp-1" })).toEqual([
+      expect.stringMatching(/^channels\.slack\.botToken must be the Bot User OAuth Token/),
+    ]);
   });
 });
 

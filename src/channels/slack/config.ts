@@ -84,12 +84,15 @@ export const SlackConfigSchema = z
 
 export type SlackConfig = z.infer<typeof SlackConfigSchema>;
 
+/** A bot token; with token rotation on, Slack prefixes it with "xoxe.". */
+const BOT_TOKEN = /^(xoxe\.)?xoxb-/;
+
 /** Settings of an enabled section that cannot work, in plain words with their config path. */
 export function slackProblems(config: SlackConfig): string[] {
   const problems: string[] = [];
   if (!config.botToken.trim()) {
     problems.push("channels.slack.botToken is empty: paste the app's Bot User OAuth Token (xoxb-...)");
-  } else if (!config.botToken.trim().startsWith("xoxb-")) {
+  } else if (!BOT_TOKEN.test(config.botToken.trim())) {
     problems.push(
       "channels.slack.botToken must be the Bot User OAuth Token (xoxb-...) from OAuth & Permissions, " +
         "not an app-level or user token",
