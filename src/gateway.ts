@@ -147,9 +147,16 @@ export class Gateway {
     );
     for (const { channel, allowFrom } of enabled) this.channels.add(channel, { allowFrom });
     if (enabled.length === 0) {
+      // Enabled but refused (config problems, a failing adapter) is said above; "enable one" would mislead.
+      const refused = (Object.keys(PLATFORMS) as PlatformName[]).some(
+        (name) => config.channels[name].enabled,
+      );
       this.log.warn(
-        "no channels are running: enable one in the config (channels.telegram.enabled, ...) " +
-          "or use `palaver chat` to talk in the terminal; cron and heartbeat still run",
+        refused
+          ? "no channels are running: the enabled ones could not be started (the errors above say why); " +
+              "fix the config and reload (SIGHUP); cron and heartbeat still run"
+          : "no channels are running: enable one in the config (channels.telegram.enabled, ...) " +
+              "or use `palaver chat` to talk in the terminal; cron and heartbeat still run",
       );
     }
     await this.channels.start();

@@ -1,11 +1,20 @@
 /**
- * The chat platforms palaver knows. Each entry loads its adapter (and so its
- * SDK) with a dynamic import, only when the channel is enabled: a disabled
- * platform costs nothing at startup. A new platform is one folder under
- * src/channels/ plus one line here.
+ * The chat platforms palaver knows: ONE list of descriptors. The channels
+ * config schema, the factories the gateway starts and the checks of
+ * `palaver config check` / `palaver status` are all derived from it, so a new
+ * platform is one folder under src/channels/ (with its index.ts descriptor)
+ * plus one line in PLATFORM_LIST.
+ *
+ * A descriptor imports only its platform's config.ts; `create` loads the
+ * adapter (and so the SDK) with a dynamic import, only when the channel is
+ * enabled and its config has no problems: a disabled platform costs nothing.
  */
+import type { z } from "zod";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log.js";
+import { discord } from "./discord/index.js";
+import { slack } from "./slack/index.js";
+import { telegram } from "./telegram/index.js";
 import type { Channel } from "./types.js";
 
 export interface ChannelFactoryContext {
@@ -16,33 +25,84 @@ export interface ChannelFactoryContext {
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;
 
-export type PlatformName = "telegram" | "slack" | "discord";
+/** What a platform folder exports from its index.ts. */
+export interface Platform<Name extends string = string, Section extends z.ZodType = z.ZodType> {
+  /** The key under `channels` in the config, and the channel's name on the bus. */
+  readonly name: Name;
+  /** Its config section (the shape nanobot's config.json has). */
+  readonly configSchema: Section;
+  /**
+   * What cannot work in an enabled section, in plain words starting with the
+   * config path (empty: nothing known to be wrong). A platform with problems
+   * is not started; `config check` and `status` report them.
+   */
+  problems(section: z.output<Section>): string[];
+  /** Builds the channel; imports the adapter lazily so an unused SDK is never loaded. */
+  create: ChannelFactory;
+}
 
-export const PLATFORMS: Record<PlatformName, ChannelFactory> = {
-  telegram: async (ctx) => (await import("./telegram/adapter.js")).createTelegramChannel(ctx),
-  slack: async (ctx) => (await import("./slack/adapter.js")).createSlackChannel(ctx),
-  discord: async (ctx) => (await import("./discord/adapter.js")).createDiscordChannel(ctx),
-};
+/** The one list. Its order is the order of the config sections and of startup. */
+export const PLATFORM_LIST = [telegram, slack, discord] as const;
+
+export type PlatformName = (typeof PLATFORM_LIST)[number]["name"];
+
+export const PLATFORM_NAMES: readonly PlatformName[] = PLATFORM_LIST.map((p) => p.name);
+
+/**
+ * What createEnabledChannels starts, by platform name. Tests replace it with
+ * bare factories: a stand-in for a whole platform, whose config is not checked
+ * (a loopback channel needs no token).
+ */
+export type PlatformTable = Partial<Record<string, Pick<Platform, "create" | "problems"> | ChannelFactory>>;
+
+/** The same platforms by name: the gateway's default table. */
+export const PLATFORMS = Object.fromEntries(PLATFORM_LIST.map((p) => [p.name, p as Platform])) as Record<
+  PlatformName,
+  Platform
+>;
+
+/** The problems of every enabled platform, in list order (for `config check`, `status`). */
+export function platformProblems(config: Pick<Config, "channels">): string[] {
+  return PLATFORM_LIST.flatMap((p) => sectionProblems(p as Platform, config.channels[p.name]));
+}
+
+function sectionProblems(platform: Pick<Platform, "problems">, section: { enabled: boolean }): string[] {
+  return section.enabled ? platform.problems(section) : [];
+}
 
 export interface EnabledChannel {
   channel: Channel;
   allowFrom: string[];
 }
 
-/** Builds every enabled platform's channel; a platform without an adapter is reported, not fatal. */
+/**
+ * Builds every enabled platform's channel. A platform with config problems is
+ * not started (each problem logged); one without an adapter or whose adapter
+ * fails is reported: none of these takes the others down.
+ */
 export async function createEnabledChannels(
   ctx: ChannelFactoryContext,
-  platforms: Partial<Record<string, ChannelFactory | undefined>> = PLATFORMS,
+  platforms: PlatformTable = PLATFORMS,
 ): Promise<EnabledChannel[]> {
   const enabled: EnabledChannel[] = [];
   for (const name of Object.keys(platforms) as PlatformName[]) {
     const section = ctx.config.channels[name];
     if (!section.enabled) continue;
-    const factory = platforms[name];
-    if (!factory) {
+    const entry = platforms[name];
+    if (!entry) {
       ctx.log.error(
         { channel: name },
         `channels.${name} is enabled, but this version of palaver has no ${name} adapter yet`,
+      );
+      continue;
+    }
+    const platform = typeof entry === "function" ? { create: entry, problems: () => [] } : entry;
+    const problems = sectionProblems(platform, section);
+    if (problems.length > 0) {
+      for (const problem of problems) ctx.log.error({ channel: name }, problem);
+      ctx.log.error(
+        { channel: name },
+        `channel ${name} is not started: fix channels.${name} as said above (or set enabled to false), then reload`,
       );
       continue;
     }
@@ -53,9 +113,9 @@ export async function createEnabledChannels(
       );
     }
     try {
-      enabled.push({ channel: await factory(ctx), allowFrom: section.allowFrom });
+      enabled.push({ channel: await platform.create(ctx), allowFrom: section.allowFrom });
     } catch (err) {
-      // A broken platform (missing token, SDK failing to load) must not take the others down.
+      // A broken platform (SDK failing to load, a setting only the adapter can judge) must not take the others down.
       ctx.log.error({ channel: name, err }, `channel ${name} could not be created`);
     }
   }

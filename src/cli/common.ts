@@ -4,7 +4,8 @@
  * redactor, warnings logged, a bad config reported by path with exit code 78).
  */
 import type { Command } from "commander";
-import { configPathFor, loadConfig, secretValues, type LoadedConfig } from "../config/load.js";
+import { configPathFor, loadConfig, type LoadedConfig } from "../config/load.js";
+import { secretValues } from "../config/secrets.js";
 import { configureLogging, logger, registerSecrets } from "../log.js";
 import { ConfigError, EXIT_CONFIG } from "../util/errors.js";
 

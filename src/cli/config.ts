@@ -1,18 +1,29 @@
 /** `palaver config check` and `palaver config schema`. */
 import type { Command } from "commander";
 import { configJsonSchema } from "../config/load.js";
+import { platformProblems } from "../channels/registry.js";
 import { maskSecrets } from "../config/secrets.js";
-import { addCommonOptions, loadForCli } from "./common.js";
+import { ConfigError } from "../util/errors.js";
+import { addCommonOptions, exitOnConfigError, loadForCli } from "./common.js";
 
 export function registerConfigCommand(program: Command): Command {
   const config = program.command("config").description("check the configuration or print its JSON Schema");
 
   const check = config
     .command("check")
-    .description("validate the config; print warnings and the effective config (secrets masked)")
+    .description(
+      "validate the config (types, and settings an enabled platform cannot work without); " +
+        "print warnings and the effective config (secrets masked)",
+    )
     .action((_opts: unknown, cmd: Command) => {
       // An invalid config never returns from loadForCli: it prints every problem and exits 78.
       const loaded = loadForCli(cmd, { logWarnings: false });
+      // Valid JSON of the right types can still not work (an enabled platform without its token):
+      // reported the same way, so a script or a person sees one kind of failure.
+      const problems = platformProblems(loaded.config);
+      if (problems.length > 0) {
+        exitOnConfigError(new ConfigError(`invalid configuration in ${loaded.path}`, problems), loaded.path);
+      }
       const out: string[] = [];
       out.push(
         loaded.exists

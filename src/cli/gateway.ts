@@ -1,7 +1,8 @@
 /** `palaver gateway`: runs the daemon until SIGINT/SIGTERM, then stops it gracefully and exits 0. */
 import type { Command } from "commander";
 import { Gateway } from "../gateway.js";
-import { loadConfig, secretValues } from "../config/load.js";
+import { loadConfig } from "../config/load.js";
+import { secretValues } from "../config/secrets.js";
 import {
   notifyReady,
   notifyReloading,

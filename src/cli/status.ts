@@ -3,6 +3,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
+import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
@@ -16,13 +17,13 @@ export interface StatusReport {
   providers: Record<string, { apiKeySet: boolean }>;
   /** Names of the enabled channels. */
   channels: string[];
+  /** What stops an enabled channel from starting, in plain words with the config path (the gateway skips it). */
+  problems: string[];
   /** Number of sessions/*.jsonl files in the workspace. */
   sessions: number;
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
 }
-
-const CHANNELS = ["telegram", "slack", "discord"] as const;
 
 export function countSessions(workspace: string): number {
   try {
@@ -45,7 +46,8 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     model: config.agents.defaults.model,
     provider: config.agents.defaults.provider,
     providers,
-    channels: CHANNELS.filter((name) => config.channels[name].enabled),
+    channels: PLATFORM_NAMES.filter((name) => config.channels[name].enabled),
+    problems: platformProblems(config),
     sessions: countSessions(loaded.workspace),
     ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
@@ -77,6 +79,7 @@ export function formatStatus(s: StatusReport): string {
         : providers.map(([name, p]) => `${name} (${p.apiKeySet ? "key set" : "no key"})`).join(", "),
     ],
     ["channels", s.channels.length === 0 ? "none enabled" : s.channels.join(", ")],
+    ...s.problems.map((problem): [string, string] => ["problem", problem]),
     ["sessions", String(s.sessions)],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
   ];

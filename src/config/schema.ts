@@ -5,9 +5,7 @@
  * and a test keeps the two equal.
  */
 import { z } from "zod";
-import { DiscordConfigSchema } from "../channels/discord/config.js";
-import { SlackConfigSchema } from "../channels/slack/config.js";
-import { TelegramConfigSchema } from "../channels/telegram/config.js";
+import { PLATFORM_LIST } from "../channels/registry.js";
 import { MAX_TIMER_SECONDS } from "../util/timers.js";
 import { hasUrlCredentials } from "../util/url-credentials.js";
 
@@ -171,6 +169,14 @@ export const ToolsSchema = z.object({
   mcpServers: z.record(z.string(), McpServerSchema).default({}),
 });
 
+/** One section per platform of the registry's list, each defaulted whole (so `enabled` is false). */
+type PlatformSections = {
+  [P in (typeof PLATFORM_LIST)[number] as P["name"]]: z.ZodPrefault<P["configSchema"]>;
+};
+const platformSections = Object.fromEntries(
+  PLATFORM_LIST.map((p) => [p.name, (p.configSchema as z.ZodType).prefault({})]),
+) as PlatformSections;
+
 export const ChannelsSchema = z.object({
   sendProgress: z.boolean().default(true),
   sendToolHints: z.boolean().default(false),
@@ -180,9 +186,7 @@ export const ChannelsSchema = z.object({
     .positive()
     .default(20 * 1024 * 1024)
     .describe("Largest attachment downloaded from a chat; bigger ones are refused with a message."),
-  telegram: TelegramConfigSchema.prefault({}),
-  slack: SlackConfigSchema.prefault({}),
-  discord: DiscordConfigSchema.prefault({}),
+  ...platformSections,
 });
 
 export const TranscriptionSchema = z.object({

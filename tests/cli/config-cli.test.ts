@@ -152,6 +152,80 @@ describe("palaver config check", () => {
   });
 });
 
+describe("palaver config check: an enabled platform that cannot work", () => {
+  /** The problem lines of a failed check (stderr, one per line, indented). */
+  function problemLines(run: Run): string[] {
+    return run.stderr
+      .split("\n")
+      .slice(1)
+      .map((l) => l.trim())
+      .filter((l) => l !== "");
+  }
+
+  it("exits 78 naming each platform's missing token (and nothing for a disabled one)", async () => {
+    await writeConfig({
+      channels: {
+        telegram: { enabled: true, allowFrom: ["1"] },
+        slack: { enabled: true, allowFrom: ["U1"] },
+        discord: { enabled: true, allowFrom: ["2"], token: "   " },
+      },
+    });
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain(`palaver: invalid configuration in ${configPath}:\n`);
+    expect(problemLines(run)).toEqual([
+      expect.stringMatching(/^channels\.telegram\.token is empty: create a bot with @BotFather/),
+      expect.stringMatching(/^channels\.slack\.botToken is empty: .*xoxb-/),
+      expect.stringMatching(/^channels\.slack\.appToken is empty: Socket Mode needs .*xapp-/),
+      expect.stringMatching(/^channels\.discord\.token is empty: /),
+    ]);
+
+    // The same sections disabled: nothing to report.
+    await writeConfig({ channels: { telegram: { enabled: false }, slack: {}, discord: { token: "" } } });
+    const off = await cli(["config", "check"]);
+    expect(off.stderr).toBe("");
+    expect(off.code).toBe(0);
+    expect(off.stdout).toContain("Configuration is valid.");
+  });
+
+  it("exits 78 for Telegram webhook mode without a url and Slack tokens of the wrong kind", async () => {
+    await writeConfig({
+      channels: {
+        telegram: { enabled: true, token: "123:abc", mode: "webhook", webhook: { url: " " } },
+        // Each token pasted into the other's place.
+        slack: { enabled: true, botToken: "xapp-1-A1-2-bbb", appToken: "xoxb-1-2-ccc" },
+      },
+    });
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(problemLines(run)).toEqual([
+      expect.stringMatching(
+        /^channels\.telegram\.webhook\.url is empty, but channels\.telegram\.mode is "webhook"/,
+      ),
+      expect.stringMatching(/^channels\.slack\.botToken must be the Bot User OAuth Token \(xoxb-\.\.\.\)/),
+      expect.stringMatching(/^channels\.slack\.appToken must be an app-level token \(xapp-\.\.\.\)/),
+    ]);
+    // The tokens themselves are never printed.
+    expect(run.stderr).not.toContain("xapp-1-A1-2-bbb");
+    expect(run.stderr).not.toContain("xoxb-1-2-ccc");
+  });
+
+  it("exits 78 for Slack HTTP mode without a signing secret; tokens from .env count", async () => {
+    await writeConfig({ channels: { slack: { enabled: true, mode: "http", botToken: "xoxb-1" } } });
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(problemLines(run)).toEqual([
+      expect.stringMatching(/^channels\.slack\.signingSecret is empty: mode "http" needs the Signing Secret/),
+    ]);
+
+    await writeFile(join(dirname(configPath), ".env"), "PALAVER_CHANNELS__SLACK__SIGNING_SECRET=s3cr3t\n");
+    const fixed = await cli(["config", "check"]);
+    expect(fixed.stderr).toBe("");
+    expect(fixed.code).toBe(0);
+  });
+});
+
 describe("palaver config schema", () => {
   it("prints a JSON Schema of the config file", async () => {
     const run = await cli(["config", "schema"]);
@@ -226,7 +300,7 @@ describe("palaver onboard", () => {
 });
 
 describe("palaver status", () => {
-  it("--json reports config, workspace, model, providers, channels and sessions without secrets", async () => {
+  it("--json reports config, workspace, model, providers, channels, their problems and sessions without secrets", async () => {
     const workspace = join(dir, "ws");
     await mkdir(join(workspace, "sessions"), { recursive: true });
     for (const f of ["telegram_1.jsonl", "cli_direct.jsonl", "notes.txt"]) {
@@ -247,6 +321,11 @@ describe("palaver status", () => {
       provider: "deepseek",
       providers: { deepseek: { apiKeySet: true }, openai: { apiKeySet: false } },
       channels: ["telegram", "discord"],
+      // Issue 12: enabled without their tokens, these used to be reported as if they would run.
+      problems: [
+        expect.stringMatching(/^channels\.telegram\.token is empty/) as unknown,
+        expect.stringMatching(/^channels\.discord\.token is empty/) as unknown,
+      ],
       sessions: 2,
       // Sandboxed or not depends on this machine's bwrap (exec-status.test.ts checks both).
       exec: { sandboxed: expect.any(Boolean) as unknown, detail: expect.any(String) as unknown },
@@ -260,6 +339,7 @@ describe("palaver status", () => {
     expect(plain.stdout).toContain("provider   auto");
     expect(plain.stdout).toContain("channels   none enabled");
     expect(plain.stdout).toContain("sessions   0");
+    expect(plain.stdout).not.toContain("problem");
 
     await writeConfig({ channels: { telegram: { enabled: "yes" } } });
     const bad = await cli(["status", "--json"]);

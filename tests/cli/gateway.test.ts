@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -38,6 +38,35 @@ describe("palaver gateway (child process)", () => {
     expect(await run.exited).toBe(0);
     expect(run.stderr).toMatch(/no channels are running/);
     expect(run.stderr).toMatch(/stopped/);
+  });
+
+  it("does not start an enabled platform with config problems, says why at start and on reload", async () => {
+    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
+    await writeFile(
+      configPath,
+      JSON.stringify({ ...config, channels: { telegram: { enabled: true, allowFrom: ["1"] } } }),
+    );
+    const run = gateway();
+    await run.stderrIncludes("gateway running");
+    expect(run.stderr).toMatch(/channels\.telegram\.token is empty: create a bot with @BotFather/);
+    expect(run.stderr).toMatch(/channel telegram is not started/);
+    // Issue 12: it used to say "enable one in the config", about a platform that is enabled.
+    expect(run.stderr).toMatch(/no channels are running: the enabled ones could not be started/);
+    expect(run.stderr).not.toMatch(/enable one in the config/);
+
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        ...config,
+        channels: { slack: { enabled: true, allowFrom: ["U1"], botToken: "xoxb-1", appToken: "xoxb-2" } },
+      }),
+    );
+    run.child.kill("SIGHUP");
+    await run.stderrIncludes("channel slack is not started");
+    expect(run.stderr).toMatch(/channels\.slack\.appToken must be an app-level token \(xapp-\.\.\.\)/);
+    expect(run.child.exitCode).toBeNull();
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
   });
 
   it("keeps running with the old config when SIGHUP finds the new one invalid", async () => {

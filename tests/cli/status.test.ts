@@ -43,11 +43,22 @@ describe("status", () => {
       provider: "auto",
       providers: { openrouter: { apiKeySet: true }, local: { apiKeySet: false } },
       channels: ["slack"],
+      // Enabled without its tokens: said here, and the gateway will not start it.
+      problems: [
+        "channels.slack.botToken is empty: paste the app's Bot User OAuth Token (xoxb-...)",
+        "channels.slack.appToken is empty: Socket Mode needs an app-level token (xapp-...) with connections:write",
+      ],
       sessions: 0,
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");
     expect(text).toContain("channels   slack");
+    expect(text).toContain(
+      "problem    channels.slack.botToken is empty: paste the app's Bot User OAuth Token",
+    );
+    expect(text).toContain(
+      "problem    channels.slack.appToken is empty: Socket Mode needs an app-level token",
+    );
     expect(text).toContain(`workspace  ${join(dir, "ws")} (missing: run \`palaver onboard\`)`);
     expect(text).not.toContain("sk-or-very-secret-1");
   });

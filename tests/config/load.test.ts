@@ -3,12 +3,8 @@ import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  configJsonSchema,
-  findJsonError,
-  loadConfig,
-  type LoadConfigOptions,
-} from "../../src/config/load.js";
+import { findJsonError } from "../../src/config/json-errors.js";
+import { configJsonSchema, loadConfig, type LoadConfigOptions } from "../../src/config/load.js";
 import { defaultConfig } from "../../src/config/schema.js";
 import { ConfigError } from "../../src/util/errors.js";
 

@@ -50,3 +50,12 @@ export const DiscordConfigSchema = z.object({
 });
 
 export type DiscordConfig = z.infer<typeof DiscordConfigSchema>;
+
+/** Settings of an enabled section that cannot work, in plain words with their config path. */
+export function discordProblems(config: DiscordConfig): string[] {
+  if (config.token.trim()) return [];
+  return [
+    "channels.discord.token is empty: create a bot in the Discord Developer Portal (Bot → Reset Token) " +
+      "and put its token there",
+  ];
+}

@@ -83,3 +83,33 @@ export const SlackConfigSchema = z
   }));
 
 export type SlackConfig = z.infer<typeof SlackConfigSchema>;
+
+/** A bot token; with token rotation on, Slack prefixes it with "xoxe.". */
+const BOT_TOKEN = /^(xoxe\.)?xoxb-/;
+
+/** Settings of an enabled section that cannot work, in plain words with their config path. */
+export function slackProblems(config: SlackConfig): string[] {
+  const problems: string[] = [];
+  if (!config.botToken.trim()) {
+    problems.push("channels.slack.botToken is empty: paste the app's Bot User OAuth Token (xoxb-...)");
+  } else if (!BOT_TOKEN.test(config.botToken.trim())) {
+    problems.push(
+      "channels.slack.botToken must be the Bot User OAuth Token (xoxb-...) from OAuth & Permissions, " +
+        "not an app-level or user token",
+    );
+  }
+  if (config.mode === "socket") {
+    if (!config.appToken.trim()) {
+      problems.push(
+        "channels.slack.appToken is empty: Socket Mode needs an app-level token (xapp-...) with connections:write",
+      );
+    } else if (!config.appToken.trim().startsWith("xapp-")) {
+      problems.push("channels.slack.appToken must be an app-level token (xapp-...), not a bot or user token");
+    }
+  } else if (!config.signingSecret.trim()) {
+    problems.push(
+      'channels.slack.signingSecret is empty: mode "http" needs the Signing Secret from the app\'s Basic Information',
+    );
+  }
+  return problems;
+}

@@ -58,3 +58,21 @@ export const TelegramConfigSchema = z.object({
 
 export type TelegramConfig = z.infer<typeof TelegramConfigSchema>;
 export type TelegramWebhookConfig = z.infer<typeof TelegramWebhookSchema>;
+
+/** Settings of an enabled section that cannot work, in plain words with their config path. */
+export function telegramProblems(config: TelegramConfig): string[] {
+  const problems: string[] = [];
+  if (!config.token.trim()) {
+    problems.push(
+      "channels.telegram.token is empty: create a bot with @BotFather and set PALAVER_CHANNELS__TELEGRAM__TOKEN " +
+        "in .env (or channels.telegram.token in the config)",
+    );
+  }
+  if (config.mode === "webhook" && !config.webhook.url.trim()) {
+    problems.push(
+      'channels.telegram.webhook.url is empty, but channels.telegram.mode is "webhook": set the public HTTPS URL ' +
+        'Telegram should post to, or use mode "polling"',
+    );
+  }
+  return problems;
+}

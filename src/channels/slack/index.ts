@@ -1,0 +1,10 @@
+/** The Slack platform as the registry lists it; importing this file loads no SDK. */
+import type { Platform } from "../registry.js";
+import { SlackConfigSchema, slackProblems } from "./config.js";
+
+export const slack: Platform<"slack", typeof SlackConfigSchema> = {
+  name: "slack",
+  configSchema: SlackConfigSchema,
+  problems: slackProblems,
+  create: async (ctx) => (await import("./adapter.js")).createSlackChannel(ctx),
+};

@@ -1,0 +1,10 @@
+/** The Telegram platform as the registry lists it; importing this file loads no SDK. */
+import type { Platform } from "../registry.js";
+import { TelegramConfigSchema, telegramProblems } from "./config.js";
+
+export const telegram: Platform<"telegram", typeof TelegramConfigSchema> = {
+  name: "telegram",
+  configSchema: TelegramConfigSchema,
+  problems: telegramProblems,
+  create: async (ctx) => (await import("./adapter.js")).createTelegramChannel(ctx),
+};
