@@ -63,11 +63,16 @@ describe("cron tool in the agent", () => {
       { toolCalls: [toolCall("cron", { action: "add", message: "water", every_seconds: 600 })] },
       { content: "scheduled" },
     );
-    await harness.ask("c1", "remind me", { senderId: "u-42", metadata: { senderAliases: ["ada"] } });
+    // A configured platform: since issue 12 the tool refuses a channel the config does not know ("test").
+    await harness.ask("c1", "remind me", {
+      channel: "telegram",
+      senderId: "u-42",
+      metadata: { senderAliases: ["ada"] },
+    });
     const [job] = await harness.cron.list();
     expect(job!.payload.creator).toEqual({
       kind: "sender",
-      channel: "test",
+      channel: "telegram",
       senderId: "u-42",
       aliases: ["ada"],
     });
