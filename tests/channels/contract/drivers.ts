@@ -1,4 +1,5 @@
 import type { PlatformDriver } from "./driver.js";
+import { slackDriver } from "./slack.js";
 
 /** One line per platform. */
-export const DRIVERS: PlatformDriver[] = [];
+export const DRIVERS: PlatformDriver[] = [slackDriver];
