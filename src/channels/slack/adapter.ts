@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { basename } from "node:path";
 import { webApi } from "@slack/bolt";
+import { parseCommand } from "../../agent/commands.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
@@ -21,7 +22,7 @@ import type { Channel, InboundSink } from "../types.js";
 import { TypingIndicator } from "../typing.js";
 import type { SlackConfig } from "./config.js";
 import { slackChannelError } from "./errors.js";
-import { incomingFiles } from "./files.js";
+import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";
 import { CHANNEL_NAME, threadTsFrom, type MappedMessage, type SlackPolicy } from "./mapping.js";
 import { formatSlackMessage } from "./format.js";
@@ -100,6 +101,7 @@ export class SlackChannel implements Channel {
   private readonly writes: WebClient;
   private readonly receiver: SlackReceiver;
   private readonly typing: TypingIndicator<ReceiptTarget>;
+  private readonly fileOptions: SlackFileOptions;
   private sink: InboundSink | undefined;
   private inbound: InboundPath | undefined;
   private lifetime = new AbortController();
@@ -130,7 +132,7 @@ export class SlackChannel implements Channel {
       dmEnabled: config.dm?.enabled ?? true,
     };
     this.receiver = new SlackReceiver({
-      ...opts,
+      tuning: opts,
       config,
       policy,
       apiUrl: this.apiUrl,
@@ -138,6 +140,14 @@ export class SlackChannel implements Channel {
       log: this.log,
       onMessage: (msg) => this.take(msg),
     });
+    this.fileOptions = {
+      botToken: config.botToken,
+      apiUrl: this.apiUrl,
+      workspace: opts.workspace,
+      maxMediaBytes: opts.maxMediaBytes,
+      downloadTimeoutMs: opts.downloadTimeoutMs ?? 60_000,
+      log: this.log,
+    };
     this.typing = new TypingIndicator<ReceiptTarget>({
       // The receipt reaction is shown once and stays until the turn ends.
       intervalMs: 0,
@@ -228,14 +238,7 @@ export class SlackChannel implements Channel {
   private take(msg: MappedMessage): void {
     const sink = this.sink;
     if (!sink || !this.inbound) return;
-    const { files, note } = incomingFiles(msg.files, {
-      botToken: this.config.botToken,
-      apiUrl: this.apiUrl,
-      workspace: this.opts.workspace,
-      maxMediaBytes: this.opts.maxMediaBytes,
-      downloadTimeoutMs: this.opts.downloadTimeoutMs ?? 60_000,
-      log: this.log,
-    });
+    const { files, note } = incomingFiles(msg.files, this.fileOptions);
     const inbound = note
       ? { ...msg.inbound, content: [msg.inbound.content, note].filter((s) => s !== "").join("\n") }
       : msg.inbound;
@@ -243,7 +246,8 @@ export class SlackChannel implements Channel {
       conversation: msg.conversation,
       inbound,
       files,
-      urgent: inbound.content.trim() === "/stop",
+      // /stop goes ahead of the chat's messages still downloading: it is meant for what runs now.
+      urgent: parseCommand(inbound.content)?.name === "stop",
     });
   }
 

@@ -54,7 +54,8 @@ export interface ReceiverTuning {
   httpHost?: string;
 }
 
-export interface SlackReceiverOptions extends ReceiverTuning {
+export interface SlackReceiverOptions {
+  tuning: ReceiverTuning;
   config: SlackConfig;
   policy: SlackPolicy;
   /** "" for Slack's own. */
@@ -161,15 +162,15 @@ export class SlackReceiver {
     const logger = slackLogger(this.opts.log.child({ sdk: "bolt" }));
     const clientOptions = {
       ...(this.opts.apiUrl ? { slackApiUrl: this.opts.apiUrl } : {}),
-      timeout: this.opts.requestTimeoutMs ?? 30_000,
+      timeout: this.opts.tuning.requestTimeoutMs ?? 30_000,
     };
     let receiver: SocketModeReceiver | HTTPReceiver;
     if (config.mode === "socket") {
       this.socket = new SocketModeReceiver({
         appToken: config.appToken,
         logger,
-        clientPingTimeout: this.opts.clientPingTimeoutMs ?? 5000,
-        serverPingTimeout: this.opts.serverPingTimeoutMs ?? 30_000,
+        clientPingTimeout: this.opts.tuning.clientPingTimeoutMs ?? 5000,
+        serverPingTimeout: this.opts.tuning.serverPingTimeoutMs ?? 30_000,
         // The Socket Mode client calls apps.connections.open with these; its own retry policy stays.
         installerOptions: { clientOptions },
       });
@@ -214,7 +215,10 @@ export class SlackReceiver {
     }
     const port = this.opts.config.port;
     try {
-      const server = await app.start({ port, ...(this.opts.httpHost ? { host: this.opts.httpHost } : {}) });
+      const server = await app.start({
+        port,
+        ...(this.opts.tuning.httpHost ? { host: this.opts.tuning.httpHost } : {}),
+      });
       this.httpAddress = server.address() as AddressInfo;
     } catch (err) {
       throw new ChannelError(
@@ -225,7 +229,7 @@ export class SlackReceiver {
   }
 
   private async connectSocket(app: App, socket: SocketModeReceiver, signal: AbortSignal): Promise<void> {
-    const timeoutMs = this.opts.startTimeoutMs ?? 30_000;
+    const timeoutMs = this.opts.tuning.startTimeoutMs ?? 30_000;
     try {
       await withTimeout(app.start(), timeoutMs, "connecting to Slack Socket Mode", signal);
     } catch (err) {
@@ -263,7 +267,7 @@ export class SlackReceiver {
         return result;
       } catch (err) {
         failures++;
-        const delayMs = backoffDelay(failures - 1, this.opts.reconnectRetryMs ?? 30_000, 300_000);
+        const delayMs = backoffDelay(failures - 1, this.opts.tuning.reconnectRetryMs ?? 30_000, 300_000);
         this.opts.log.error({ err, retryInMs: Math.round(delayMs) }, "Slack Socket Mode could not reconnect");
         if (!this.lifetime.signal.aborted) {
           clearTimeout(this.reconnectTimer);
