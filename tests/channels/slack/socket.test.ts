@@ -402,6 +402,23 @@ describe("Slack Socket Mode: sending", () => {
     expect(texts.join("\n")).toContain("line 299");
   });
 
+  it.each([
+    ["channel_not_found", true],
+    ["is_archived", true],
+    ["token_revoked", true],
+    ["restricted_action", true],
+    ["msg_too_long", true],
+    ["internal_error", false],
+    ["fatal_error", false],
+  ])("marks Slack's %s as permanent: %s", async (code, permanent) => {
+    const { fake, channel } = await started();
+    fake.failNext("chat.postMessage", code);
+    const failed: unknown = await channel
+      .send({ channel: "slack", chatId: "D1", content: "hi" })
+      .catch((e: unknown) => e);
+    expect(failed).toMatchObject({ platform: "slack", method: "chat.postMessage", code, permanent });
+  });
+
   it("fails a send with Slack's reason and what to do", async () => {
     const { fake, channel } = await started();
     fake.failNext("chat.postMessage", "not_in_channel");
