@@ -151,8 +151,8 @@ describe("exactly once across a SIGKILL: Slack (Socket Mode)", { timeout: 180_00
 
   it("SIGKILL while Slack rate-limits the reply, then a restart: delivered once, LLM not asked again", async () => {
     llm.setHandler(echo());
-    // Retry-After far beyond the test: the reply waits in the Web API client until the kill.
-    slack.rateLimit("chat.postMessage", 3600);
+    // Retry-After beyond the test: the outbox waits it out (within its retry window) until the kill.
+    slack.rateLimit("chat.postMessage", 120);
     const first = await start();
     await push(dmEvent("ping"));
     await slack.waitForCalls("chat.postMessage", 1, WAIT_MS);

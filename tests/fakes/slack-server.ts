@@ -10,8 +10,12 @@
  *   await slack.waitForCalls("chat.postMessage", 1);
  *   slack.callsTo("chat.postMessage")[0].params.text
  *   slack.rateLimit("chat.postMessage", 1);             // next call: 429, Retry-After: 1
+ *   slack.failNext("chat.postMessage", "channel_not_found"); // next call: { ok: false, error }
  *   await slack.closeSocket();                          // the client must reconnect
  *   await slack.close();
+ *
+ * It also answers an OpenAI-style POST /openai/v1/audio/transcriptions with
+ * `transcript` (point `transcription` at `transcriptionBaseURL`).
  *
  * Events pushed while no socket is connected are queued and delivered on the
  * next connection, and events a closed socket never acknowledged are sent
@@ -95,6 +99,10 @@ export class FakeSlack {
   readonly users = new Map<string, { name: string; real_name?: string; team_id?: string }>();
   /** How many Socket Mode connections said hello so far. */
   connections = 0;
+  /** What the transcription endpoint answers. */
+  transcript = "hello from a voice note";
+  /** Every transcription request: the model and the uploaded file. */
+  readonly transcriptions: { model: string; fileName: string; size: number }[] = [];
   /** Answer file downloads with Slack's sign-in page, as for a token without files:read. */
   signInPageForFiles = false;
   readonly botToken: string;
@@ -108,6 +116,7 @@ export class FakeSlack {
   private readonly rateLimits = new Map<string, { retryAfter: string; times: number }>();
   private readonly failures = new Map<string, { error: string; times: number }>();
   private readonly queue: Pending[] = [];
+  private readonly deliveries: { channel: string; text: string; thread_ts?: string }[] = [];
   private readonly inFlight = new Map<string, Pending>();
   private readonly waiters = new Set<() => void>();
   private current: WebSocket | undefined;
@@ -151,6 +160,11 @@ export class FakeSlack {
     return `${this.baseUrl}/api/`;
   }
 
+  /** Base URL for an OpenAI client pointed at the fake transcription endpoint. */
+  get transcriptionBaseURL(): string {
+    return `${this.baseUrl}/openai/v1`;
+  }
+
   /** Whether a Socket Mode client is connected now. */
   get connected(): boolean {
     return this.current?.readyState === WebSocket.OPEN;
@@ -170,6 +184,11 @@ export class FakeSlack {
     }));
   }
 
+  /** The messages chat.postMessage accepted (failed and rate-limited calls are not among them), in order. */
+  delivered(): { channel: string; text: string; thread_ts?: string }[] {
+    return this.deliveries.slice();
+  }
+
   /** The next `times` calls of `method` get HTTP 429 with this Retry-After (seconds). */
   rateLimit(method: string, retryAfterSeconds: number, times = 1): void {
     this.rateLimits.set(method, { retryAfter: String(retryAfterSeconds), times });
@@ -180,8 +199,16 @@ export class FakeSlack {
     this.failures.set(method, { error, times });
   }
 
-  /** A file to share in an event: served at its url_private_download to the bot token only. */
-  addFile(name: string, content: string | Buffer, mimetype = "text/plain"): Record<string, unknown> {
+  /**
+   * A file to share in an event: served at its url_private_download to the bot token only. `extra`
+   * adds fields of Slack's file object (`subtype: "slack_audio"` for a recorded clip).
+   */
+  addFile(
+    name: string,
+    content: string | Buffer,
+    mimetype = "text/plain",
+    extra: Record<string, unknown> = {},
+  ): Record<string, unknown> {
     const id = `F${this.nextId++}`;
     const bytes = Buffer.isBuffer(content) ? content : Buffer.from(content);
     this.files.set(id, { name, bytes, mimetype });
@@ -195,6 +222,7 @@ export class FakeSlack {
       mode: "hosted",
       url_private: url,
       url_private_download: `${url}?download=1`,
+      ...extra,
     };
   }
 
@@ -387,6 +415,9 @@ export class FakeSlack {
     const url = new URL(req.url ?? "/", this.baseUrl);
     const body = await readBody(req);
     if (req.method === "GET" && url.pathname.startsWith("/files-pri/")) return this.serveFile(req, res, url);
+    if (req.method === "POST" && url.pathname === "/openai/v1/audio/transcriptions") {
+      return this.transcribe(req, res, body);
+    }
     if (req.method === "POST" && url.pathname.startsWith("/upload/")) {
       return this.receiveUpload(req, res, url.pathname.slice("/upload/".length), body);
     }
@@ -457,6 +488,7 @@ export class FakeSlack {
         const thread = str("thread_ts");
         if (thread) message.thread_ts = thread;
         this.addMessage(channel, message);
+        this.deliveries.push({ channel, text: str("text") ?? "", ...(thread ? { thread_ts: thread } : {}) });
         return { ok: true, channel, ts, message: { type: "message", ...message } };
       }
       case "chat.update":
@@ -549,6 +581,25 @@ export class FakeSlack {
     res
       .writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.length })
       .end(file.bytes);
+  }
+
+  private async transcribe(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    const type = req.headers["content-type"] ?? "";
+    const form = await new Response(body, { headers: { "content-type": type } }).formData();
+    const file = form.get("file");
+    if (!(file instanceof File)) {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "file is required", type: "invalid_request_error" } }));
+      return;
+    }
+    const model = form.get("model");
+    this.transcriptions.push({
+      model: typeof model === "string" ? model : "",
+      fileName: file.name,
+      size: file.size,
+    });
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ text: this.transcript }));
   }
 
   private async receiveUpload(

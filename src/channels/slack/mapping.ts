@@ -25,6 +25,8 @@ export const SlackFileSchema = z.object({
   mode: z.string().nullish(),
   /** "check_file_info": a Slack Connect file whose details need files.info. */
   file_access: z.string().nullish(),
+  /** "slack_audio" / "slack_video": a clip recorded in Slack. */
+  subtype: z.string().nullish(),
 });
 export type SlackFile = z.infer<typeof SlackFileSchema>;
 
@@ -176,10 +178,6 @@ export function eventKey(event: { channel: string; ts: string }): string {
 }
 
 export interface InboundExtras {
-  /** Local paths of downloaded files. */
-  media?: string[];
-  /** Lines telling the model about files that could not be fetched. */
-  notes?: string[];
   /**
    * The sender's Slack username, when known (an alias allowFrom may list).
    * Only for members of the bot's own workspace: a Slack Connect guest may
@@ -188,7 +186,10 @@ export interface InboundExtras {
   senderName?: string;
 }
 
-/** The message the bus carries, or null when there is nothing to say (no text, no files). */
+/**
+ * The message the bus carries (its files still to be fetched), or null when
+ * there is nothing to say (no text, no files).
+ */
 export function toInbound(
   event: SlackMessageEvent,
   bot: BotIdentity,
@@ -198,11 +199,8 @@ export function toInbound(
   if (!event.user) return null;
   const raw = event.text ?? "";
   const command = commandAfterMention(raw, bot.userId);
-  const text = command ?? slackToPlainText(stripMention(raw, bot.userId)).trim();
-  const notes = extras.notes ?? [];
-  const content = [text, ...notes].filter((s) => s !== "").join("\n\n");
-  const media = extras.media ?? [];
-  if (content === "" && media.length === 0) return null;
+  const content = command ?? slackToPlainText(stripMention(raw, bot.userId)).trim();
+  if (content === "" && !event.files?.length) return null;
   const direct = isDirect(event);
   const threadTs = replyThreadOf(event, policy);
   return {
@@ -210,7 +208,6 @@ export function toInbound(
     senderId: event.user,
     chatId: event.channel,
     content,
-    ...(media.length ? { media } : {}),
     sessionKey: sessionKeyFor(event.channel, direct, threadTs),
     metadata: {
       messageId: event.ts,
@@ -220,6 +217,35 @@ export function toInbound(
       ...(event.team ? { teamId: event.team } : {}),
       ...(extras.senderName ? { senderName: extras.senderName, senderAliases: [extras.senderName] } : {}),
     },
+  };
+}
+
+/** A Slack message as the channel takes it: typed fields, never read back out of `metadata`. */
+export interface MappedMessage {
+  inbound: InboundMessage;
+  /** Messages with the same key reach the bus in the order they arrived: one Slack channel or DM. */
+  conversation: string;
+  /** The thread the reply goes to, if any. */
+  threadTs?: string;
+  /** The files shared with it, not fetched yet. */
+  files: SlackFile[];
+}
+
+/** toInbound with the typed fields the channel needs; null when there is nothing to say. */
+export function mapMessage(
+  event: SlackMessageEvent,
+  bot: BotIdentity,
+  policy: SlackPolicy,
+  extras: InboundExtras = {},
+): MappedMessage | null {
+  const inbound = toInbound(event, bot, policy, extras);
+  if (!inbound) return null;
+  const threadTs = replyThreadOf(event, policy);
+  return {
+    inbound,
+    conversation: event.channel,
+    ...(threadTs ? { threadTs } : {}),
+    files: event.files ?? [],
   };
 }
 
@@ -246,8 +272,8 @@ export function slashCommandToInbound(
   recentThreadTs?: string,
   senderName?: string,
 ): InboundMessage {
-  const direct = cmd.channel_id.startsWith("D") || cmd.channel_name === "directmessage";
-  const threadTs = direct ? undefined : recentThreadTs;
+  const direct = isDirectCommand(cmd);
+  const threadTs = commandThreadOf(cmd, recentThreadTs);
   const name = senderName;
   return {
     channel: CHANNEL_NAME,
@@ -264,6 +290,22 @@ export function slashCommandToInbound(
       ...(name ? { senderName: name, senderAliases: [name] } : {}),
     },
   };
+}
+
+function isDirectCommand(cmd: SlackCommand): boolean {
+  return cmd.channel_id.startsWith("D") || cmd.channel_name === "directmessage";
+}
+
+/** Slash commands cannot be sent in threads: in a channel they go to the user's recent thread. */
+function commandThreadOf(cmd: SlackCommand, recentThreadTs: string | undefined): string | undefined {
+  return isDirectCommand(cmd) ? undefined : recentThreadTs;
+}
+
+/** slashCommandToInbound with the typed fields the channel needs. */
+export function mapCommand(cmd: SlackCommand, recentThreadTs?: string, senderName?: string): MappedMessage {
+  const inbound = slashCommandToInbound(cmd, recentThreadTs, senderName);
+  const threadTs = commandThreadOf(cmd, recentThreadTs);
+  return { inbound, conversation: cmd.channel_id, ...(threadTs ? { threadTs } : {}), files: [] };
 }
 
 /** The thread a reply belongs in, from the chat's metadata (set by toInbound). */

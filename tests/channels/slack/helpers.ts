@@ -3,8 +3,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import type { InboundMessage } from "../../../src/bus/types.js";
+import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
+import { isAllowed } from "../../../src/channels/access.js";
 import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
+import type { Transcriber } from "../../../src/channels/transcription.js";
 import { SlackConfigSchema } from "../../../src/channels/slack/config.js";
 import { FakeSlack } from "../../fakes/slack-server.js";
 
@@ -17,6 +19,19 @@ export const FAST: SlackTuning = {
   startTimeoutMs: 30_000, // only ends a hung test (loaded machines)
   downloadTimeoutMs: 3000,
 };
+
+/** A turn event answering `msg` (as the agent loop publishes it), for channel.onTurn. */
+export function turnOf(kind: TurnEvent["kind"], msg: InboundMessage, turnId: string): TurnEvent {
+  const messageId = msg.metadata?.messageId;
+  return {
+    kind,
+    turnId,
+    channel: msg.channel,
+    chatId: msg.chatId,
+    ...(typeof messageId === "string" ? { replyTo: messageId } : {}),
+    ...(kind === "turnEnd" ? { outcome: "done" as const } : {}),
+  };
+}
 
 export interface SlackRig {
   fake: FakeSlack;
@@ -33,21 +48,23 @@ export interface SlackRig {
 
 export async function slackRig(
   config: Record<string, unknown> = {},
-  opts: { tuning?: SlackTuning; maxMediaBytes?: number; fake?: FakeSlack } = {},
+  opts: { tuning?: SlackTuning; maxMediaBytes?: number; fake?: FakeSlack; transcriber?: Transcriber } = {},
 ): Promise<SlackRig> {
   const fake = opts.fake ?? (await FakeSlack.start());
   const workspace = await mkdtemp(join(tmpdir(), "palaver-slack-"));
+  const parsed = SlackConfigSchema.parse({
+    enabled: true,
+    botToken: fake.botToken,
+    appToken: fake.appToken,
+    apiUrl: fake.apiUrl,
+    allowFrom: ["*"],
+    ...config,
+  });
   const channel = new SlackChannel({
-    config: SlackConfigSchema.parse({
-      enabled: true,
-      botToken: fake.botToken,
-      appToken: fake.appToken,
-      apiUrl: fake.apiUrl,
-      allowFrom: ["*"],
-      ...config,
-    }),
+    config: parsed,
     workspace,
     maxMediaBytes: opts.maxMediaBytes ?? 1024 * 1024,
+    ...(opts.transcriber ? { transcriber: opts.transcriber } : {}),
     log: pino({ level: process.env.PALAVER_LOG_LEVEL ?? "silent" }),
     ...FAST,
     ...opts.tuning,
@@ -84,7 +101,8 @@ export async function slackRig(
       };
       await channel.start(
         {
-          allows: () => true,
+          // The manager's gate, by the channel's allowFrom.
+          allows: (msg) => isAllowed(msg, parsed.allowFrom),
           publishInbound,
           reserve: (draft) => {
             reserved.push(draft);

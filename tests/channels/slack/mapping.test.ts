@@ -195,13 +195,11 @@ describe("toInbound", () => {
     expect(toInbound(event({ text: "<@UBOT> stop" }), bot, policy)?.content).toBe("/stop");
   });
 
-  it("adds downloaded files and notes about the ones that could not be fetched", () => {
-    const msg = toInbound(dm({ text: "", subtype: "file_share" }), bot, policy, {
-      media: ["/ws/media/slack/a.pdf"],
-      notes: ["[The file big.zip was not downloaded: too large.]"],
-    });
-    expect(msg?.media).toEqual(["/ws/media/slack/a.pdf"]);
-    expect(msg?.content).toBe("[The file big.zip was not downloaded: too large.]");
+  it("keeps a message with files and no text (its files are fetched later)", () => {
+    const file = { id: "F1", name: "a.pdf" };
+    const msg = toInbound(dm({ text: "", subtype: "file_share", files: [file] }), bot, policy);
+    expect(msg?.content).toBe("");
+    expect(msg?.media).toBeUndefined();
   });
 
   it("returns null when there is nothing to say", () => {

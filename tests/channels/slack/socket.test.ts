@@ -13,7 +13,11 @@ import {
   nextTs,
 } from "../../fakes/slack-server.js";
 import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
-import { slackRig, type SlackRig } from "./helpers.js";
+import { createTranscriber } from "../../../src/channels/transcription.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { ChannelError } from "../../../src/util/errors.js";
+import { waitFor } from "../../helpers/wait.js";
+import { slackRig, turnOf, type SlackRig } from "./helpers.js";
 
 let rig: SlackRig | undefined;
 afterEach(async () => {
@@ -111,7 +115,7 @@ describe("Slack Socket Mode: connecting", () => {
 });
 
 describe("Slack Socket Mode: receiving", () => {
-  it("takes a DM into the DM's session with the sender's name, acks it and reacts", async () => {
+  it("takes a DM into the DM's session with the sender's name and acks it", async () => {
     const { fake } = await started();
     const event = dmEvent("hello &amp; welcome");
     const ack = await fake.pushEvent(event);
@@ -131,12 +135,6 @@ describe("Slack Socket Mode: receiving", () => {
         senderName: "alice",
         senderAliases: ["alice"],
       },
-    });
-    await fake.waitForCalls("reactions.add", 1);
-    expect(fake.callsTo("reactions.add")[0]!.params).toMatchObject({
-      channel: "D1",
-      timestamp: event.ts,
-      name: "eyes",
     });
   });
 
@@ -251,27 +249,36 @@ describe("Slack Socket Mode: receiving", () => {
     expect(rig!.reserved.map((m) => [m.content, m.media])).toEqual([
       [`see attached\n${INTERRUPTED_DOWNLOAD_NOTE}`, undefined],
     ]);
+    // Slack said how large it is: the big one is never fetched, and the sender is told.
+    expect(fake.downloads).toEqual([small.id]);
+    await waitFor(() => fake.delivered().length === 1, undefined, "the too-large notice");
+    expect(fake.delivered()[0]).toEqual({
+      channel: "D1",
+      text: "Sorry, I can't take files over 1000 bytes, so I didn't look at: huge.bin (5 KB).",
+    });
     expect(msg.media).toHaveLength(1);
     expect(msg.media![0]!.startsWith(join(workspace, "media", "slack"))).toBe(true);
     expect(msg.media![0]!.endsWith("-notes.txt")).toBe(true);
     expect(await readFile(msg.media![0]!, "utf8")).toBe("remember the milk");
     expect(msg.content).toBe(
-      "see attached\n\n[The file huge.bin was not downloaded: the file is larger than the 1000 bytes limit.]",
+      'see attached\n[file "huge.bin" not downloaded: the file is larger than the 1000 bytes limit]',
     );
   });
 
   it("checks access before anything else: a refused sender's files are not fetched and get no reaction", async () => {
-    const { fake, workspace } = await started({ allowFrom: ["U1"] });
+    const { fake, workspace, channel } = await started({ allowFrom: ["U1"] });
     const files = Array.from({ length: 3 }, (_, i) => fake.addFile(`big-${i}.bin`, Buffer.alloc(2000)));
     await fake.pushEvent(dmEvent("take these", { user: "U2", channel: "D2", subtype: "file_share", files }));
     // Handed on bare, so the manager can tell the sender how to get in.
     const msg = await rig!.nextInbound(1);
-    expect(msg).toMatchObject({ senderId: "U2", content: "take these\n\n[file]\n\n[file]\n\n[file]" });
+    expect(msg).toMatchObject({ senderId: "U2", content: "take these\n[file]\n[file]\n[file]" });
     expect(msg.media).toBeUndefined();
     expect(rig!.reserved).toEqual([]);
     // An allowed message after it, in the same order of handling, proves the refused one is done.
     await fake.pushEvent(dmEvent("marker", { user: "U1", channel: "D2" }));
-    await rig!.nextInbound(2);
+    const marker = await rig!.nextInbound(2);
+    // The loop starts turns only for what reached it: the refused message gets none, so no reaction.
+    channel.onTurn(turnOf("turnStart", marker, "t1"));
     await fake.waitForCalls("reactions.add", 1);
     expect(fake.downloads).toEqual([]);
     expect(fake.callsTo("files.info")).toEqual([]);
@@ -288,7 +295,9 @@ describe("Slack Socket Mode: receiving", () => {
     await fake.pushEvent(dmEvent("", { subtype: "file_share", files: [file] }));
     const msg = await rig!.nextInbound(1);
     expect(msg.media).toBeUndefined();
-    expect(msg.content).toMatch(/report\.pdf could not be downloaded: the bot lacks the files:read scope/);
+    expect(msg.content).toBe(
+      '[file "report.pdf" could not be downloaded: the bot lacks the files:read scope]',
+    );
   });
 
   it("turns /palaver commands into chat commands in the user's recent thread, acking at once", async () => {
@@ -316,22 +325,11 @@ describe("Slack Socket Mode: receiving", () => {
 });
 
 describe("Slack Socket Mode: sending", () => {
-  it("posts mrkdwn in the thread, splits long replies, and swaps the reaction on the final reply", async () => {
+  it("posts mrkdwn in the thread and splits long replies", async () => {
     const { fake, channel } = await started();
     const mention = channelMessage(`<@${BOT_USER_ID}> write a lot`);
     await fake.pushEvent(mention);
     const msg = await rig!.nextInbound(1);
-    await fake.waitForCalls("reactions.add", 1);
-
-    await channel.send({
-      channel: "slack",
-      chatId: "C1",
-      content: "thinking...",
-      kind: "progress",
-      metadata: msg.metadata,
-    });
-    expect([...(fake.reactions.get(`C1:${mention.ts}`) ?? [])]).toEqual(["eyes"]);
-
     const long = Array.from({ length: 300 }, (_v, i) => `**line ${i}**: ${"words ".repeat(5)}`).join("\n");
     await channel.send({ channel: "slack", chatId: "C1", content: long, metadata: msg.metadata });
     const posts = fake.posted();
@@ -340,22 +338,8 @@ describe("Slack Socket Mode: sending", () => {
       expect(post.thread_ts).toBe(mention.ts);
       expect(post.text.length).toBeLessThanOrEqual(SLACK_MESSAGE_LIMIT);
     }
-    expect(posts[1]!.text.startsWith("*line 0*: words")).toBe(true);
-    expect(
-      posts
-        .slice(1)
-        .map((p) => p.text)
-        .join("\n"),
-    ).toContain("*line 299*");
-    expect([...(fake.reactions.get(`C1:${mention.ts}`) ?? [])]).toEqual(["white_check_mark"]);
-
-    // A later message with the same metadata (a cron delivery, say) does not touch reactions again.
-    const reactionCalls = fake.callsTo("reactions.add").length + fake.callsTo("reactions.remove").length;
-    await channel.send({ channel: "slack", chatId: "C1", content: "reminder", metadata: msg.metadata });
-    expect(fake.callsTo("reactions.add").length + fake.callsTo("reactions.remove").length).toBe(
-      reactionCalls,
-    );
-    expect(fake.posted().at(-1)).toEqual({ channel: "C1", text: "reminder", thread_ts: mention.ts });
+    expect(posts[0]!.text.startsWith("*line 0*: words")).toBe(true);
+    expect(posts.map((p) => p.text).join("\n")).toContain("*line 299*");
   });
 
   it("uploads files with the current upload API into the thread", async () => {
@@ -386,21 +370,154 @@ describe("Slack Socket Mode: sending", () => {
     expect(fake.posted()[0]).toEqual({ channel: "C1", text: "here it is", thread_ts: "1700000000.000100" });
   });
 
-  it("waits out a 429 for its Retry-After and sends once", async () => {
+  it("fails a rate-limited reply at once with Slack's Retry-After, for the outbox to retry", async () => {
     const { fake, channel } = await started();
-    fake.rateLimit("chat.postMessage", 1);
+    fake.rateLimit("chat.postMessage", 120);
+    const failed: unknown = await channel
+      .send({ channel: "slack", chatId: "D1", content: "patience" })
+      .catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ChannelError);
+    expect(failed).toMatchObject({
+      platform: "slack",
+      method: "chat.postMessage",
+      code: "ratelimited",
+      permanent: false,
+      retryAfterMs: 120_000,
+    });
+    expect(fake.callsTo("chat.postMessage")).toHaveLength(1);
     await channel.send({ channel: "slack", chatId: "D1", content: "patience" });
-    const calls = fake.callsTo("chat.postMessage");
-    expect(calls).toHaveLength(2);
-    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
-    expect(fake.messages.get("D1")?.map((m) => m.text)).toEqual(["patience"]);
+    expect(fake.delivered()).toEqual([{ channel: "D1", text: "patience" }]);
+  });
+
+  it("waits out a short rate limit in the middle of a split reply instead of failing it", async () => {
+    const { fake, channel } = await started();
+    const long = Array.from({ length: 300 }, (_v, i) => `line ${i}: ${"words ".repeat(5)}`).join("\n");
+    const sending = channel.send({ channel: "slack", chatId: "D1", content: long });
+    await fake.waitForCalls("chat.postMessage", 1);
+    fake.rateLimit("chat.postMessage", 1);
+    await sending;
+    const texts = fake.delivered().map((m) => m.text);
+    expect(texts.length).toBeGreaterThan(2);
+    expect(new Set(texts).size).toBe(texts.length); // no part twice
+    expect(texts.join("\n")).toContain("line 299");
+  });
+
+  it.each([
+    ["channel_not_found", true],
+    ["is_archived", true],
+    ["token_revoked", true],
+    ["restricted_action", true],
+    ["msg_too_long", true],
+    ["internal_error", false],
+    ["fatal_error", false],
+  ])("marks Slack's %s as permanent: %s", async (code, permanent) => {
+    const { fake, channel } = await started();
+    fake.failNext("chat.postMessage", code);
+    const failed: unknown = await channel
+      .send({ channel: "slack", chatId: "D1", content: "hi" })
+      .catch((e: unknown) => e);
+    expect(failed).toMatchObject({ platform: "slack", method: "chat.postMessage", code, permanent });
   });
 
   it("fails a send with Slack's reason and what to do", async () => {
     const { fake, channel } = await started();
     fake.failNext("chat.postMessage", "not_in_channel");
-    await expect(channel.send({ channel: "slack", chatId: "C5", content: "hi" })).rejects.toThrow(
-      "Slack refused chat.postMessage: not_in_channel (invite the bot to the channel: /invite @palaver)",
-    );
+    const failed: unknown = await channel
+      .send({ channel: "slack", chatId: "C5", content: "hi" })
+      .catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ChannelError);
+    expect(failed).toMatchObject({
+      message:
+        "Slack refused chat.postMessage: not_in_channel (invite the bot to the channel: /invite @palaver)",
+      platform: "slack",
+      method: "chat.postMessage",
+      code: "not_in_channel",
+      permanent: true,
+    });
+  });
+});
+
+describe("Slack Socket Mode: the receipt reaction", () => {
+  it("is on the message from its turn's start to its end, then swapped for the done reaction", async () => {
+    const { fake, channel } = await started();
+    const event = dmEvent("hello");
+    await fake.pushEvent(event);
+    const msg = await rig!.nextInbound(1);
+    expect(fake.callsTo("reactions.add")).toEqual([]); // taken, but no turn yet: nothing shown
+    channel.onTurn(turnOf("turnStart", msg, "t1"));
+    const reactions = () => [...(fake.reactions.get(`D1:${event.ts}`) ?? [])];
+    await waitFor(() => reactions().includes("eyes"), undefined, "the receipt reaction");
+    await channel.send({
+      channel: "slack",
+      chatId: "D1",
+      content: "hi!",
+      metadata: msg.metadata,
+      turnId: "t1",
+    });
+    expect(reactions()).toEqual(["eyes"]); // a reply is not the end of the turn
+    channel.onTurn(turnOf("turnEnd", msg, "t1"));
+    await waitFor(() => reactions().includes("white_check_mark"), undefined, "the done reaction");
+    expect(reactions()).toEqual(["white_check_mark"]);
+  });
+
+  it("stays while the turn runs when a reminder (a reply from no turn) goes to the same chat", async () => {
+    const { fake, channel } = await started();
+    const event = dmEvent("hello");
+    await fake.pushEvent(event);
+    const msg = await rig!.nextInbound(1);
+    channel.onTurn(turnOf("turnStart", msg, "t1"));
+    await fake.waitForCalls("reactions.add", 1);
+    // A cron delivery carries the chat's metadata (messageId included) but no turn.
+    await channel.send({
+      channel: "slack",
+      chatId: "D1",
+      content: "Reminder: stretch",
+      metadata: msg.metadata,
+    });
+    expect(fake.callsTo("reactions.remove")).toEqual([]);
+    expect([...fake.reactions.get(`D1:${event.ts}`)!]).toEqual(["eyes"]);
+  });
+
+  it("is just removed at the end when doneEmoji is empty", async () => {
+    const { fake, channel } = await started({ doneEmoji: "" });
+    const event = dmEvent("hello");
+    await fake.pushEvent(event);
+    const msg = await rig!.nextInbound(1);
+    channel.onTurn(turnOf("turnStart", msg, "t1"));
+    await fake.waitForCalls("reactions.add", 1);
+    channel.onTurn(turnOf("turnEnd", msg, "t1"));
+    await fake.waitForCalls("reactions.remove", 1);
+    expect(fake.reactions.get(`D1:${event.ts}`)?.size).toBe(0);
+    expect(fake.callsTo("reactions.add")).toHaveLength(1);
+  });
+});
+
+describe("Slack Socket Mode: audio clips", () => {
+  it("transcribes a recorded clip through the configured /audio/transcriptions endpoint", async () => {
+    const fake = await FakeSlack.start();
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper", model: "whisper-large" },
+    });
+    rig = await slackRig({}, { fake, transcriber: createTranscriber(config)! });
+    try {
+      await rig.start();
+      await fake.waitForConnections(1);
+      fake.transcript = "remind me to buy milk";
+      const clip = fake.addFile("audio_message.m4a", Buffer.from("fake m4a"), "audio/mp4", {
+        subtype: "slack_audio",
+      });
+      await fake.pushEvent(dmEvent("", { subtype: "file_share", files: [clip] }));
+      const msg = await rig.nextInbound(1);
+      expect(msg.content).toBe("[audio clip, transcribed: remind me to buy milk]");
+      expect(msg.media).toHaveLength(1);
+      expect(fake.transcriptions).toHaveLength(1);
+      expect(fake.transcriptions[0]).toMatchObject({ model: "whisper-large", size: 8 });
+      expect(fake.transcriptions[0]!.fileName).toMatch(/audio_message\.m4a$/);
+    } finally {
+      await rig.cleanup();
+      rig = undefined;
+      await fake.close();
+    }
   });
 });

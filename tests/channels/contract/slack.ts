@@ -1,0 +1,74 @@
+/** The contract suite's Slack: the real adapter (Bolt, Socket Mode, Web API client) against the fake Slack. */
+import { pino } from "pino";
+import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { dmEvent, FakeSlack } from "../../fakes/slack-server.js";
+import { FAST } from "../slack/helpers.js";
+import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
+
+const ALLOWED = "U1";
+const RECEIPT = "eyes";
+
+/** Each person's direct message with the bot: U1 → D1. */
+const dmOf = (user: string) => `D${user.slice(1)}`;
+
+export const slackDriver: PlatformDriver = {
+  name: "slack",
+  typing: "once",
+  async create({ workspace }) {
+    const fake = await FakeSlack.start();
+    fake.transcript = VOICE_TRANSCRIPT;
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper" },
+      channels: {
+        slack: {
+          enabled: true,
+          botToken: fake.botToken,
+          appToken: fake.appToken,
+          apiUrl: fake.apiUrl,
+          allowFrom: [ALLOWED],
+          reactEmoji: RECEIPT,
+        },
+      },
+    });
+    const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
+    return {
+      channel,
+      allowedSender: ALLOWED,
+      strangerSender: "U2",
+      chatId: dmOf(ALLOWED),
+      async userSends(from, text, file) {
+        const files =
+          file === "voice"
+            ? [
+                fake.addFile("audio_message.m4a", Buffer.from("fake m4a"), "audio/mp4", {
+                  subtype: "slack_audio",
+                }),
+              ]
+            : file === "document"
+              ? [fake.addFile("notes.txt", "remember the milk")]
+              : undefined;
+        await fake.pushEvent(
+          dmEvent(text, {
+            user: from,
+            channel: dmOf(from),
+            ...(files ? { subtype: "file_share", files } : {}),
+          }),
+        );
+      },
+      downloads: () => fake.downloads.length,
+      typingSignals: () => fake.callsTo("reactions.add").length,
+      typingActive: () => [...fake.reactions.values()].some((names) => names.has(RECEIPT)),
+      texts: () => fake.delivered().map((m) => m.text),
+      failNextSend(kind) {
+        if (kind === "permanent") fake.failNext("chat.postMessage", "channel_not_found");
+        else fake.rateLimit("chat.postMessage", 1);
+      },
+      async close() {
+        await fake.waitForDisconnect().catch(() => undefined);
+        await fake.close();
+      },
+    };
+  },
+};
