@@ -448,7 +448,7 @@ export class FakeDiscord {
   }
 
   /** A voice message as Discord clients record it: no text, one audio/ogg attachment, IS_VOICE_MESSAGE. */
-  voiceMessage(opts: { channelId: string; author: FakeUser; data?: Buffer }): FakeMessage {
+  voiceMessage(opts: { channelId: string; author: FakeUser; content?: string; data?: Buffer }): FakeMessage {
     const audio = this.addAttachment(
       "voice-message.ogg",
       opts.data ?? Buffer.from("OggS fake opus"),
@@ -457,7 +457,7 @@ export class FakeDiscord {
     return this.userMessage({
       channelId: opts.channelId,
       author: opts.author,
-      content: "",
+      content: opts.content ?? "",
       attachments: [{ ...audio, duration_secs: 2.5, waveform: "AAAA" }],
       flags: IS_VOICE_MESSAGE,
     });
