@@ -8,7 +8,7 @@ import type { IncomingFile } from "../inbound.js";
 import { downloadFile, mediaPath } from "../media.js";
 import { CHANNEL, type DiscordAttachmentView, type DiscordMessageView } from "./mapping.js";
 
-export interface DownloadContext {
+interface DownloadContext {
   workspace: string;
   maxMediaBytes: number;
   timeoutMs?: number;

@@ -9,7 +9,7 @@ import type { DiscordInteractionView, DiscordMessageView, DiscordUserView } from
 
 const REFERENCE_FETCH_TIMEOUT_MS = 5000;
 
-export function userView(user: User): DiscordUserView {
+function userView(user: User): DiscordUserView {
   return { id: user.id, username: user.username, displayName: user.globalName, bot: user.bot };
 }
 
