@@ -30,7 +30,8 @@ import { logger, type Logger } from "../../log.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
-import { ChannelError, errorMessage } from "../../util/errors.js";
+import { ChannelError } from "../../util/errors.js";
+import { TimeoutError, withTimeout } from "../../util/timeout.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
@@ -388,26 +389,23 @@ export class DiscordChannel implements Channel {
 }
 
 /** login() resolves at the gateway READY; the client is usable at clientReady (guilds received). */
-function connect(client: Client, token: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const finish = (err?: unknown) => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      client.off(Events.ClientReady, onReady);
-      if (err === undefined) resolve();
-      else reject(err instanceof Error ? err : new Error(errorMessage(err)));
-    };
-    const onReady = () => finish();
-    const onAbort = () => finish(new ChannelError("start cancelled", { cause: signal.reason }));
-    const timer = setTimeout(
-      () => finish(new ChannelError(`Discord did not get ready within ${Math.round(timeoutMs / 1000)} s`)),
-      timeoutMs,
-    );
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    client.once(Events.ClientReady, onReady);
-    client.login(token).catch(finish);
+async function connect(client: Client, token: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
+  const cancelled = () => new ChannelError("start cancelled", { cause: signal.reason });
+  if (signal.aborted) throw cancelled();
+  const ready = new Promise<void>((resolve, reject) => {
+    client.once(Events.ClientReady, () => resolve());
+    client.login(token).catch(reject);
   });
+  try {
+    await withTimeout(ready, timeoutMs, "connecting to Discord", signal);
+  } catch (err) {
+    if (signal.aborted) throw cancelled();
+    if (err instanceof TimeoutError)
+      throw new ChannelError(`Discord did not get ready within ${Math.round(timeoutMs / 1000)} s`, {
+        cause: err,
+      });
+    throw err;
+  }
 }
 
 function refusalText(reason: string): string {
