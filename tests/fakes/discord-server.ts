@@ -26,7 +26,10 @@
  * POST /interactions/:id/:token/callback; PATCH /webhooks/:app/:token/messages/@original;
  * POST /webhooks/:app/:token (follow-ups). A wrong bot token is a 401.
  * rateLimitNext() makes the next matching requests 429s with retry_after and
- * X-RateLimit headers. Attachments are served at /attachments/:id/:name.
+ * X-RateLimit headers; failNext() makes them fail with a Discord JSON error
+ * (403 code 50007 ...). Attachments are served at /attachments/:id/:name;
+ * voiceMessage() sends a voice message (flag IS_VOICE_MESSAGE, audio/ogg).
+ * An OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  * Messages the bot sends are echoed back as MESSAGE_CREATE, as Discord does.
  */
 import {
@@ -87,6 +90,9 @@ export interface FakeAttachment {
   url: string;
   proxy_url: string;
   content_type: string;
+  /** Voice messages only. */
+  duration_secs?: number;
+  waveform?: string;
 }
 
 export interface FakeMessage {
@@ -168,6 +174,18 @@ interface FakeInteraction {
   original?: FakeMessage;
 }
 
+/** Flag of a message recorded with a Discord client's voice-message button. */
+export const IS_VOICE_MESSAGE = 1 << 13;
+
+interface FailureRule {
+  method?: string;
+  path: RegExp;
+  remaining: number;
+  status: number;
+  code: number;
+  message: string;
+}
+
 interface RateLimitRule {
   method?: string;
   path: RegExp;
@@ -193,6 +211,9 @@ export class FakeDiscord {
   resumes = 0;
   /** The close code to answer the next IDENTIFY with (e.g. 4004), then cleared. */
   failNextIdentify: number | null = null;
+  /** What the transcription endpoint answers. */
+  transcript = "hello from a voice note";
+  readonly transcriptions: { fileName: string; size: number }[] = [];
 
   private readonly users = new Map<string, FakeUser>();
   private readonly guilds = new Map<
@@ -204,6 +225,7 @@ export class FakeDiscord {
   private readonly interactions = new Map<string, FakeInteraction>();
   private readonly files = new Map<string, { data: Buffer; contentType: string; delayMs: number }>();
   private readonly rateLimits: RateLimitRule[] = [];
+  private readonly failures: FailureRule[] = [];
   private readonly sockets = new Set<Socket>();
   private session: Session | null = null;
   private snowflake: bigint;
@@ -240,6 +262,11 @@ export class FakeDiscord {
       fake.wss.handleUpgrade(req, socket, head, (ws) => fake.wss.emit("connection", ws, req));
     });
     return fake;
+  }
+
+  /** Base URL for an OpenAI client pointed at the fake transcription endpoint. */
+  get transcriptionBaseURL(): string {
+    return `${this.baseUrl}/openai/v1`;
   }
 
   /** What channels.discord.apiUrl is set to (discord.js appends /v10). */
@@ -404,6 +431,7 @@ export class FakeDiscord {
     attachments?: FakeAttachment[];
     replyTo?: string;
     type?: number;
+    flags?: number;
   }): FakeMessage {
     const channel = this.channels.get(opts.channelId);
     if (!channel) throw new Error(`no channel ${opts.channelId}`);
@@ -413,9 +441,26 @@ export class FakeDiscord {
       attachments: opts.attachments ?? [],
       replyTo: opts.replyTo,
       type: opts.type,
+      flags: opts.flags,
     });
     this.dispatch("MESSAGE_CREATE", this.messageEvent(message));
     return message;
+  }
+
+  /** A voice message as Discord clients record it: no text, one audio/ogg attachment, IS_VOICE_MESSAGE. */
+  voiceMessage(opts: { channelId: string; author: FakeUser; content?: string; data?: Buffer }): FakeMessage {
+    const audio = this.addAttachment(
+      "voice-message.ogg",
+      opts.data ?? Buffer.from("OggS fake opus"),
+      "audio/ogg",
+    );
+    return this.userMessage({
+      channelId: opts.channelId,
+      author: opts.author,
+      content: opts.content ?? "",
+      attachments: [{ ...audio, duration_secs: 2.5, waveform: "AAAA" }],
+      flags: IS_VOICE_MESSAGE,
+    });
   }
 
   /** A user runs a slash command: dispatched as INTERACTION_CREATE. */
@@ -473,6 +518,18 @@ export class FakeDiscord {
       retryAfter: opts.retryAfter ?? 0.2,
       global: opts.global ?? false,
     });
+  }
+
+  /** The next `count` requests matching fail with this Discord error (e.g. 403, code 50007). */
+  failNext(opts: {
+    method?: string;
+    path: RegExp;
+    status: number;
+    code: number;
+    message: string;
+    count?: number;
+  }): void {
+    this.failures.push({ ...opts, remaining: opts.count ?? 1 });
   }
 
   // ---- gateway ---------------------------------------------------------------
@@ -636,6 +693,12 @@ export class FakeDiscord {
       res.end(file.data);
       return;
     }
+    if (method === "POST" && url.pathname === "/openai/v1/audio/transcriptions") {
+      const file = record.files.find((f) => f.field === "file");
+      if (!file) return this.reply(res, record, 400, { error: { message: "file is required" } });
+      this.transcriptions.push({ fileName: file.name, size: file.data.length });
+      return this.reply(res, record, 200, { text: this.transcript });
+    }
     if (!url.pathname.startsWith("/api/"))
       return this.reply(res, record, 404, { message: "404: Not Found", code: 0 });
 
@@ -666,6 +729,9 @@ export class FakeDiscord {
       res.end(body);
       return;
     }
+    const failure = this.failureFor(method, path);
+    if (failure)
+      return this.reply(res, record, failure.status, { message: failure.message, code: failure.code });
     this.route(method, path, record, res);
   }
 
@@ -802,6 +868,15 @@ export class FakeDiscord {
     return rule;
   }
 
+  private failureFor(method: string, path: string): FailureRule | null {
+    const rule = this.failures.find(
+      (r) => r.remaining > 0 && (!r.method || r.method === method) && r.path.test(path),
+    );
+    if (!rule) return null;
+    rule.remaining--;
+    return rule;
+  }
+
   private interactionByToken(token: string): FakeInteraction | undefined {
     for (const interaction of this.interactions.values()) if (interaction.token === token) return interaction;
     return undefined;
@@ -858,6 +933,7 @@ export class FakeDiscord {
       replyTo?: string;
       type?: number;
       id?: string;
+      flags?: number;
     },
   ): FakeMessage {
     const message: FakeMessage = {
@@ -876,7 +952,7 @@ export class FakeDiscord {
       embeds: [],
       pinned: false,
       type: opts.type ?? (opts.replyTo ? 19 : 0),
-      flags: 0,
+      flags: opts.flags ?? 0,
       ...(opts.replyTo
         ? {
             message_reference: {

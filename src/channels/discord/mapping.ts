@@ -50,6 +50,8 @@ export interface DiscordMessageView extends DiscordPlaceView {
   content: string;
   mentions: DiscordUserView[];
   attachments: DiscordAttachmentView[];
+  /** Recorded in a Discord client's voice-message button (flag IS_VOICE_MESSAGE). */
+  voiceMessage?: boolean;
   /** The message this one replies to, when Discord sent it along. */
   referenced: { id: string; author: DiscordUserView; content: string } | null;
 }
@@ -157,30 +159,17 @@ function senderMetadata(user: DiscordUserView): Record<string, unknown> {
   };
 }
 
-export interface InboundExtras {
-  /** Local paths of downloaded attachments. */
-  media?: string[];
-  /** Lines about attachments that could not be downloaded. */
-  notes?: string[];
-}
-
 /** The bus message for an admitted message. */
-export function toInbound(
-  view: DiscordMessageView,
-  policy: DiscordPolicy,
-  extras: InboundExtras = {},
-): InboundMessage {
+export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): InboundMessage {
   const parts: string[] = [];
   if (view.referenced) parts.push(quoteOf(view.referenced, policy.botId));
   const text = messageText(view, policy.botId);
   if (text) parts.push(text);
-  if (extras.notes?.length) parts.push(extras.notes.join("\n"));
   return {
     channel: CHANNEL,
     senderId: view.author.id,
     chatId: view.channelId,
     content: parts.join("\n\n"),
-    ...(extras.media?.length ? { media: extras.media } : {}),
     sessionKey: sessionKeyFor(view),
     metadata: { messageId: view.id, ...placeMetadata(view), ...senderMetadata(view.author) },
   };
@@ -204,11 +193,6 @@ export function interactionToInbound(view: DiscordInteractionView): InboundMessa
     sessionKey: sessionKeyFor(view),
     metadata: { interactionId: view.id, ...placeMetadata(view), ...senderMetadata(view.user) },
   };
-}
-
-/** A note for the model about an attachment that did not come through. */
-export function attachmentNote(name: string, problem: string): string {
-  return `[Attachment ${name} was not downloaded: ${problem}]`;
 }
 
 export interface SlashCommand {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { InboundMessage } from "../../../src/bus/types.js";
+import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { MessageBus } from "../../../src/bus/bus.js";
 import {
   createDiscordChannel,
@@ -17,7 +17,9 @@ import {
 } from "../../../src/channels/discord/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { DiscordConfigSchema } from "../../../src/channels/discord/config.js";
+import { isAllowed } from "../../../src/channels/access.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
+import { createTranscriber } from "../../../src/channels/transcription.js";
 import { ChannelError } from "../../../src/util/errors.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../../fakes/discord-server.js";
 
@@ -45,25 +47,40 @@ async function setup(
   fake = await FakeDiscord.start(opts.fake);
   const guild = fake.addGuild({ name: "home", channels: ["general"] });
   const alice = fake.addUser("alice");
+  const config = DiscordConfigSchema.parse({
+    enabled: true,
+    token: fake.token,
+    apiUrl: fake.apiUrl,
+    allowFrom: ["*"],
+    ...opts.discord,
+  });
   channel = new DiscordChannel({
-    config: DiscordConfigSchema.parse({
-      enabled: true,
-      token: fake.token,
-      apiUrl: fake.apiUrl,
-      allowFrom: ["*"],
-      ...opts.discord,
-    }),
+    config,
     workspace: join(dir, "ws"),
     maxMediaBytes: 1024 * 1024,
     connectTimeoutMs: 60_000, // only ends a hung test: a loaded machine can take seconds to connect
+    typingIntervalMs: 30,
     ...opts.adapter,
   });
   const inbound: InboundMessage[] = [];
-  const sink = { allows: () => true, publishInbound: (m: InboundMessage) => inbound.push(m) };
-  return { fake, channel, guild, general: guild.channels[0]!, alice, inbound, sink };
+  // The gate as the channel manager answers it.
+  const allows = (m: InboundMessage) => isAllowed(m, config.allowFrom);
+  const sink = { allows, publishInbound: (m: InboundMessage) => inbound.push(m) };
+  return { fake, channel, guild, general: guild.channels[0]!, alice, inbound, sink, allows };
 }
 
 const never = () => new AbortController().signal;
+
+function turn(kind: TurnEvent["kind"], chatId: string, turnId: string, background = false): TurnEvent {
+  return {
+    kind,
+    turnId,
+    channel: "discord",
+    chatId,
+    ...(background ? { background } : {}),
+    ...(kind === "turnEnd" ? { outcome: "done" as const } : {}),
+  };
+}
 
 describe("createDiscordChannel (the registry's factory)", () => {
   it("builds the channel from the config, and refuses an empty token in plain words", async () => {
@@ -244,6 +261,95 @@ describe("DiscordChannel: sending", () => {
   });
 });
 
+describe("DiscordChannel: failures at the send point", () => {
+  it("fails permanently when the user cannot be messaged (50007), so the outbox drops the reply", async () => {
+    const { channel, fake, sink, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    fake.failNext({
+      method: "POST",
+      path: /\/channels\/\d+\/messages$/,
+      status: 403,
+      code: 50007,
+      message: "Cannot send messages to this user",
+    });
+    const err = await channel
+      .send({ channel: "discord", chatId: dm.id, content: "hi" })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelError);
+    expect(err).toMatchObject({ platform: "discord", method: "createMessage", code: 50007, permanent: true });
+    expect(fake.calls("POST", `/channels/${dm.id}/messages`)).toHaveLength(1);
+  });
+
+  it("fails permanently for a channel that does not exist (10003)", async () => {
+    const { channel, sink } = await setup();
+    await channel.start(sink, never());
+    await expect(
+      channel.send({ channel: "discord", chatId: "123456789012345678", content: "hi" }),
+    ).rejects.toMatchObject({ method: "fetchChannel", code: 10003, permanent: true });
+  });
+
+  it("turns a long rate limit into a transient failure with retryAfterMs instead of waiting in discord.js", async () => {
+    const { channel, fake, sink, general } = await setup();
+    await channel.start(sink, never());
+    fake.rateLimitNext({ method: "POST", path: /\/channels\/\d+\/messages$/, retryAfter: 60 });
+    const err = await channel
+      .send({ channel: "discord", chatId: general.id, content: "hi" })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelError);
+    expect(err).toMatchObject({ code: 429, permanent: false });
+    expect((err as ChannelError).retryAfterMs).toBeGreaterThanOrEqual(60_000);
+    expect(fake.sent).toEqual([]);
+  });
+
+  it("gives a server error one retry inside discord.js, then fails transiently", async () => {
+    const { channel, fake, sink, general } = await setup();
+    await channel.start(sink, never());
+    const path = /\/channels\/\d+\/messages$/;
+    fake.failNext({ method: "POST", path, status: 500, code: 0, message: "Internal Server Error", count: 5 });
+    const err = await channel
+      .send({ channel: "discord", chatId: general.id, content: "hi" })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ platform: "discord", permanent: false, code: 500 });
+    expect(fake.calls("POST", `/channels/${general.id}/messages`)).toHaveLength(2);
+  });
+});
+
+describe("DiscordChannel: typing follows the turn", () => {
+  it("a cron reply in a chat does not end the typing of a turn still running there", async () => {
+    // The bug: any final reply ended typing (typing.end on kind "final"), a reminder's too.
+    const { channel, fake, sink, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    const typingPosts = () => fake.calls("POST", `/channels/${dm.id}/typing`).length;
+    channel.onTurn(turn("turnStart", dm.id, "t1"));
+    await fake.waitFor(() => typingPosts() >= 1, 5000, "typing shown");
+
+    await channel.send({ channel: "discord", chatId: dm.id, content: "Reminder: stretch" }); // no turn
+    expect(channel.isTyping(dm.id)).toBe(true);
+    const after = typingPosts();
+    await fake.waitFor(() => typingPosts() > after, 5000, "typing renewed after the reminder");
+
+    await channel.send({ channel: "discord", chatId: dm.id, content: "the answer", turnId: "t1" });
+    channel.onTurn(turn("turnEnd", dm.id, "t1"));
+    expect(channel.isTyping(dm.id)).toBe(false);
+  });
+
+  it("repeats while the turn runs and stops at its turnEnd; a background turn shows none", async () => {
+    const { channel, fake, sink, alice, general } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    const typingPosts = (id: string) => fake.calls("POST", `/channels/${id}/typing`).length;
+    channel.onTurn(turn("turnStart", general.id, "cron-1", true));
+    channel.onTurn(turn("turnStart", dm.id, "t1"));
+    await fake.waitFor(() => typingPosts(dm.id) >= 3, 5000, "three typing signals");
+    channel.onTurn(turn("turnEnd", dm.id, "t1"));
+    expect(channel.isTyping(dm.id)).toBe(false);
+    expect(channel.isTyping(general.id)).toBe(false);
+    expect(typingPosts(general.id)).toBe(0);
+  });
+});
+
 describe("DiscordChannel: receiving", () => {
   it("keeps a chat's messages in order while an attachment downloads", async () => {
     const { channel, fake, sink, inbound, alice } = await setup();
@@ -301,14 +407,43 @@ describe("DiscordChannel: receiving", () => {
     expect(fake.requests.filter((r) => r.path.startsWith("/attachments/"))).toHaveLength(0);
   });
 
-  it("checks access before any side effect: no download, no journal entry, no typing for a refused sender", async () => {
+  it("transcribes a voice message through the configured /audio/transcriptions endpoint", async () => {
+    const { channel: first, fake, sink, inbound, alice } = await setup();
+    await first.stop();
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper", model: "whisper-large" },
+    });
+    const voiced = new DiscordChannel({
+      config: DiscordConfigSchema.parse({
+        enabled: true,
+        token: fake.token,
+        apiUrl: fake.apiUrl,
+        allowFrom: ["*"],
+      }),
+      workspace: join(dir, "ws"),
+      maxMediaBytes: 1024 * 1024,
+      transcriber: createTranscriber(config),
+    });
+    channel = voiced;
+    await voiced.start(sink, never());
+    fake.voiceMessage({ channelId: fake.dmChannel(alice).id, author: alice });
+    await fake.waitFor(() => inbound.length === 1, 5000, "the voice message");
+    expect(inbound[0]!.content).toBe(`[voice message, transcribed: ${fake.transcript}]`);
+    expect(inbound[0]!.media).toHaveLength(1);
+    expect(fake.transcriptions.map((t) => t.fileName)).toEqual([
+      expect.stringMatching(/voice-message\.ogg$/),
+    ]);
+  });
+
+  it("asks the gate before any side effect: no download, no journal entry for a refused sender", async () => {
     const BOB = "900000000000000001";
-    const { channel, fake, inbound, alice } = await setup({ discord: { allowFrom: [BOB] } });
+    const { channel, fake, inbound, alice, allows } = await setup({ discord: { allowFrom: [BOB] } });
     const bob = fake.addUser("bob", { id: BOB });
     const reserved: InboundMessage[] = [];
     await channel.start(
       {
-        allows: () => true,
+        allows,
         publishInbound: (m) => inbound.push(m),
         reserve: (draft) => {
           reserved.push(draft);
@@ -324,17 +459,22 @@ describe("DiscordChannel: receiving", () => {
       attachments: [fake.addAttachment("x.txt", "data", "text/plain")],
     });
     await fake.waitFor(() => inbound.length === 1, 5000, "the refused message");
-    // Handed on bare: the manager tells alice how to get in.
-    expect(inbound[0]).toMatchObject({ senderId: alice.id });
+    // Handed on bare, with a note for the file: the manager tells alice how to get in.
+    expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "let me in\n[file]" });
     expect(inbound[0]).not.toHaveProperty("media");
-    // bob is let in: his typing shows that alice's would have been sent by now.
-    const bobDm = fake.dmChannel(bob).id;
-    fake.userMessage({ channelId: bobDm, author: bob, content: "hello" });
-    const typing = () => fake.requests.filter((r) => r.path.endsWith("/typing"));
-    await fake.waitFor(() => typing().length >= 1, 5000, "bob's typing");
-    expect(typing().map((r) => r.path)).toEqual([`/channels/${bobDm}/typing`]);
     expect(reserved).toEqual([]);
-    expect(fake.requests.filter((r) => r.path.startsWith("/attachments/"))).toHaveLength(0);
+    // bob is let in: his download shows that alice's would have happened by now.
+    fake.userMessage({
+      channelId: fake.dmChannel(bob).id,
+      author: bob,
+      content: "hello",
+      attachments: [fake.addAttachment("y.txt", "data", "text/plain")],
+    });
+    await fake.waitFor(() => inbound.length === 2, 5000, "bob's message");
+    expect(reserved).toHaveLength(1);
+    expect(fake.requests.filter((r) => r.path.startsWith("/attachments/")).map((r) => r.path)).toEqual([
+      expect.stringMatching(/\/y\.txt$/),
+    ]);
   });
 });
 

@@ -112,7 +112,7 @@ describe("Discord end to end", () => {
     expect(llm.requests.map(lastUserText)).toEqual(["me"]);
   });
 
-  it("downloads attachments: images go to the model as images, files by path, too large ones noted", async () => {
+  it("downloads attachments: images go to the model as images, files by path, too large ones noted and told", async () => {
     world = await startWorld({ channels: { maxMediaBytes: 1024 } });
     const { fake, llm, alice } = world;
     const png = Buffer.from(
@@ -145,7 +145,11 @@ describe("Discord end to end", () => {
     });
     const text = parts.find((p) => p.type === "text")!.text!;
     expect(text).toContain("what do you see?");
-    expect(text).toContain("[Attachment huge.bin was not downloaded: it is larger than the 1 KB limit]");
+    expect(text).toContain('[file "huge.bin" not downloaded: the file is larger than the 1 KB limit]');
+    // The person is told too, in the chat (one wording on every platform).
+    expect(world.sentTo(dm.id)).toContain(
+      "Sorry, I can't take files over 1 KB, so I didn't look at: huge.bin (4 KB).",
+    );
     expect(text).toMatch(/\[Attached file: .*media\/discord\/\d{8}-[0-9a-f]{8}-my_notes\.txt\]/);
     // The one over the limit was refused by its declared size, without being fetched.
     expect(fake.requests.filter((r) => r.path.startsWith("/attachments/")).map((r) => r.path)).toEqual([

@@ -3,7 +3,6 @@ import {
   addressesBot,
   admitInteraction,
   admitMessage,
-  attachmentNote,
   interactionToInbound,
   readableMentions,
   sessionKeyFor,
@@ -172,18 +171,6 @@ describe("toInbound", () => {
       policy(),
     );
     expect(toBot.content).toBe('[In reply to your earlier message: "It is 4."]\n\nmore');
-  });
-
-  it("adds media and notes about attachments that did not come through", () => {
-    const msg = toInbound(dm({ content: "see" }), policy(), {
-      media: ["/w/media/discord/a.png"],
-      notes: [attachmentNote("big.zip", "it is larger than the 1 MB limit")],
-    });
-    expect(msg.media).toEqual(["/w/media/discord/a.png"]);
-    expect(msg.content).toBe(
-      "see\n\n[Attachment big.zip was not downloaded: it is larger than the 1 MB limit]",
-    );
-    expect(toInbound(dm(), policy(), { media: [] })).not.toHaveProperty("media");
   });
 
   it("never offers an all-digit username as an alias (it could pass for another person's id)", () => {

@@ -1,0 +1,105 @@
+/**
+ * The single send point of the Discord channel: every call that posts, edits
+ * or signals (a message, an interaction answer, typing) goes through `call`,
+ * which turns any failure into a ChannelError (errors.ts) saying whether a
+ * retry can help and how long Discord asked us to wait.
+ */
+import { stat } from "node:fs/promises";
+import { basename } from "node:path";
+import type { ChatInputCommandInteraction, Client } from "discord.js";
+import { ChannelError } from "../../util/errors.js";
+import { classifyDiscordError } from "./errors.js";
+import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
+import { CHANNEL } from "./mapping.js";
+
+/** A slash command deferred at once ("thinking…"), waiting for its answer. */
+export interface PendingInteraction {
+  interaction: ChatInputCommandInteraction;
+  /** Resolves true once the deferred response is acknowledged, false when deferring failed. */
+  deferred: Promise<boolean>;
+  answered: boolean;
+}
+
+export class DiscordSender {
+  constructor(private readonly client: () => Client | null) {}
+
+  /** Runs one platform call; any failure becomes a ChannelError. */
+  async call<T>(method: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw classifyDiscordError(err, method);
+    }
+  }
+
+  /** Posts the messages to a channel, DM or thread, the first one optionally as a reply. */
+  async toChannel(chatId: string, messages: readonly OutgoingMessage[], replyTo?: string): Promise<void> {
+    const channel = await this.call("fetchChannel", () => this.connected().channels.fetch(chatId));
+    if (!channel?.isSendable()) {
+      // A category or voice channel never takes messages: retrying cannot help.
+      throw new ChannelError(`Discord channel ${chatId} does not take messages`, {
+        platform: CHANNEL,
+        method: "createMessage",
+        permanent: true,
+      });
+    }
+    for (const [i, message] of messages.entries()) {
+      await this.call("createMessage", async () => {
+        await channel.send({
+          ...(message.content ? { content: message.content } : {}),
+          files: attachmentsOf(message),
+          ...(i === 0 && replyTo ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {}),
+        });
+      });
+    }
+  }
+
+  /** Answers a deferred slash command; false when it cannot be used (deferring failed). */
+  async toInteraction(pending: PendingInteraction, messages: readonly OutgoingMessage[]): Promise<boolean> {
+    if (!(await pending.deferred)) return false;
+    for (const message of messages) {
+      const payload = { content: message.content ?? "", files: attachmentsOf(message) };
+      if (pending.answered) {
+        await this.call("interactionFollowUp", () => pending.interaction.followUp(payload));
+      } else {
+        await this.call("editInteractionReply", () => pending.interaction.editReply(payload));
+        pending.answered = true;
+      }
+    }
+    return true;
+  }
+
+  /** One "typing…" signal; Discord shows it for about 10 s. */
+  async typing(chatId: string): Promise<void> {
+    const channel = await this.call("fetchChannel", () => this.connected().channels.fetch(chatId));
+    if (channel?.isSendable()) await this.call("triggerTyping", () => channel.sendTyping());
+  }
+
+  private connected(): Client {
+    const client = this.client();
+    if (!client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
+    return client;
+  }
+}
+
+/** A reply's text and files as Discord messages; files that do not exist are named in the text. */
+export async function outgoing(content: string, media: readonly string[]): Promise<OutgoingMessage[]> {
+  const { files, missing } = await existingFiles(media);
+  const notes = missing.map((f) => `(file not found: ${basename(f)})`);
+  const text = [content, ...notes].filter((s) => s.trim() !== "").join("\n\n");
+  return outgoingMessages(discordChunks(text), files);
+}
+
+function attachmentsOf(message: OutgoingMessage): { attachment: string; name: string }[] {
+  return (message.files ?? []).map((f) => ({ attachment: f, name: basename(f) }));
+}
+
+async function existingFiles(paths: readonly string[]): Promise<{ files: string[]; missing: string[] }> {
+  const files: string[] = [];
+  const missing: string[] = [];
+  for (const path of paths) {
+    const st = await stat(path).catch(() => null);
+    (st?.isFile() ? files : missing).push(path);
+  }
+  return { files, missing };
+}

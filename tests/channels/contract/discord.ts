@@ -1,0 +1,80 @@
+/**
+ * The contract suite's Discord driver: the real DiscordChannel (real
+ * discord.js) built from a config by the adapter's factory, against
+ * FakeDiscord, whose /openai/v1/audio/transcriptions answers VOICE_TRANSCRIPT.
+ */
+import { DiscordChannel, discordOptionsFrom } from "../../../src/channels/discord/adapter.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { FakeDiscord, type FakeUser } from "../../fakes/discord-server.js";
+import { captureLog } from "../../helpers/log.js";
+import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
+
+const MESSAGES = /^\/channels\/\d+\/messages$/;
+
+export const discordDriver: PlatformDriver = {
+  name: "discord",
+  typing: "repeats",
+  async create({ workspace }) {
+    const fake = await FakeDiscord.start();
+    fake.transcript = VOICE_TRANSCRIPT;
+    const alice = fake.addUser("alice");
+    const bob = fake.addUser("bob");
+    const people = new Map<string, FakeUser>([
+      [alice.id, alice],
+      [bob.id, bob],
+    ]);
+    const config = ConfigSchema.parse({
+      providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
+      transcription: { provider: "whisper" },
+      channels: { discord: { enabled: true, token: fake.token, apiUrl: fake.apiUrl } },
+    });
+    const channel = new DiscordChannel({
+      ...discordOptionsFrom({ config, workspace, log: captureLog().log }),
+      typingIntervalMs: 30,
+      // Every rate limit becomes a ChannelError with retryAfterMs, so the outbox's retry is what is tested.
+      maxRateLimitWaitMs: 0,
+    });
+    const chatId = fake.dmChannel(alice).id;
+    return {
+      channel,
+      allowedSender: alice.id,
+      strangerSender: bob.id,
+      chatId,
+      userSends(from, text, file) {
+        const author = people.get(from);
+        if (!author) throw new Error(`no fake user ${from}`);
+        const channelId = fake.dmChannel(author).id;
+        if (file === "voice") fake.voiceMessage({ channelId, author, content: text });
+        else
+          fake.userMessage({
+            channelId,
+            author,
+            content: text,
+            attachments:
+              file === "document" ? [fake.addAttachment("notes.txt", "buy milk", "text/plain")] : [],
+          });
+        return Promise.resolve();
+      },
+      downloads: () => fake.requests.filter((r) => r.path.startsWith("/attachments/")).length,
+      typingSignals: () =>
+        fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/typing")).length,
+      typingActive: () => channel.isTyping(chatId),
+      texts: () => fake.sent.map((m) => m.content),
+      failNextSend(kind) {
+        if (kind === "permanent") {
+          // The user closed their DMs to the bot.
+          fake.failNext({
+            method: "POST",
+            path: MESSAGES,
+            status: 403,
+            code: 50007,
+            message: "Cannot send messages to this user",
+          });
+        } else {
+          fake.rateLimitNext({ method: "POST", path: MESSAGES, retryAfter: 1 });
+        }
+      },
+      close: () => fake.close(),
+    };
+  },
+};
