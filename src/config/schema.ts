@@ -233,9 +233,7 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
-export type AgentDefaults = z.infer<typeof AgentDefaultsSchema>;
 export type ToolsConfig = z.infer<typeof ToolsSchema>;
-export type ChannelsConfig = z.infer<typeof ChannelsSchema>;
 
 /** The configuration with every default filled in. */
 export function defaultConfig(): Config {

@@ -128,7 +128,6 @@ export const CronJobSchema = z.preprocess(
 export type CronSchedule = z.infer<typeof CronScheduleSchema>;
 export type CronPayload = z.infer<typeof CronPayloadSchema>;
 export type CronCreator = z.infer<typeof CronCreatorSchema>;
-export type CronJobState = z.infer<typeof CronJobStateSchema>;
 export type CronJob = z.infer<typeof CronJobSchema>;
 
 /** The top level of jobs.json; each job is checked on its own so one bad job does not lose the others. */

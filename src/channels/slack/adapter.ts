@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { basename } from "node:path";
 import { webApi } from "@slack/bolt";
-import { parseCommand } from "../../agent/commands.js";
+import { parseCommand } from "../../bus/commands.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";

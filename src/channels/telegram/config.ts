@@ -57,7 +57,6 @@ export const TelegramConfigSchema = z.object({
 });
 
 export type TelegramConfig = z.infer<typeof TelegramConfigSchema>;
-export type TelegramWebhookConfig = z.infer<typeof TelegramWebhookSchema>;
 
 /** Settings of an enabled section that cannot work, in plain words with their config path. */
 export function telegramProblems(config: TelegramConfig): string[] {
