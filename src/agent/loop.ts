@@ -5,6 +5,7 @@
  * on the bus. /stop bypasses the lanes so it is never queued behind the turn
  * it stops.
  */
+import { settleWithin } from "../util/timeout.js";
 import { randomUUID } from "node:crypto";
 import type { MessageBus } from "../bus/bus.js";
 import {
@@ -150,13 +151,7 @@ export class AgentLoop {
         );
       lane.queue.length = 0;
     }
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), graceMs);
-    });
-    const outcome = await Promise.race([this.idle().then(() => "idle" as const), timedOut]);
-    clearTimeout(timer);
-    if (outcome === "timeout") {
+    if (!(await settleWithin(this.idle(), graceMs))) {
       for (const lane of this.lanes.values()) lane.current?.abort(new Error("shutdown"));
       await this.idle();
     }

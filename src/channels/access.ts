@@ -1,5 +1,6 @@
 /** Access control for every channel, in one place. Pure functions plus a small notice limiter. */
 import type { InboundMessage } from "../bus/types.js";
+import { BoundedMap } from "../util/bounded-map.js";
 
 /**
  * `allowFrom` holds user ids as strings; "*" lets everybody in and an empty
@@ -42,25 +43,17 @@ const MAX_TRACKED = 10_000;
 
 /** Remembers when each refused sender was last told, so nobody is told more than once an hour. */
 export class NoticeLimiter {
-  private readonly lastNotice = new Map<string, number>();
+  private readonly told: BoundedMap<string, true>;
 
-  constructor(
-    private readonly intervalMs = HOUR_MS,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(intervalMs = HOUR_MS, now: () => number = Date.now) {
+    this.told = new BoundedMap(MAX_TRACKED, intervalMs, now);
+  }
 
   /** True when the sender should be told now (and records that it was). */
   shouldNotify(channel: string, senderId: string): boolean {
     const key = `${channel}:${senderId}`;
-    const now = this.now();
-    const last = this.lastNotice.get(key);
-    if (last !== undefined && now - last < this.intervalMs) return false;
-    this.lastNotice.delete(key); // re-insert so the Map stays in age order
-    this.lastNotice.set(key, now);
-    if (this.lastNotice.size > MAX_TRACKED) {
-      const oldest = this.lastNotice.keys().next().value;
-      if (oldest !== undefined) this.lastNotice.delete(oldest);
-    }
+    if (this.told.has(key)) return false;
+    this.told.set(key, true);
     return true;
   }
 }

@@ -32,6 +32,7 @@
  * succeeds, so nothing is answered twice after recovery. Only a crash during
  * the episode loses what was not written.
  */
+import { BoundedMap } from "../util/bounded-map.js";
 import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
@@ -112,11 +113,10 @@ export class Journal {
   private fd: number | null = null;
   private readonly pendingIn = new Map<string, PendingInbound>();
   private readonly pendingOut = new Map<string, PendingOutbound>();
-  /** Dedupe keys in insertion order (a Map as an ordered set). */
-  private readonly seen = new Map<string, true>();
+  /** Dedupe keys of the newest platform messages, oldest first. */
+  private readonly seen: BoundedMap<string, true>;
   private appended = 0;
   private readonly log: Logger;
-  private readonly maxSeen: number;
   private readonly compactEvery: number;
   private readonly maxStarts: number;
   private readonly io: JournalIo;
@@ -129,7 +129,7 @@ export class Journal {
     private readonly opts: JournalOptions = {},
   ) {
     this.log = opts.log ?? logger("journal");
-    this.maxSeen = opts.maxSeen ?? 10_000;
+    this.seen = new BoundedMap(opts.maxSeen ?? 10_000);
     this.compactEvery = opts.compactEvery ?? 5_000;
     this.maxStarts = opts.maxStarts ?? 3;
     this.io = { ...nodeJournalIo, ...opts.io };
@@ -288,12 +288,7 @@ export class Journal {
   }
 
   private remember(key: string): void {
-    this.seen.delete(key);
     this.seen.set(key, true);
-    if (this.seen.size > this.maxSeen) {
-      const oldest = this.seen.keys().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
   }
 
   private append(entry: JournalEntry): void {

@@ -36,6 +36,11 @@ export class BoundedMap<K, V> {
     this.entries.delete(key);
   }
 
+  /** Keys from the oldest to the newest (expired ones included until they are read). */
+  keys(): IterableIterator<K> {
+    return this.entries.keys();
+  }
+
   get size(): number {
     return this.entries.size;
   }
