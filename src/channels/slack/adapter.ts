@@ -171,7 +171,9 @@ export class SlackChannel implements Channel {
       signal: this.lifetime.signal,
       maxMediaBytes: this.opts.maxMediaBytes,
       transcriber: this.opts.transcriber ?? null,
-      notify: async (msg, text) => void (await this.post(msg.chatId, threadTsFrom(msg.metadata), text)),
+      notify: async (msg, text) => {
+        await this.post(msg.chatId, threadTsFrom(msg.metadata), text);
+      },
       log: this.log,
     });
     const bot = await this.receiver.start(signal);
@@ -293,9 +295,14 @@ export class SlackChannel implements Channel {
 
   private async addReceipt(target: ReceiptTarget): Promise<void> {
     const { channel, ts } = target;
-    await this.call("reactions.add", () =>
-      this.writes.reactions.add({ channel, timestamp: ts, name: this.config.reactEmoji }),
-    );
+    try {
+      await this.call("reactions.add", () =>
+        this.writes.reactions.add({ channel, timestamp: ts, name: this.config.reactEmoji }),
+      );
+    } catch (err) {
+      // Still there from before a restart (the journal replayed the message): ours to swap all the same.
+      if (!(err instanceof ChannelError && err.code === "already_reacted")) throw err;
+    }
     target.added = true;
   }
 

@@ -478,6 +478,19 @@ describe("Slack Socket Mode: the receipt reaction", () => {
     expect([...fake.reactions.get(`D1:${event.ts}`)!]).toEqual(["eyes"]);
   });
 
+  it("swaps a receipt still there from before a restart (Slack says already_reacted)", async () => {
+    const { fake, channel } = await started();
+    const event = dmEvent("hello");
+    fake.reactions.set(`D1:${event.ts}`, new Set(["eyes"]));
+    await fake.pushEvent(event);
+    const msg = await rig!.nextInbound(1);
+    channel.onTurn(turnOf("turnStart", msg, "t1"));
+    await fake.waitForCalls("reactions.add", 1);
+    channel.onTurn(turnOf("turnEnd", msg, "t1"));
+    await fake.waitForCalls("reactions.add", 2);
+    expect([...fake.reactions.get(`D1:${event.ts}`)!]).toEqual(["white_check_mark"]);
+  });
+
   it("is just removed at the end when doneEmoji is empty", async () => {
     const { fake, channel } = await started({ doneEmoji: "" });
     const event = dmEvent("hello");
