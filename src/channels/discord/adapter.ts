@@ -38,7 +38,7 @@ import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink } from "../types.js";
 import { incomingFiles } from "./attachments.js";
-import { NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
+import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
 import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";
 import {
@@ -102,12 +102,8 @@ export async function createDiscordChannel(ctx: ChannelFactoryContext): Promise<
 
 export function discordOptionsFrom(ctx: ChannelFactoryContext): DiscordChannelOptions {
   const config = ctx.config.channels.discord;
-  if (!config.token.trim()) {
-    throw new ChannelError(
-      "channels.discord.token is empty: create a bot in the Discord Developer Portal (Bot → Reset Token) and put its token there",
-      { platform: CHANNEL },
-    );
-  }
+  const problems = discordProblems(config);
+  if (problems.length > 0) throw new ChannelError(problems.join("; "), { platform: CHANNEL });
   return {
     config,
     workspace: ctx.workspace,

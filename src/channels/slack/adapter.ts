@@ -20,7 +20,7 @@ import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import type { Channel, InboundSink } from "../types.js";
 import { TypingIndicator } from "../typing.js";
-import type { SlackConfig } from "./config.js";
+import { slackProblems, type SlackConfig } from "./config.js";
 import { slackChannelError } from "./errors.js";
 import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";
@@ -333,29 +333,10 @@ export class SlackChannel implements Channel {
 
 // ---------------------------------------------------------------------------
 
-/** Settings that cannot work, in plain words (the registry reports them; retrying would not help). */
+/** The settings the channel cannot work without (config check reports the same problems). */
 function checkConfig(config: SlackConfig): void {
-  if (!config.botToken) {
-    throw new ChannelError(
-      "channels.slack.botToken is empty: paste the app's Bot User OAuth Token (xoxb-...)",
-    );
-  }
-  if (config.mode === "socket") {
-    if (!config.appToken) {
-      throw new ChannelError(
-        "channels.slack.appToken is empty: Socket Mode needs an app-level token (xapp-...) with connections:write",
-      );
-    }
-    if (!config.appToken.startsWith("xapp-")) {
-      throw new ChannelError(
-        "channels.slack.appToken must be an app-level token (xapp-...), not a bot or user token",
-      );
-    }
-  } else if (!config.signingSecret) {
-    throw new ChannelError(
-      'channels.slack.signingSecret is empty: mode "http" needs the Signing Secret from the app\'s Basic Information',
-    );
-  }
+  const problems = slackProblems(config);
+  if (problems.length > 0) throw new ChannelError(problems.join("; "));
 }
 
 function normalizeApiUrl(url: string): string {

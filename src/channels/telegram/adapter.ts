@@ -25,7 +25,7 @@ import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink } from "../types.js";
 import { chatIdParam, createBot, gs } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
-import type { TelegramConfig } from "./config.js";
+import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
 import {
   CHANNEL,
@@ -101,20 +101,9 @@ export class TelegramChannel implements Channel {
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.cfg = opts.config;
-    if (!this.cfg.token.trim()) {
-      throw new ConfigError(
-        "channels.telegram.token is empty: create a bot with @BotFather and set PALAVER_CHANNELS__TELEGRAM__TOKEN " +
-          "in .env (or channels.telegram.token in the config)",
-        ["channels.telegram.token: required"],
-      );
-    }
-    if (this.cfg.mode === "webhook" && !this.cfg.webhook.url.trim()) {
-      throw new ConfigError(
-        'channels.telegram.mode is "webhook" but channels.telegram.webhook.url is empty: set the public HTTPS URL ' +
-          'Telegram should post to, or use mode "polling"',
-        ["channels.telegram.webhook.url: required in webhook mode"],
-      );
-    }
+    // The same problems config check and the gateway report (config.ts), in case the channel is built directly.
+    const problems = telegramProblems(this.cfg);
+    if (problems.length > 0) throw new ConfigError(problems.join("; "), problems);
     this.apiRoot = this.cfg.apiRoot.replace(/\/+$/, "");
     this.tuning = { ...DEFAULT_TUNING, ...opts.tuning };
     this.log = opts.log ?? logger(CHANNEL);
