@@ -218,8 +218,8 @@ describe("exactly once across a SIGKILL: Discord", { timeout: 180_000 }, () => {
 
   it("SIGKILL while Discord rate-limits the reply, then a restart: delivered once, LLM not asked again", async () => {
     llm.setHandler(echo());
-    // retry_after far beyond the test: discord.js queues the reply until the kill.
-    discord.rateLimitNext({ method: "POST", path: /^\/channels\/\d+\/messages$/, retryAfter: 3600 });
+    // retry_after beyond the test: the outbox waits it out (within its retry window) until the kill.
+    discord.rateLimitNext({ method: "POST", path: /^\/channels\/\d+\/messages$/, retryAfter: 120 });
     const first = await start();
     discord.userMessage({ channelId: dmId, author: alice, content: "ping" });
     await discord.waitFor(() => postsOf("re: ping").length === 1, WAIT_MS, "the rate-limited send");
