@@ -5,7 +5,7 @@
  * the bus as a system message naming the chat that asked, so the agent
  * tells the user in that chat, in its own words, like any other reply.
  */
-import { settleWithin } from "../util/timeout.js";
+import { TaskSet } from "../util/task-set.js";
 import { randomUUID } from "node:crypto";
 import type { InboundMessage, Origin } from "../bus/types.js";
 import { systemMessage } from "../bus/types.js";
@@ -69,7 +69,7 @@ export class SubagentManager implements SubagentControl {
   /** Subagents not yet finished or cancelled (running or waiting for a slot). */
   private readonly entries = new Map<string, Entry>();
   /** Every background run until it has settled, cancelled ones included (shutdown waits for them). */
-  private readonly settling = new Set<Promise<void>>();
+  private readonly settling = new TaskSet();
   private readonly slots: Semaphore;
   private readonly log: Logger;
   private closed = false;
@@ -96,13 +96,13 @@ export class SubagentManager implements SubagentControl {
     // acquire() takes a free slot synchronously, so this tells whether this one will wait.
     const queued = this.slots.inUse >= Math.max(1, Math.floor(this.opts.maxConcurrent));
     this.entries.set(entry.id, entry);
-    const run = this.run(entry)
-      .catch((err: unknown) => this.log.error({ err, id: entry.id }, "subagent crashed"))
-      .finally(() => {
-        if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
-        this.settling.delete(run);
-      });
-    this.settling.add(run);
+    void this.settling.add(
+      this.run(entry)
+        .catch((err: unknown) => this.log.error({ err, id: entry.id }, "subagent crashed"))
+        .finally(() => {
+          if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
+        }),
+    );
     this.log.info(
       { id: entry.id, label: entry.label, session: entry.sessionKey, queued },
       "subagent spawned",
@@ -135,7 +135,7 @@ export class SubagentManager implements SubagentControl {
     this.closed = true;
     for (const entry of [...this.entries.values()]) this.cancel(entry, "shutdown");
     if (this.settling.size === 0) return;
-    if (!(await settleWithin(Promise.allSettled([...this.settling]), timeoutMs))) {
+    if (!(await this.settling.settle(timeoutMs))) {
       this.log.warn({ left: this.settling.size, timeoutMs }, "shutdown: subagents still settling");
     }
   }

@@ -14,6 +14,7 @@
 import { chmod, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { logger, type Logger } from "../log.js";
+import { sleep } from "../util/backoff.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
@@ -92,7 +93,7 @@ export class CronStore {
     if (text === null) return emptySnapshot();
     let parsed = parseStore(text);
     if (!parsed.ok) {
-      await new Promise((resolve) => setTimeout(resolve, REREAD_DELAY_MS));
+      await sleep(REREAD_DELAY_MS);
       text = await this.readText();
       if (text === null) return emptySnapshot();
       parsed = parseStore(text);
@@ -198,7 +199,7 @@ export class CronStore {
             cause: err,
           });
         }
-        await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+        await sleep(LOCK_RETRY_MS);
       }
     }
     try {
