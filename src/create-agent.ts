@@ -3,7 +3,7 @@
  * context, memory consolidation, subagents, the cron service and the loop.
  * The gateway, `palaver chat` and `palaver cron run` all build it this way.
  */
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import type { MessageBus } from "./bus/bus.js";
 import { allowFromOf as configAllowFrom } from "./config/allow-from.js";
 import { builtinSkillsDir } from "./config/paths.js";
@@ -15,7 +15,7 @@ import { createLlm } from "./llm/resilient.js";
 import { McpManager } from "./mcp/manager.js";
 import { mcpStatusLines } from "./mcp/status.js";
 import type { Provider } from "./llm/types.js";
-import { SessionStore } from "./sessions/store.js";
+import { SessionStore, sessionsDirOf } from "./sessions/store.js";
 import { MemoryConsolidator } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
@@ -94,7 +94,8 @@ export function createAgent({
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
-  const sessions = new SessionStore(join(workspace, "sessions"));
+  const sessionsDir = sessionsDirOf(workspace);
+  const sessions = new SessionStore(sessionsDir);
   const context = new ContextBuilder({
     workspace,
     builtinSkillsDir: builtinSkillsDir(),
@@ -133,6 +134,7 @@ export function createAgent({
     allowFromOf,
     runs: terminalChat === undefined ? gatewayJobs : terminalJobs(terminalChat),
     announce: terminalChat === undefined,
+    sessionsDir,
   });
 
   const tools = createDefaultTools(config, workspace, exec, {

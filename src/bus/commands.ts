@@ -1,7 +1,7 @@
 /** Chat commands: the same on every channel. Pure parsing and help text. */
 
 export const COMMANDS = {
-  new: "start a new conversation (the current one is kept in the session file)",
+  new: "save what this conversation taught into memory (MEMORY.md, HISTORY.md), then start fresh",
   stop: "cancel what is running in this chat",
   status: "show model, session and memory size",
   help: "list these commands",

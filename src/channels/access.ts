@@ -34,7 +34,9 @@ export function refusalNotice(channel: string, senderId: string): string {
   return (
     `Sorry, I only talk to people on my allow list. Your ${channel} user id is ${senderId}. ` +
     `To let yourself in, add "${senderId}" to channels.${channel}.allowFrom in palaver's config ` +
-    `(or set it to ["*"] to allow everybody), then restart palaver.`
+    // allowFrom is re-read on SIGHUP (cli/gateway.ts): a restart is not needed.
+    `(or set it to ["*"] to allow everybody), then reload palaver ` +
+    "(`systemctl reload palaver`, or send it SIGHUP); no restart is needed."
   );
 }
 

@@ -15,6 +15,7 @@ import { createWorkspace } from "../config/workspace.js";
 import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
 import { CronService } from "../cron/service.js";
 import { checkTarget } from "../cron/targets.js";
+import { sessionsDirOf } from "../sessions/store.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
 import { errorMessage } from "../util/errors.js";
 import { addCommonOptions, loadForCli } from "./common.js";
@@ -188,6 +189,7 @@ function open(cmd: Command): { service: CronService; loaded: LoadedConfig } {
     // Only `run` fires jobs, on a bus of its own (runHere).
     bus: { publishInbound: () => undefined },
     maxCatchUp: loaded.config.cron.maxCatchUp,
+    sessionsDir: sessionsDirOf(loaded.workspace),
   });
   return { service, loaded };
 }

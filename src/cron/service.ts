@@ -15,11 +15,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import type { ScheduleView } from "../agent/extensions.js";
 import { systemMessage, type InboundMessage } from "../bus/types.js";
 import { isSenderAllowed } from "../channels/access.js";
 import { logger, type Logger } from "../log.js";
+import { safeKey } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { describeSchedule, formatTime, nextRun } from "./schedule.js";
 import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
@@ -32,6 +33,8 @@ const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A catch-up run this close to its due time is not called late. */
 const LATE_GRACE_MS = 60_000;
 const MAX_ID_ATTEMPTS = 100;
+/** A firing job's turn runs in the session `cron:<id>`. */
+export const CRON_SESSION_PREFIX = "cron:";
 
 export interface CronServiceOptions {
   /** The job file: join(stateDir(configPath), "cron", "jobs.json"). */
@@ -58,6 +61,11 @@ export interface CronServiceOptions {
   runs?: (job: CronJob) => boolean;
   /** Whether it writes the pid file that tells `palaver cron` a gateway runs the jobs (default true). */
   announce?: boolean;
+  /**
+   * The workspace's sessions folder: a removed job's session file (`cron:<id>`) is deleted with it,
+   * so removed jobs leave nothing behind. Without it, session files are left alone.
+   */
+  sessionsDir?: string;
 }
 
 export interface AddJobInput {
@@ -99,6 +107,7 @@ export class CronService implements ScheduleView {
   private readonly allowFromOf: CronServiceOptions["allowFromOf"];
   private readonly runs: (job: CronJob) => boolean;
   private readonly announce: boolean;
+  private readonly sessionsDir: string | undefined;
 
   /** The jobs as last read, for the timer. */
   private jobs: CronJob[] = [];
@@ -122,6 +131,7 @@ export class CronService implements ScheduleView {
     this.allowFromOf = opts.allowFromOf;
     this.runs = opts.runs ?? (() => true);
     this.announce = opts.announce ?? true;
+    this.sessionsDir = opts.sessionsDir;
   }
 
   /** The file that tells `palaver cron` a gateway is running this store. */
@@ -239,9 +249,25 @@ export class CronService implements ScheduleView {
         return true;
       });
       this.adopt(written);
-      if (result) this.log.info({ id }, "cron job removed");
+      if (result) {
+        this.log.info({ id }, "cron job removed");
+        await this.removeSessionFile(id);
+      }
       return result;
     });
+  }
+
+  /** The removed job's session goes with it; failing to delete it does not undo the removal. */
+  private async removeSessionFile(id: string): Promise<void> {
+    if (this.sessionsDir === undefined) return;
+    const path = join(this.sessionsDir, `${safeKey(CRON_SESSION_PREFIX + id)}.jsonl`);
+    try {
+      await unlink(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
+        this.log.warn({ err, id, path }, "cron job removed, but its session file could not be deleted");
+      }
+    }
   }
 
   /** Fires a job now, in this process. */
@@ -465,7 +491,7 @@ export class CronService implements ScheduleView {
               ...(target.sessionKey ? { sessionKey: target.sessionKey } : {}),
               ...(target.metadata ? { metadata: target.metadata } : {}),
             },
-            sessionKey: `cron:${job.id}`,
+            sessionKey: CRON_SESSION_PREFIX + job.id,
             metadata: { cronJobId: job.id },
           }),
         );

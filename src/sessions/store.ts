@@ -22,6 +22,11 @@ export interface SessionInfo {
   updatedAt: Date;
 }
 
+/** Where a workspace keeps its session files (nanobot's layout). */
+export function sessionsDirOf(workspace: string): string {
+  return join(workspace, "sessions");
+}
+
 /** nanobot's file name for a key: ':' and other characters unsafe in file names become '_'. */
 export function safeKey(key: string): string {
   const safe = key

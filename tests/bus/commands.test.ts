@@ -19,4 +19,11 @@ describe("parseCommand", () => {
   it("lists every command in the help text", () => {
     for (const name of ["new", "stop", "status", "help"]) expect(helpText()).toContain(`/${name}`);
   });
+
+  it("says that /new saves the conversation into memory before starting fresh (issue 13)", () => {
+    const line = helpText()
+      .split("\n")
+      .find((l) => l.startsWith("/new"));
+    expect(line).toMatch(/MEMORY\.md.*HISTORY\.md.*then start fresh/);
+  });
 });

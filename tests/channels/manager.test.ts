@@ -55,6 +55,12 @@ describe("access rules", () => {
   it("tells the sender its id and the config key", () => {
     expect(refusalNotice("telegram", "99")).toMatch(/id is 99.*"99".*channels\.telegram\.allowFrom/);
   });
+  it("says a reload is enough, not a restart (issue 13)", () => {
+    const notice = refusalNotice("telegram", "99");
+    expect(notice).toContain("allow list");
+    expect(notice).toMatch(/systemctl reload palaver.*SIGHUP/);
+    expect(notice).not.toMatch(/then restart/);
+  });
 });
 
 describe("ChannelManager", () => {

@@ -2,12 +2,13 @@
  * The scheduler with fake timers (setTimeout and Date; file I/O stays real):
  * `advance` moves the clock and then waits for the service's queued work.
  */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SYSTEM_CHANNEL, type InboundMessage } from "../../src/bus/types.js";
 import { buildSchedule } from "../../src/cron/schedule.js";
 import {
+  CRON_SESSION_PREFIX,
   CronService,
   MAX_TIMER_MS,
   type AddJobInput,
@@ -16,6 +17,7 @@ import {
 import { gatewayJobs, terminalJobs } from "../../src/cron/targets.js";
 import { CronStore } from "../../src/cron/store.js";
 import type { CronJob } from "../../src/cron/types.js";
+import { safeKey } from "../../src/sessions/store.js";
 import { captureLog, silentLog, TempDirs } from "./helpers.js";
 
 const temps = new TempDirs();
@@ -190,6 +192,31 @@ describe("CronService firing", () => {
     expect(await onDisk()).toEqual([]);
     await advance(2 * HOUR);
     expect(published).toHaveLength(1);
+  });
+
+  it("remove(id) deletes the job's session file and leaves the others (issue 13)", async () => {
+    const sessionsDir = await temps.make();
+    const service = new CronService({
+      storePath,
+      bus: { publishInbound: (msg) => published.push(msg) },
+      maxCatchUp: 5,
+      log: silentLog(),
+      sessionsDir,
+    });
+    services.push(service);
+    const job = await service.add(input({ everySeconds: 3600 }));
+    const kept = await service.add(input({ everySeconds: 7200 }));
+    const fileOf = (id: string) => join(sessionsDir, `${safeKey(CRON_SESSION_PREFIX + id)}.jsonl`);
+    await writeFile(fileOf(job.id), "{}\n");
+    await writeFile(fileOf(kept.id), "{}\n");
+    await writeFile(join(sessionsDir, "slack_C1.jsonl"), "{}\n");
+
+    expect(await service.remove(job.id)).toBe(true);
+    expect((await readdir(sessionsDir)).sort()).toEqual([`cron_${kept.id}.jsonl`, "slack_C1.jsonl"].sort());
+    // A job that never ran has no session file: removing it is not an error.
+    await rm(fileOf(kept.id));
+    expect(await service.remove(kept.id)).toBe(true);
+    expect(await onDisk()).toEqual([]);
   });
 
   it("list() filters by chat and sorts soonest first", async () => {

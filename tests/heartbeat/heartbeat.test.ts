@@ -1,10 +1,11 @@
-import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage, Origin } from "../../src/bus/types.js";
+import { ConfigSchema } from "../../src/config/schema.js";
 import {
   HeartbeatService,
   actionableContent,
@@ -91,6 +92,14 @@ describe("HeartbeatService.tick", () => {
     expect(await service().tick()).toBe("no-tasks");
     expect(fake.requests).toHaveLength(0);
     expect(inbound).toEqual([]);
+  });
+
+  it("the onboarding template names the config key that sets the interval (issue 13)", async () => {
+    const template = await readFile(TEMPLATE, "utf8");
+    const key = /`gateway\.heartbeat\.(\w+)`/.exec(template)?.[1];
+    expect(key).toBe("intervalSeconds");
+    const config = ConfigSchema.parse({ gateway: { heartbeat: { [key!]: 120 } } });
+    expect(config.gateway.heartbeat.intervalSeconds).toBe(120);
   });
 
   it("asks the LLM with its private tool and publishes nothing when it says skip", async () => {

@@ -5,15 +5,12 @@
  * this chat's jobs and remove only removes them.
  */
 import { z } from "zod";
-import { buildSchedule, describeSchedule, formatTime } from "../../cron/schedule.js";
-import type { CronService } from "../../cron/service.js";
+import { buildSchedule, describeSchedule, formatTime, MIN_EVERY_SECONDS } from "../../cron/schedule.js";
+import { CRON_SESSION_PREFIX, type CronService } from "../../cron/service.js";
 import type { TargetCheck } from "../../cron/targets.js";
 import type { CronJob } from "../../cron/types.js";
 import { ToolError } from "../../util/errors.js";
 import { defineTool, type Tool } from "./types.js";
-
-/** The session a firing job's turn runs in; jobs scheduling jobs could multiply without end. */
-const CRON_SESSION_PREFIX = "cron:";
 
 /**
  * `checkTarget` says whether the chat's channel can receive the job's replies (cron/targets.ts): the
@@ -27,7 +24,7 @@ export function createCronTool(
     name: "cron",
     description:
       "Schedule reminders and recurring tasks for this chat. Actions: add, list, remove. " +
-      "For add give a message and exactly one of every_seconds (repeat), cron_expr (5-field cron, " +
+      `For add give a message and exactly one of every_seconds (repeat; at least ${MIN_EVERY_SECONDS}), cron_expr (5-field cron, ` +
       "optionally with tz such as 'Europe/Paris') or at (ISO date-time for once, e.g. '2026-02-12T10:30:00'; " +
       "without an offset it is read in tz, else the server's local time).",
     parameters: z.object({
@@ -36,7 +33,11 @@ export function createCronTool(
         .string()
         .optional()
         .describe("Reminder message, or the instruction to carry out when the job fires (for add)"),
-      every_seconds: z.number().int().optional().describe("Interval in seconds (for recurring tasks)"),
+      every_seconds: z
+        .number()
+        .int()
+        .optional()
+        .describe(`Interval in seconds, at least ${MIN_EVERY_SECONDS} (for recurring tasks)`),
       cron_expr: z.string().optional().describe("Cron expression like '0 9 * * *' (for scheduled tasks)"),
       tz: z.string().optional().describe("IANA timezone for cron_expr or at (e.g. 'America/Vancouver')"),
       at: z.string().optional().describe("ISO datetime for one-time execution (e.g. '2026-02-12T10:30:00')"),
@@ -46,6 +47,7 @@ export function createCronTool(
       const chat = { channel: ctx.channel, chatId: ctx.chatId };
       switch (args.action) {
         case "add": {
+          // A firing job's turn runs in its own session; jobs scheduling jobs could multiply without end.
           if (ctx.sessionKey.startsWith(CRON_SESSION_PREFIX)) {
             throw new ToolError("cannot schedule new jobs from within a scheduled task");
           }

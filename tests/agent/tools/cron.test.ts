@@ -6,6 +6,7 @@ import { createCronTool } from "../../../src/agent/tools/cron.js";
 import { ToolRegistry } from "../../../src/agent/tools/registry.js";
 import type { ToolContext } from "../../../src/agent/tools/types.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
+import { MIN_EVERY_SECONDS } from "../../../src/cron/schedule.js";
 import { CronService } from "../../../src/cron/service.js";
 import { checkTarget } from "../../../src/cron/targets.js";
 import { makeContext, TempDirs } from "./helpers.js";
@@ -52,6 +53,14 @@ describe("cron tool", () => {
       ["action", "at", "cron_expr", "every_seconds", "job_id", "message", "tz"].sort(),
     );
     expect(params.required).toEqual(["action"]);
+  });
+
+  it("states the real minimum interval, which add enforces (issue 13)", async () => {
+    const [def] = registry.definitions();
+    expect(def!.function.description).toContain(`every_seconds (repeat; at least ${MIN_EVERY_SECONDS})`);
+    expect(await call({ action: "add", message: "ping", every_seconds: MIN_EVERY_SECONDS - 1 })).toMatch(
+      new RegExp(`^Error: .*at least ${MIN_EVERY_SECONDS}`),
+    );
   });
 
   it("add records who asked (channel, sender id, aliases), so the job stops when they are let out", async () => {
