@@ -1,5 +1,5 @@
 /**
- * `palaver onboard`: writes a config file of defaults (never replacing one
+ * `palaver onboard`: writes a small config file (never replacing one
  * silently) and fills the workspace from the templates without touching any
  * file the user already has.
  */
@@ -7,7 +7,7 @@ import { chmodSync, copyFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { configPathFor, exampleConfig } from "../config/load.js";
+import { configPathFor } from "../config/load.js";
 import { expandHome } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { configureLogging } from "../log.js";
@@ -16,13 +16,13 @@ import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
 
 const PROMPT_TIMEOUT_MS = 5 * 60_000;
 
-/** The text of a new config file: the defaults, with --workspace recorded when given. */
+/**
+ * The text of a new config file: only what the user chose (--workspace). Every default stays
+ * implicit, so a later version's better default reaches this user too, and the file shows
+ * what was actually decided (`palaver config schema` lists every key with its default).
+ */
 export function newConfigText(workspace?: string): string {
-  const config = exampleConfig();
-  if (workspace !== undefined) {
-    const agents = config.agents as { defaults: { workspace: string } };
-    agents.defaults.workspace = workspace;
-  }
+  const config = workspace !== undefined ? { agents: { defaults: { workspace } } } : {};
   return `${JSON.stringify(config, null, 2)}\n`;
 }
 
@@ -53,7 +53,7 @@ export function registerOnboardCommand(program: Command): Command {
   const cmd = program
     .command("onboard")
     .description("create a config file and a workspace")
-    .option("--force", "replace an existing config file with defaults (the old one is kept as .bak)")
+    .option("--force", "replace an existing config file with a new one (the old one is kept as .bak)")
     .action(async (opts: { force?: boolean }, command: Command) => {
       const common = commonOptions(command);
       configureLogging({ verbose: common.verbose });
@@ -65,13 +65,13 @@ export function registerOnboardCommand(program: Command): Command {
         if (opts.force) write = true;
         else if (process.stdin.isTTY && process.stdout.isTTY) {
           write = await askYesNo(
-            `${path} already exists. Replace it with defaults (old one kept as .bak)? [y/N] `,
+            `${path} already exists. Replace it with a new one (old one kept as .bak)? [y/N] `,
           );
           if (!write) out.push(`Kept the existing config ${path}`);
         } else {
           process.stderr.write(
             `palaver: ${path} already exists; not replacing it.\n` +
-              `Run \`palaver onboard --force\` to replace it with defaults (the old file is kept as ${path}.bak).\n`,
+              `Run \`palaver onboard --force\` to replace it with a new one (the old file is kept as ${path}.bak).\n`,
           );
           process.exitCode = 1;
           return;
@@ -81,7 +81,7 @@ export function registerOnboardCommand(program: Command): Command {
         const replacing = existsSync(path);
         const workspace = common.workspace !== undefined ? expandHome(common.workspace) : undefined;
         writeConfig(path, newConfigText(workspace), replacing);
-        out.push(replacing ? `Replaced ${path} with defaults (old one: ${path}.bak)` : `Created ${path}`);
+        out.push(replacing ? `Replaced ${path} (old one: ${path}.bak)` : `Created ${path}`);
       }
 
       const loaded = loadForCli(command);
@@ -102,6 +102,8 @@ export function registerOnboardCommand(program: Command): Command {
         `     or set providers.NAME.apiKey (and apiBase for other OpenAI-compatible services) in ${path}.`,
         `  2. Check the result: palaver config check${flag}`,
         `  3. Start talking:    palaver chat${flag}`,
+        "",
+        "Every other setting has a default; `palaver config schema` lists them all.",
       );
       process.stdout.write(`${out.join("\n")}\n`);
     });

@@ -83,8 +83,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): LoadedConfig {
 }
 
 /**
- * What `palaver onboard` writes and config.example.json holds: every default,
- * plus one empty provider entry so a newcomer sees the shape of one.
+ * What config.example.json holds: every default, plus one empty provider entry
+ * so a newcomer sees the shape of one. (`palaver onboard` writes only what the user chose.)
  */
 export function exampleConfig(): Json {
   return {

@@ -9,7 +9,7 @@
  * (a custom `lookup`), so a DNS answer that changes between check and
  * connect (rebinding) cannot slip through.
  *
- * Proxy support (tools.web.proxy) is not implemented yet: requests go direct.
+ * tools.web.proxy is not supported (see web.ts): requests go direct.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
 import { request as httpRequest, type IncomingMessage } from "node:http";

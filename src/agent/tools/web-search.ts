@@ -1,6 +1,6 @@
 /**
  * The `web_search` tool, backed by the Brave Search API (as in nanobot).
- * Proxy support (tools.web.proxy) is not implemented yet: requests go direct.
+ * tools.web.proxy is not supported (see web.ts): requests go direct.
  */
 import { z } from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";

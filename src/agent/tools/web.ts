@@ -10,7 +10,11 @@ import { createWebSearchTool } from "./web-search.js";
 export interface WebToolOptions {
   fetch: WebFetchOptions;
   search: { apiKey: string; maxResults: number; baseUrl?: string };
-  /** tools.web.proxy: not implemented yet, requests go direct (a warning is logged). */
+  /**
+   * tools.web.proxy: accepted (nanobot configs have it) but not supported: Node 20's fetch cannot
+   * use a proxy without undici's ProxyAgent, which is not a dependency. Requests go direct and a
+   * warning says so.
+   */
   proxy?: string | null;
 }
 
@@ -18,7 +22,7 @@ export function createWebTools(opts: WebToolOptions): Tool[] {
   if (opts.proxy) {
     logger("tool.web").warn(
       { proxy: opts.proxy },
-      "tools.web.proxy is not supported yet; web_search and web_fetch connect directly",
+      "tools.web.proxy is not supported; web_search and web_fetch connect directly",
     );
   }
   return [
