@@ -3,6 +3,7 @@
  * HOME and PALAVER_CONFIG in a temp folder. A "gateway" is a CronService
  * started in this test process on the same job file.
  */
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -120,9 +121,14 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
     const parsed = JSON.parse(json.stdout) as CronJob[];
     expect(parsed.map((j) => j.id).sort()).toEqual(jobs.map((j) => j.id).sort());
 
+    // The job's turns ran in its own session: that file goes with the job (issue 13).
+    const sessionFile = join(dir, "ws", "sessions", `cron_${jobs[0]!.id}.jsonl`);
+    await mkdir(dirname(sessionFile), { recursive: true });
+    await writeFile(sessionFile, "{}\n");
     const removed = await cli(["remove", jobs[0]!.id]);
     expect(removed).toMatchObject({ code: 0, stdout: `Removed job ${jobs[0]!.id}\n` });
     expect((await jobsOnDisk()).map((j) => j.name)).toEqual(["standup"]);
+    expect(existsSync(sessionFile)).toBe(false);
 
     const missing = await cli(["remove", "deadbeef"]);
     expect(missing).toMatchObject({ code: 1, stderr: "palaver: no cron job with id deadbeef\n" });
