@@ -295,6 +295,6 @@ describe("Discord end to end", () => {
       mentions: [fake.bot],
     });
     await fake.waitFor(() => world!.sentTo(general.id).length === 2, 5000, "the typed /help answer");
-    expect(world.sentTo(general.id)[1]).toContain("/new — start a new conversation");
+    expect(world.sentTo(general.id)[1]).toContain("/new — save what this conversation taught into memory");
   });
 });
