@@ -306,7 +306,8 @@ export class TelegramChannel implements Channel {
     await this.sender.notice(
       replyTarget(inbound, false),
       `Hello! I'm ${name}, your palaver assistant. Send me a message and I'll answer. ` +
-        `Commands: /new starts a new conversation, /stop cancels a reply, /status and /help tell you more. ` +
+        `Commands: /new saves what this conversation taught me and starts afresh, /stop cancels a reply, ` +
+        `/status and /help tell you more. ` +
         `(Your Telegram user id is ${inbound.senderId}.)`,
     );
   }
