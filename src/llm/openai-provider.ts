@@ -197,6 +197,16 @@ interface AttemptState {
   timeoutMs: number;
 }
 
+/**
+ * An empty account, not a busy server: OpenAI sends 429 with code/type
+ * insufficient_quota, DeepSeek and OpenRouter send 402. Retrying only delays
+ * the same answer, so this is never treated as a rate limit.
+ */
+function isOutOfCredit(err: APIError): boolean {
+  if (err.status === 402) return true;
+  return err.status === 429 && (err.code === "insufficient_quota" || err.type === "insufficient_quota");
+}
+
 /** Any failure of one attempt → LlmError with kind and retryable set. */
 export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
   // Which signal fired decides, whatever shape the SDK gave the failure.
@@ -220,6 +230,14 @@ export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
     const retryAfterMs = retryAfterFromHeaders(apiErr.headers) ?? undefined;
     const base = { cause: err, status, retryAfterMs };
     if (status === undefined) return new LlmError(`LLM error: ${err.message}`, "server", true, base);
+    if (isOutOfCredit(apiErr)) {
+      return new LlmError(
+        `the provider account is out of credit (HTTP ${status}): ${err.message}`,
+        "quota",
+        false,
+        base,
+      );
+    }
     if (status === 429)
       return new LlmError(`rate limited (HTTP 429): ${err.message}`, "rate_limit", true, base);
     if (status >= 500 || status === 408 || status === 409) {

@@ -262,6 +262,34 @@ describe("retries", () => {
     expect(userFacingLlmError(err)).toContain("The model `nope` does not exist");
   });
 
+  it("a 429 insufficient_quota is an empty account: no retries, and the user is told so", async () => {
+    fake.setHandler(() => ({
+      status: 429,
+      errorBody: {
+        error: {
+          message: "You exceeded your current quota, please check your plan and billing details.",
+          type: "insufficient_quota",
+          code: "insufficient_quota",
+          param: null,
+        },
+      },
+    }));
+    const err = await failure(provider({ name: "openai", maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "quota", retryable: false, status: 429, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+    const text = userFacingLlmError(err);
+    expect(text).toContain("openai account");
+    expect(text).toContain("out of credit");
+    expect(text).not.toContain("try again in a minute");
+  });
+
+  it("a 402 (DeepSeek's insufficient balance) is an empty account too", async () => {
+    fake.setHandler(() => ({ status: 402, errorBody: { error: { message: "Insufficient Balance" } } }));
+    const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "quota", retryable: false, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it("gives up after maxRetries with a retryable LlmError of the right kind", async () => {
     fake.setHandler(() => ({ status: 429 }));
     const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
