@@ -10,7 +10,7 @@ import {
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
-import { FakeOpenAI, toolCall } from "../fakes/openai-server.js";
+import { FakeOpenAI, OPENAI_REASONING_REFUSALS, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
 
@@ -130,11 +130,17 @@ describe("OpenAIProvider against the fake server", () => {
   });
 
   it("uses max_completion_tokens and no temperature for OpenAI reasoning models", async () => {
-    await provider({ model: "o3-mini" }).chat({ messages: hello });
-    const body = fake.requests[0]!.body;
-    expect(body.max_completion_tokens).toBe(256);
-    expect(body.max_tokens).toBeUndefined();
-    expect(body.temperature).toBeUndefined();
+    fake.refuseParams(...OPENAI_REASONING_REFUSALS);
+    for (const model of ["o1", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini"]) {
+      const res = await provider({ model, maxRetries: 0 }).chat({ messages: hello });
+      expect(res.content).toBe("ok");
+      const body = fake.lastRequest!.body;
+      expect(body.max_completion_tokens).toBe(256);
+      expect(body.max_tokens).toBeUndefined();
+      expect(body.temperature).toBeUndefined();
+    }
+    // One request each: the first body was already right.
+    expect(fake.requests).toHaveLength(5);
   });
 
   it("parses tool calls", async () => {
