@@ -17,6 +17,8 @@ import { secondsToTimerMs } from "../util/timers.js";
 import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
+import { BoundedMap } from "../util/bounded-map.js";
+import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { stripThink } from "./think.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
@@ -45,11 +47,6 @@ export interface OpenAIProviderOptions {
 }
 
 // ---------------------------------------------------------------- requests
-
-/** OpenAI's reasoning models reject max_tokens and any temperature but the default. */
-export function isOpenAIReasoningModel(model: string): boolean {
-  return /^(o\d|gpt-5)/i.test(model);
-}
 
 function textOf(content: string | ContentPart[] | null): string {
   if (content === null) return "";
@@ -291,6 +288,8 @@ export class OpenAIProvider implements Provider {
   private readonly client: OpenAI;
   private readonly log: Logger;
   private readonly random: () => number;
+  /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
+  private readonly learnedRefusals = new BoundedMap<string, Set<AdjustableParam>>(64);
 
   constructor(private readonly opts: OpenAIProviderOptions) {
     this.model = opts.model;
@@ -315,27 +314,51 @@ export class OpenAIProvider implements Provider {
     });
   }
 
-  /** The request body for `req` (exported through the class for tests and benchmarks). */
+  /** The request body for `req`, without what its model refuses (exported through the class for tests). */
   buildBody(req: ChatRequest): ChatCompletionCreateParamsNonStreaming {
     const model = req.model ?? this.model;
-    const maxTokens = req.maxTokens ?? this.opts.maxTokens;
-    const reasoningModel = isOpenAIReasoningModel(model);
-    return {
+    const body: ChatCompletionCreateParamsNonStreaming = {
       model,
       messages: req.messages.map(toApiMessage),
       ...(req.tools?.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
-      ...(reasoningModel
-        ? { max_completion_tokens: maxTokens }
-        : { max_tokens: maxTokens, temperature: req.temperature ?? this.opts.temperature }),
+      max_tokens: req.maxTokens ?? this.opts.maxTokens,
+      temperature: req.temperature ?? this.opts.temperature,
       ...(this.opts.reasoningEffort ? { reasoning_effort: this.opts.reasoningEffort } : {}),
     };
+    return withoutRefused(body, this.refusals(model));
+  }
+
+  /** Known and learned refusals of a model. */
+  private refusals(model: string): ReadonlySet<AdjustableParam> {
+    return new Set([...knownRefusals(model), ...(this.learnedRefusals.get(model) ?? [])]);
+  }
+
+  /**
+   * When a 400 names an optional parameter the body carries, remember that the
+   * model refuses it and say so. Each parameter is learned once per model and
+   * is then absent from the body, so this can succeed only a bounded number of times.
+   */
+  private learnRefusal(body: ChatCompletionCreateParamsNonStreaming, failure: LlmError): boolean {
+    if (failure.kind !== "bad_request" || !(failure.cause instanceof APIError)) return false;
+    const apiErr = failure.cause as APIError;
+    const param = refusedParam(body, { param: apiErr.param, message: apiErr.message });
+    if (!param) return false;
+    const learned = this.learnedRefusals.get(body.model) ?? new Set<AdjustableParam>();
+    learned.add(param);
+    this.learnedRefusals.set(body.model, learned);
+    this.log.warn(
+      { model: body.model, param, provider: this.opts.name },
+      "the model refuses a request parameter; sending without it from now on",
+    );
+    return true;
   }
 
   async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
-    const body = this.buildBody(req);
+    let body = this.buildBody(req);
     const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
-    for (let attempt = 0; ; attempt++) {
-      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), attempt);
+    let retries = 0;
+    for (let sent = 0; ; sent++) {
+      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
       let failure: LlmError;
       try {
         return await this.attempt(body, signal);
@@ -343,8 +366,14 @@ export class OpenAIProvider implements Provider {
         // attempt() only ever throws classified LlmErrors.
         failure = err as LlmError;
       }
-      // The bound of this loop: at most maxRetries retries.
-      if (!failure.retryable || attempt >= maxRetries) throw this.finalError(failure, attempt + 1);
+      // Sent again at once, outside the retry budget: bounded by the parameters that can be learned.
+      if (this.learnRefusal(body, failure)) {
+        body = this.buildBody(req);
+        continue;
+      }
+      // The bound of this loop otherwise: at most maxRetries retries.
+      if (!failure.retryable || retries >= maxRetries) throw this.finalError(failure, sent + 1);
+      const attempt = retries++;
       const backoff = backoffDelay(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs, this.random);
       // Honour the server's Retry-After, but not an absurd one.
       const requested = Math.min(failure.retryAfterMs ?? 0, this.opts.retryMaxMs * 4);
@@ -364,7 +393,7 @@ export class OpenAIProvider implements Provider {
       try {
         await sleep(delayMs, signal);
       } catch (err) {
-        throw this.finalError(this.abortError(err), attempt + 1);
+        throw this.finalError(this.abortError(err), sent + 1);
       }
     }
   }

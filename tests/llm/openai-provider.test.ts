@@ -7,6 +7,7 @@ import {
   parseCompletion,
   type OpenAIProviderOptions,
 } from "../../src/llm/openai-provider.js";
+import { refusedParam, withoutRefused } from "../../src/llm/param-quirks.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
@@ -381,6 +382,99 @@ describe("retries", () => {
     const err = await failure(provider().chat({ messages: hello }, ac.signal));
     expect(err.kind).toBe("aborted");
     expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe("parameters a model refuses", () => {
+  it("a 400 'Unsupported parameter: max_tokens' is sent again with max_completion_tokens, and remembered", async () => {
+    // A deployment name that does not look like a reasoning model (Azure, a proxy ...).
+    fake.refuseParams({ ...OPENAI_REASONING_REFUSALS[0]!, model: /^my-deploy$/ });
+    const p = provider({ model: "my-deploy", maxRetries: 0 });
+    expect((await p.chat({ messages: hello })).content).toBe("ok");
+    expect(fake.requests.map((r) => [r.body.max_tokens, r.body.max_completion_tokens])).toEqual([
+      [256, undefined],
+      [undefined, 256],
+    ]);
+    // The next call goes right the first time.
+    await p.chat({ messages: hello });
+    expect(fake.requests).toHaveLength(3);
+    expect(fake.lastRequest!.body.max_completion_tokens).toBe(256);
+    // Only for that model.
+    await p.chat({ messages: hello, model: "other" });
+    expect(fake.lastRequest!.body.max_tokens).toBe(256);
+  });
+
+  it("'temperature is not supported' is sent again without temperature", async () => {
+    fake.refuseParams({
+      model: /./,
+      param: "temperature",
+      message: "temperature is not supported with this model",
+    });
+    const res = await provider({ maxRetries: 0 }).chat({ messages: hello });
+    expect(res.content).toBe("ok");
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[0]!.body.temperature).toBe(0.2);
+    expect(fake.requests[1]!.body).not.toHaveProperty("temperature");
+    expect(fake.requests[1]!.body.max_tokens).toBe(256);
+  });
+
+  it("is retried once: the same refusal again is the user's error, not a loop", async () => {
+    fake.refuseParams({ model: /./, param: "temperature", present: () => true });
+    const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "bad_request", status: 400, attempts: 2 });
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("a 400 for another reason is not retried", async () => {
+    fake.enqueue({
+      status: 400,
+      errorBody: { error: { message: "max_tokens is too large: 99999", param: "max_tokens", type: "x" } },
+    });
+    const err = await failure(provider().chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "bad_request", attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+  });
+});
+
+describe("refusedParam / withoutRefused", () => {
+  const body = {
+    model: "m",
+    messages: [],
+    max_tokens: 10,
+    temperature: 0.5,
+    stream_options: { include_usage: true },
+    tools: [{ type: "function" as const, function: { name: "t", parameters: {}, strict: true } }],
+  };
+
+  it.each([
+    ["Unrecognized request argument supplied: stream_options", null, "stream_options"],
+    [
+      "[{'type': 'extra_forbidden', 'loc': ('body', 'stream_options'), 'msg': 'Extra inputs are not permitted'}]",
+      null,
+      "stream_options",
+    ],
+    ["Invalid schema: strict is not supported", null, "strict"],
+    ["Unsupported parameter", "tools[0].function.strict", "strict"],
+    [
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      "max_tokens",
+      "max_tokens",
+    ],
+    ["messages: model is not supported", null, undefined],
+    ["max_tokens is too large", "max_tokens", undefined],
+  ])("%s → %s", (message, param, expected) => {
+    expect(refusedParam(body, { message, param })).toBe(expected);
+  });
+
+  it("drops strict from the tools and swaps the token limit's name", () => {
+    const out = withoutRefused(body, new Set(["strict", "max_tokens", "stream_options"] as const));
+    expect(out).toEqual({
+      model: "m",
+      messages: [],
+      max_completion_tokens: 10,
+      temperature: 0.5,
+      tools: [{ type: "function", function: { name: "t", parameters: {} } }],
+    });
   });
 });
 
