@@ -21,6 +21,7 @@ import { BoundedMap } from "../util/bounded-map.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { stripThink } from "./think.js";
+import { explainCutOffArguments } from "./cut-off.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
 
 export type ReasoningEffort = "low" | "medium" | "high";
@@ -172,13 +173,17 @@ export function parseCompletion(body: unknown): ChatResponse {
   const apiReasoning = msg.reasoning_content || msg.reasoning || "";
   const reasoning = apiReasoning || thinking;
   const usage = parsed.data.usage;
+  const finishReason = choice.finish_reason ?? "stop";
   return {
     content: text.trim() === "" ? null : text,
-    toolCalls: (msg.tool_calls ?? []).map((tc, i) =>
-      parseToolCall({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, i),
+    toolCalls: explainCutOffArguments(
+      (msg.tool_calls ?? []).map((tc, i) =>
+        parseToolCall({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, i),
+      ),
+      finishReason,
     ),
     ...(reasoning ? { reasoning } : {}),
-    finishReason: choice.finish_reason ?? "stop",
+    finishReason,
     ...(usage
       ? { usage: { promptTokens: usage.prompt_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0 } }
       : {}),
