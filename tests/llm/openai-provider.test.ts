@@ -425,6 +425,38 @@ describe("parameters a model refuses", () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("a model that wants roles to alternate gets the runtime context merged into the user message", async () => {
+    fake.refuseParams({
+      model: /./,
+      param: "messages",
+      message: "Conversation roles must alternate user/assistant/user/assistant/...",
+      present: (body) =>
+        body.messages.some((m, i) => m.role === "user" && body.messages[i - 1]?.role === "user"),
+    });
+    const p = provider({ maxRetries: 0 });
+    const withContext: ChatMessage[] = [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "[Runtime context] channel: cli" },
+      { role: "user", content: [{ type: "text", text: "hello" }] },
+    ];
+    expect((await p.chat({ messages: withContext })).content).toBe("ok");
+    expect(fake.requests).toHaveLength(2);
+    const merged = [
+      { role: "system", content: "be brief" },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[Runtime context] channel: cli" },
+          { type: "text", text: "hello" },
+        ],
+      },
+    ];
+    expect(fake.requests[1]!.body.messages).toEqual(merged);
+    await p.chat({ messages: withContext });
+    expect(fake.requests).toHaveLength(3);
+    expect(fake.lastRequest!.body.messages).toEqual(merged);
+  });
+
   it("a 400 for another reason is not retried", async () => {
     fake.enqueue({
       status: 400,
@@ -461,9 +493,25 @@ describe("refusedParam / withoutRefused", () => {
       "max_tokens",
     ],
     ["messages: model is not supported", null, undefined],
+    ["Conversation roles must alternate user/assistant/user/assistant/...", null, undefined],
     ["max_tokens is too large", "max_tokens", undefined],
   ])("%s → %s", (message, param, expected) => {
     expect(refusedParam(body, { message, param })).toBe(expected);
+  });
+
+  it("joins consecutive plain-text user messages with a blank line, leaving other roles alone", () => {
+    const messages = [
+      { role: "user" as const, content: "a" },
+      { role: "user" as const, content: "b" },
+      { role: "assistant" as const, content: "c" },
+      { role: "user" as const, content: "d" },
+    ];
+    const out = withoutRefused({ model: "m", messages }, new Set(["consecutive_user_messages"] as const));
+    expect(out.messages).toEqual([
+      { role: "user", content: "a\n\nb" },
+      { role: "assistant", content: "c" },
+      { role: "user", content: "d" },
+    ]);
   });
 
   it("drops strict from the tools and swaps the token limit's name", () => {
