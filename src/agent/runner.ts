@@ -5,6 +5,7 @@
  * delivered, so an aborted or failed turn leaves nothing half-written.
  */
 import type { ChatMessage, ChatResponse, Provider, ToolCall } from "../llm/types.js";
+import { answerForUser } from "../llm/cut-off.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { formatToolHint, truncateToolResult } from "./format.js";
@@ -57,7 +58,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     if (response.toolCalls.length === 0) {
       const final = assistantMessage(response);
       produced.push(final);
-      return { content: response.content, messages: produced, toolsUsed, hitIterationLimit: false };
+      return { content: answerForUser(response), messages: produced, toolsUsed, hitIterationLimit: false };
     }
 
     if (response.content?.trim()) opts.onProgress?.(response.content.trim());

@@ -17,8 +17,11 @@ import { secondsToTimerMs } from "../util/timers.js";
 import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
+import { BoundedMap } from "../util/bounded-map.js";
+import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { stripThink } from "./think.js";
+import { explainCutOffArguments } from "./cut-off.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
 
 export type ReasoningEffort = "low" | "medium" | "high";
@@ -45,11 +48,6 @@ export interface OpenAIProviderOptions {
 }
 
 // ---------------------------------------------------------------- requests
-
-/** OpenAI's reasoning models reject max_tokens and any temperature but the default. */
-export function isOpenAIReasoningModel(model: string): boolean {
-  return /^(o\d|gpt-5)/i.test(model);
-}
 
 function textOf(content: string | ContentPart[] | null): string {
   if (content === null) return "";
@@ -175,13 +173,17 @@ export function parseCompletion(body: unknown): ChatResponse {
   const apiReasoning = msg.reasoning_content || msg.reasoning || "";
   const reasoning = apiReasoning || thinking;
   const usage = parsed.data.usage;
+  const finishReason = choice.finish_reason ?? "stop";
   return {
     content: text.trim() === "" ? null : text,
-    toolCalls: (msg.tool_calls ?? []).map((tc, i) =>
-      parseToolCall({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, i),
+    toolCalls: explainCutOffArguments(
+      (msg.tool_calls ?? []).map((tc, i) =>
+        parseToolCall({ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }, i),
+      ),
+      finishReason,
     ),
     ...(reasoning ? { reasoning } : {}),
-    finishReason: choice.finish_reason ?? "stop",
+    finishReason,
     ...(usage
       ? { usage: { promptTokens: usage.prompt_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0 } }
       : {}),
@@ -195,6 +197,16 @@ interface AttemptState {
   callerAborted: boolean;
   timedOut: boolean;
   timeoutMs: number;
+}
+
+/**
+ * An empty account, not a busy server: OpenAI sends 429 with code/type
+ * insufficient_quota, DeepSeek and OpenRouter send 402. Retrying only delays
+ * the same answer, so this is never treated as a rate limit.
+ */
+function isOutOfCredit(err: APIError): boolean {
+  if (err.status === 402) return true;
+  return err.status === 429 && (err.code === "insufficient_quota" || err.type === "insufficient_quota");
 }
 
 /** Any failure of one attempt → LlmError with kind and retryable set. */
@@ -220,6 +232,14 @@ export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
     const retryAfterMs = retryAfterFromHeaders(apiErr.headers) ?? undefined;
     const base = { cause: err, status, retryAfterMs };
     if (status === undefined) return new LlmError(`LLM error: ${err.message}`, "server", true, base);
+    if (isOutOfCredit(apiErr)) {
+      return new LlmError(
+        `the provider account is out of credit (HTTP ${status}): ${err.message}`,
+        "quota",
+        false,
+        base,
+      );
+    }
     if (status === 429)
       return new LlmError(`rate limited (HTTP 429): ${err.message}`, "rate_limit", true, base);
     if (status >= 500 || status === 408 || status === 409) {
@@ -273,6 +293,8 @@ export class OpenAIProvider implements Provider {
   private readonly client: OpenAI;
   private readonly log: Logger;
   private readonly random: () => number;
+  /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
+  private readonly learnedRefusals = new BoundedMap<string, Set<AdjustableParam>>(64);
 
   constructor(private readonly opts: OpenAIProviderOptions) {
     this.model = opts.model;
@@ -297,27 +319,51 @@ export class OpenAIProvider implements Provider {
     });
   }
 
-  /** The request body for `req` (exported through the class for tests and benchmarks). */
+  /** The request body for `req`, without what its model refuses (exported through the class for tests). */
   buildBody(req: ChatRequest): ChatCompletionCreateParamsNonStreaming {
     const model = req.model ?? this.model;
-    const maxTokens = req.maxTokens ?? this.opts.maxTokens;
-    const reasoningModel = isOpenAIReasoningModel(model);
-    return {
+    const body: ChatCompletionCreateParamsNonStreaming = {
       model,
       messages: req.messages.map(toApiMessage),
       ...(req.tools?.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
-      ...(reasoningModel
-        ? { max_completion_tokens: maxTokens }
-        : { max_tokens: maxTokens, temperature: req.temperature ?? this.opts.temperature }),
+      max_tokens: req.maxTokens ?? this.opts.maxTokens,
+      temperature: req.temperature ?? this.opts.temperature,
       ...(this.opts.reasoningEffort ? { reasoning_effort: this.opts.reasoningEffort } : {}),
     };
+    return withoutRefused(body, this.refusals(model));
+  }
+
+  /** Known and learned refusals of a model. */
+  private refusals(model: string): ReadonlySet<AdjustableParam> {
+    return new Set([...knownRefusals(model), ...(this.learnedRefusals.get(model) ?? [])]);
+  }
+
+  /**
+   * When a 400 names an optional parameter the body carries, remember that the
+   * model refuses it and say so. Each parameter is learned once per model and
+   * is then absent from the body, so this can succeed only a bounded number of times.
+   */
+  private learnRefusal(body: ChatCompletionCreateParamsNonStreaming, failure: LlmError): boolean {
+    if (failure.kind !== "bad_request" || !(failure.cause instanceof APIError)) return false;
+    const apiErr = failure.cause as APIError;
+    const param = refusedParam(body, { param: apiErr.param, message: apiErr.message });
+    if (!param) return false;
+    const learned = this.learnedRefusals.get(body.model) ?? new Set<AdjustableParam>();
+    learned.add(param);
+    this.learnedRefusals.set(body.model, learned);
+    this.log.warn(
+      { model: body.model, param, provider: this.opts.name },
+      "the model refuses a request parameter; sending without it from now on",
+    );
+    return true;
   }
 
   async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
-    const body = this.buildBody(req);
+    let body = this.buildBody(req);
     const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
-    for (let attempt = 0; ; attempt++) {
-      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), attempt);
+    let retries = 0;
+    for (let sent = 0; ; sent++) {
+      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
       let failure: LlmError;
       try {
         return await this.attempt(body, signal);
@@ -325,8 +371,14 @@ export class OpenAIProvider implements Provider {
         // attempt() only ever throws classified LlmErrors.
         failure = err as LlmError;
       }
-      // The bound of this loop: at most maxRetries retries.
-      if (!failure.retryable || attempt >= maxRetries) throw this.finalError(failure, attempt + 1);
+      // Sent again at once, outside the retry budget: bounded by the parameters that can be learned.
+      if (this.learnRefusal(body, failure)) {
+        body = this.buildBody(req);
+        continue;
+      }
+      // The bound of this loop otherwise: at most maxRetries retries.
+      if (!failure.retryable || retries >= maxRetries) throw this.finalError(failure, sent + 1);
+      const attempt = retries++;
       const backoff = backoffDelay(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs, this.random);
       // Honour the server's Retry-After, but not an absurd one.
       const requested = Math.min(failure.retryAfterMs ?? 0, this.opts.retryMaxMs * 4);
@@ -346,7 +398,7 @@ export class OpenAIProvider implements Provider {
       try {
         await sleep(delayMs, signal);
       } catch (err) {
-        throw this.finalError(this.abortError(err), attempt + 1);
+        throw this.finalError(this.abortError(err), sent + 1);
       }
     }
   }

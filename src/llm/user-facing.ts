@@ -1,7 +1,7 @@
 /** What the chat is told when the language model fails: plain words, no stack, no secrets. */
 import { LlmError, type LlmErrorKind } from "../util/errors.js";
 
-const REASONS: Record<Exclude<LlmErrorKind, "auth" | "bad_request" | "aborted">, string> = {
+const REASONS: Record<Exclude<LlmErrorKind, "auth" | "quota" | "bad_request" | "aborted">, string> = {
   rate_limit: "rate limited by the provider",
   server: "the provider had a server error",
   network: "could not connect to it",
@@ -24,6 +24,13 @@ export function userFacingLlmError(err: unknown): string {
         ? `check providers.${provider}.apiKey (or PALAVER_PROVIDERS__${provider.toUpperCase()}__API_KEY in .env)`
         : "check the provider's apiKey in the config";
       return `Sorry — the language model provider rejected the API key; ${where}.`;
+    }
+    case "quota": {
+      const which = provider ? `the ${provider} account` : "the provider account";
+      return (
+        `Sorry — ${which} behind the language model is out of credit (its quota is used up). ` +
+        "Add credit or raise the limit on the provider's billing page; trying again before that will not help."
+      );
     }
     case "bad_request": {
       const detail = err.detail ? ` (${err.detail})` : "";

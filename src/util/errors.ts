@@ -58,6 +58,8 @@ export class ChannelError extends PalaverError {
 
 export type LlmErrorKind =
   | "rate_limit"
+  /** The provider account is out of credit or over its quota: waiting will not help. */
+  | "quota"
   | "server"
   | "network"
   | "timeout"

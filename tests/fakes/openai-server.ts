@@ -10,6 +10,8 @@
  *   await fake.close();
  *
  * Replies come from the queue first, then the handler, else `{ content: "ok" }`.
+ * `fake.refuseParams(...)` makes it answer 400 to requests carrying a
+ * parameter a model does not support, the way OpenAI does for reasoning models.
  * `requests` records chat-completion requests only (not GET /v1/models).
  */
 import {
@@ -84,6 +86,34 @@ export interface RecordedRequest {
   path: string;
 }
 
+/** A parameter some models refuse: requests that carry it get OpenAI's 400 "unsupported_parameter". */
+export interface ParamRefusal {
+  /** The models that refuse it. */
+  model: RegExp;
+  /** The parameter as the error names it ("max_tokens", "temperature", "strict" ...). */
+  param: string;
+  /** The error text (default: OpenAI's wording for an unsupported parameter). */
+  message?: string;
+  /** Whether a body carries it (default: a top-level key of that name). */
+  present?: (body: FakeChatBody) => boolean;
+}
+
+/** OpenAI's reasoning models: no max_tokens, no temperature but the default (their real error texts). */
+export const OPENAI_REASONING_REFUSALS: ParamRefusal[] = [
+  {
+    model: /^(o\d|gpt-5)/,
+    param: "max_tokens",
+    message:
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+  },
+  {
+    model: /^(o\d|gpt-5)/,
+    param: "temperature",
+    message:
+      "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.",
+  },
+];
+
 export type FakeHandler = (req: RecordedRequest, index: number) => FakeReply | Promise<FakeReply>;
 
 /** One tool call for FakeReply.toolCalls: `{ toolCalls: [toolCall("exec", { command: "ls" })] }`. */
@@ -133,6 +163,7 @@ function pieces(text: string, size = 5): string[] {
 export class FakeOpenAI {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: FakeReply[] = [];
+  private readonly refusals: ParamRefusal[] = [];
   private handler: FakeHandler | undefined;
   private readonly sockets = new Set<Socket>();
   /** Aborted on close() so pending delays end at once. */
@@ -180,6 +211,11 @@ export class FakeOpenAI {
   /** Scripted replies, consumed in order before the handler is asked. */
   enqueue(...replies: FakeReply[]): void {
     this.queue.push(...replies);
+  }
+
+  /** Parameters refused with a 400 before the queue or the handler is asked. */
+  refuseParams(...refusals: ParamRefusal[]): void {
+    this.refusals.push(...refusals);
   }
 
   /** Used when the queue is empty. */
@@ -233,6 +269,21 @@ export class FakeOpenAI {
     const recorded: RecordedRequest = { body, headers: req.headers, path };
     const index = this.requests.length;
     this.requests.push(recorded);
+    const refused = this.refusals.find(
+      (r) => r.model.test(body.model) && (r.present ? r.present(body) : body[r.param] !== undefined),
+    );
+    if (refused) {
+      sendJson(res, 400, {
+        error: {
+          message:
+            refused.message ?? `Unsupported parameter: '${refused.param}' is not supported with this model.`,
+          type: "invalid_request_error",
+          param: refused.param,
+          code: "unsupported_parameter",
+        },
+      });
+      return;
+    }
     const reply =
       this.queue.shift() ?? (this.handler ? await this.handler(recorded, index) : { content: "ok" });
 

@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI, lastUserText, toolCall } from "../fakes/openai-server.js";
+import { FakeOpenAI, OPENAI_REASONING_REFUSALS, lastUserText, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
 let client: OpenAI;
@@ -14,6 +14,17 @@ afterEach(async () => {
 });
 
 describe("FakeOpenAI", () => {
+  it("refuses max_tokens for a reasoning model and keeps it for others", async () => {
+    fake.refuseParams(...OPENAI_REASONING_REFUSALS);
+    const sent = { messages: [{ role: "user" as const, content: "hi" }], max_tokens: 10 };
+    await expect(client.chat.completions.create({ model: "o3-mini", ...sent })).rejects.toMatchObject({
+      status: 400,
+      param: "max_tokens",
+      code: "unsupported_parameter",
+    });
+    await expect(client.chat.completions.create({ model: "gpt-4o", ...sent })).resolves.toBeTruthy();
+  });
+
   it("streams content and tool calls as valid SSE through the SDK", async () => {
     fake.enqueue({
       content: "Hello streaming world",

@@ -7,10 +7,11 @@ import {
   parseCompletion,
   type OpenAIProviderOptions,
 } from "../../src/llm/openai-provider.js";
+import { refusedParam, withoutRefused } from "../../src/llm/param-quirks.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
-import { FakeOpenAI, toolCall } from "../fakes/openai-server.js";
+import { FakeOpenAI, OPENAI_REASONING_REFUSALS, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
 
@@ -130,11 +131,17 @@ describe("OpenAIProvider against the fake server", () => {
   });
 
   it("uses max_completion_tokens and no temperature for OpenAI reasoning models", async () => {
-    await provider({ model: "o3-mini" }).chat({ messages: hello });
-    const body = fake.requests[0]!.body;
-    expect(body.max_completion_tokens).toBe(256);
-    expect(body.max_tokens).toBeUndefined();
-    expect(body.temperature).toBeUndefined();
+    fake.refuseParams(...OPENAI_REASONING_REFUSALS);
+    for (const model of ["o1", "o3-mini", "o4-mini", "gpt-5", "gpt-5-mini"]) {
+      const res = await provider({ model, maxRetries: 0 }).chat({ messages: hello });
+      expect(res.content).toBe("ok");
+      const body = fake.lastRequest!.body;
+      expect(body.max_completion_tokens).toBe(256);
+      expect(body.max_tokens).toBeUndefined();
+      expect(body.temperature).toBeUndefined();
+    }
+    // One request each: the first body was already right.
+    expect(fake.requests).toHaveLength(5);
   });
 
   it("parses tool calls", async () => {
@@ -262,6 +269,34 @@ describe("retries", () => {
     expect(userFacingLlmError(err)).toContain("The model `nope` does not exist");
   });
 
+  it("a 429 insufficient_quota is an empty account: no retries, and the user is told so", async () => {
+    fake.setHandler(() => ({
+      status: 429,
+      errorBody: {
+        error: {
+          message: "You exceeded your current quota, please check your plan and billing details.",
+          type: "insufficient_quota",
+          code: "insufficient_quota",
+          param: null,
+        },
+      },
+    }));
+    const err = await failure(provider({ name: "openai", maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "quota", retryable: false, status: 429, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+    const text = userFacingLlmError(err);
+    expect(text).toContain("openai account");
+    expect(text).toContain("out of credit");
+    expect(text).not.toContain("try again in a minute");
+  });
+
+  it("a 402 (DeepSeek's insufficient balance) is an empty account too", async () => {
+    fake.setHandler(() => ({ status: 402, errorBody: { error: { message: "Insufficient Balance" } } }));
+    const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "quota", retryable: false, attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it("gives up after maxRetries with a retryable LlmError of the right kind", async () => {
     fake.setHandler(() => ({ status: 429 }));
     const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
@@ -347,6 +382,147 @@ describe("retries", () => {
     const err = await failure(provider().chat({ messages: hello }, ac.signal));
     expect(err.kind).toBe("aborted");
     expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe("parameters a model refuses", () => {
+  it("a 400 'Unsupported parameter: max_tokens' is sent again with max_completion_tokens, and remembered", async () => {
+    // A deployment name that does not look like a reasoning model (Azure, a proxy ...).
+    fake.refuseParams({ ...OPENAI_REASONING_REFUSALS[0]!, model: /^my-deploy$/ });
+    const p = provider({ model: "my-deploy", maxRetries: 0 });
+    expect((await p.chat({ messages: hello })).content).toBe("ok");
+    expect(fake.requests.map((r) => [r.body.max_tokens, r.body.max_completion_tokens])).toEqual([
+      [256, undefined],
+      [undefined, 256],
+    ]);
+    // The next call goes right the first time.
+    await p.chat({ messages: hello });
+    expect(fake.requests).toHaveLength(3);
+    expect(fake.lastRequest!.body.max_completion_tokens).toBe(256);
+    // Only for that model.
+    await p.chat({ messages: hello, model: "other" });
+    expect(fake.lastRequest!.body.max_tokens).toBe(256);
+  });
+
+  it("'temperature is not supported' is sent again without temperature", async () => {
+    fake.refuseParams({
+      model: /./,
+      param: "temperature",
+      message: "temperature is not supported with this model",
+    });
+    const res = await provider({ maxRetries: 0 }).chat({ messages: hello });
+    expect(res.content).toBe("ok");
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[0]!.body.temperature).toBe(0.2);
+    expect(fake.requests[1]!.body).not.toHaveProperty("temperature");
+    expect(fake.requests[1]!.body.max_tokens).toBe(256);
+  });
+
+  it("is retried once: the same refusal again is the user's error, not a loop", async () => {
+    fake.refuseParams({ model: /./, param: "temperature", present: () => true });
+    const err = await failure(provider({ maxRetries: 3 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "bad_request", status: 400, attempts: 2 });
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("a model that wants roles to alternate gets the runtime context merged into the user message", async () => {
+    fake.refuseParams({
+      model: /./,
+      param: "messages",
+      message: "Conversation roles must alternate user/assistant/user/assistant/...",
+      present: (body) =>
+        body.messages.some((m, i) => m.role === "user" && body.messages[i - 1]?.role === "user"),
+    });
+    const p = provider({ maxRetries: 0 });
+    const withContext: ChatMessage[] = [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "[Runtime context] channel: cli" },
+      { role: "user", content: [{ type: "text", text: "hello" }] },
+    ];
+    expect((await p.chat({ messages: withContext })).content).toBe("ok");
+    expect(fake.requests).toHaveLength(2);
+    const merged = [
+      { role: "system", content: "be brief" },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[Runtime context] channel: cli" },
+          { type: "text", text: "hello" },
+        ],
+      },
+    ];
+    expect(fake.requests[1]!.body.messages).toEqual(merged);
+    await p.chat({ messages: withContext });
+    expect(fake.requests).toHaveLength(3);
+    expect(fake.lastRequest!.body.messages).toEqual(merged);
+  });
+
+  it("a 400 for another reason is not retried", async () => {
+    fake.enqueue({
+      status: 400,
+      errorBody: { error: { message: "max_tokens is too large: 99999", param: "max_tokens", type: "x" } },
+    });
+    const err = await failure(provider().chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "bad_request", attempts: 1 });
+    expect(fake.requests).toHaveLength(1);
+  });
+});
+
+describe("refusedParam / withoutRefused", () => {
+  const body = {
+    model: "m",
+    messages: [],
+    max_tokens: 10,
+    temperature: 0.5,
+    stream_options: { include_usage: true },
+    tools: [{ type: "function" as const, function: { name: "t", parameters: {}, strict: true } }],
+  };
+
+  it.each([
+    ["Unrecognized request argument supplied: stream_options", null, "stream_options"],
+    [
+      "[{'type': 'extra_forbidden', 'loc': ('body', 'stream_options'), 'msg': 'Extra inputs are not permitted'}]",
+      null,
+      "stream_options",
+    ],
+    ["Invalid schema: strict is not supported", null, "strict"],
+    ["Unsupported parameter", "tools[0].function.strict", "strict"],
+    [
+      "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      "max_tokens",
+      "max_tokens",
+    ],
+    ["messages: model is not supported", null, undefined],
+    ["Conversation roles must alternate user/assistant/user/assistant/...", null, undefined],
+    ["max_tokens is too large", "max_tokens", undefined],
+  ])("%s → %s", (message, param, expected) => {
+    expect(refusedParam(body, { message, param })).toBe(expected);
+  });
+
+  it("joins consecutive plain-text user messages with a blank line, leaving other roles alone", () => {
+    const messages = [
+      { role: "user" as const, content: "a" },
+      { role: "user" as const, content: "b" },
+      { role: "assistant" as const, content: "c" },
+      { role: "user" as const, content: "d" },
+    ];
+    const out = withoutRefused({ model: "m", messages }, new Set(["consecutive_user_messages"] as const));
+    expect(out.messages).toEqual([
+      { role: "user", content: "a\n\nb" },
+      { role: "assistant", content: "c" },
+      { role: "user", content: "d" },
+    ]);
+  });
+
+  it("drops strict from the tools and swaps the token limit's name", () => {
+    const out = withoutRefused(body, new Set(["strict", "max_tokens", "stream_options"] as const));
+    expect(out).toEqual({
+      model: "m",
+      messages: [],
+      max_completion_tokens: 10,
+      temperature: 0.5,
+      tools: [{ type: "function", function: { name: "t", parameters: {} } }],
+    });
   });
 });
 

@@ -29,6 +29,22 @@ function inner(): OpenAIProvider {
 const ask = { messages: [{ role: "user" as const, content: "hi" }] };
 
 describe("ResilientProvider", () => {
+  it("an account out of credit neither trips the breaker nor tries the fallbacks", async () => {
+    fake.setHandler(() => ({
+      status: 429,
+      errorBody: { error: { message: "quota", type: "insufficient_quota", code: "insufficient_quota" } },
+    }));
+    const llm = new ResilientProvider(inner(), {
+      models: ["primary", "backup"],
+      breaker: { threshold: 1, cooldownMs: 60_000 },
+    });
+    for (let i = 0; i < 3; i++) {
+      await expect(llm.chat(ask)).rejects.toMatchObject({ kind: "quota" });
+    }
+    expect(fake.requests.map((r) => r.body.model)).toEqual(["primary", "primary", "primary"]);
+    expect(llm.circuitStates()).toEqual({ primary: "closed", backup: "closed" });
+  });
+
   it("falls back to the next model when the primary keeps failing", async () => {
     fake.setHandler((req) =>
       req.body.model === "primary" ? { status: 500 } : { content: `from ${req.body.model}` },
