@@ -6,7 +6,7 @@
 import type { Config } from "../config/schema.js";
 import { errorMessage } from "../util/errors.js";
 import { resolveProvider, type ProviderRule } from "./providers.js";
-import { canonicalName, findSpec, PROVIDER_REGISTRY, type ProviderSpec } from "./registry.js";
+import { entryNamed, findSpec, modelKeyword, PROVIDER_REGISTRY, type ProviderSpec } from "./registry.js";
 
 export type ProviderChoice =
   | {
@@ -47,9 +47,8 @@ function isHttpUrl(text: string): boolean {
 
 /** The first provider (priority order) with a keyword in the model name, and the keyword. */
 function modelOwner(model: string): { spec: ProviderSpec; keyword: string } | undefined {
-  const bare = canonicalName(model);
   for (const spec of PROVIDER_REGISTRY) {
-    const keyword = spec.keywords.find((kw) => bare.includes(canonicalName(kw)));
+    const keyword = modelKeyword(model, spec);
     if (keyword) return { spec, keyword };
   }
   return undefined;
@@ -92,10 +91,10 @@ function modelWarnings(config: Config, chosen: string): string[] {
   const chosenSpec = findSpec(chosen);
   if (!chosenSpec || chosenSpec.gateway || chosenSpec.local || chosenSpec.name === "custom") return [];
   const model = config.agents.defaults.model;
-  const keyedEntry = (spec: ProviderSpec) =>
-    Object.keys(config.providers).find(
-      (n) => canonicalName(n) === spec.name && config.providers[n]!.apiKey.trim() !== "",
-    );
+  const keyedEntry = (spec: ProviderSpec) => {
+    const name = entryNamed(config.providers, spec.name);
+    return name !== undefined && config.providers[name]!.apiKey.trim() !== "" ? name : undefined;
+  };
   const owner = modelOwner(model);
   const ownerEntry = owner && owner.spec !== chosenSpec ? keyedEntry(owner.spec) : undefined;
   if (owner && ownerEntry) {

@@ -7,7 +7,14 @@
  */
 import type { Config, ProviderConfig } from "../config/schema.js";
 import { ConfigError } from "../util/errors.js";
-import { canonicalName, findSpec, PROVIDER_REGISTRY, type ProviderSpec } from "./registry.js";
+import {
+  canonicalName,
+  entryNamed,
+  findSpec,
+  modelKeyword,
+  PROVIDER_REGISTRY,
+  type ProviderSpec,
+} from "./registry.js";
 
 /** Which routing rule chose the provider (shown by status, /status and config check). */
 export type ProviderRule = "explicit" | "prefix" | "keyword" | "priority" | "local";
@@ -85,15 +92,8 @@ function resolved(config: Config, choice: Choice, baseURL: string): ResolvedProv
   };
 }
 
-/** The config.providers key for a provider name however it is spelled ("lmStudio" for "lmstudio"). */
-function entryNamed(config: Config, name: string): string | undefined {
-  if (Object.hasOwn(config.providers, name)) return name;
-  const wanted = canonicalName(name);
-  return Object.keys(config.providers).find((key) => canonicalName(key) === wanted);
-}
-
 function explicitProvider(config: Config, wanted: string): ResolvedProvider {
-  const name = entryNamed(config, wanted);
+  const name = entryNamed(config.providers, wanted);
   const known = findSpec(wanted);
   if (name === undefined) {
     const hint = known?.baseURL
@@ -136,15 +136,9 @@ function usable(config: Config, name: string): string | null {
 /** Registry entries present in the config, in priority order, with their config key. */
 function configuredSpecs(config: Config): { spec: ProviderSpec; name: string }[] {
   return PROVIDER_REGISTRY.flatMap((spec) => {
-    const name = entryNamed(config, spec.name);
+    const name = entryNamed(config.providers, spec.name);
     return name === undefined ? [] : [{ spec, name }];
   });
-}
-
-/** A keyword match: "claude-sonnet-4" contains "claude"; "lm-studio" and "lm_studio" are one keyword. */
-function keywordIn(model: string, spec: ProviderSpec): string | undefined {
-  const bare = canonicalName(model);
-  return spec.keywords.find((kw) => model.toLowerCase().includes(kw) || bare.includes(canonicalName(kw)));
 }
 
 /** The auto rules in nanobot's order; null when nothing is usable. */
@@ -161,7 +155,7 @@ function autoChoice(config: Config): { choice: Choice; baseURL: string } | null 
   const slash = model.indexOf("/");
   if (slash > 0) {
     const prefix = model.slice(0, slash);
-    const name = entryNamed(config, prefix);
+    const name = entryNamed(config.providers, prefix);
     const spec = findSpec(prefix);
     const named = name !== undefined && (keyed(name) || spec?.local || apiBaseOf(config.providers[name]!));
     const hit = named
@@ -171,7 +165,7 @@ function autoChoice(config: Config): { choice: Choice; baseURL: string } | null 
   }
   // 2. A keyword of a keyed provider ("claude" → anthropic), in priority order.
   for (const { spec, name } of known) {
-    const kw = keyed(name) ? keywordIn(model, spec) : undefined;
+    const kw = keyed(name) ? modelKeyword(model, spec) : undefined;
     const hit = kw ? pick({ name, rule: "keyword", reason: `the model name contains "${kw}"` }) : null;
     if (hit) return hit;
   }

@@ -71,3 +71,16 @@ export function findSpec(name: string): ProviderSpec | undefined {
   const wanted = canonicalName(name);
   return PROVIDER_REGISTRY.find((s) => s.name === wanted);
 }
+
+/** The keyword of `spec` in a model name, if any: "claude-sonnet-4" has "claude"; "lm-studio" and "lm_studio" are one. */
+export function modelKeyword(model: string, spec: ProviderSpec): string | undefined {
+  const bare = canonicalName(model);
+  return spec.keywords.find((kw) => bare.includes(canonicalName(kw)));
+}
+
+/** The config.providers key for a provider name however it is spelled ("lmStudio" for "lmstudio"). */
+export function entryNamed(providers: Readonly<Record<string, unknown>>, name: string): string | undefined {
+  if (Object.hasOwn(providers, name)) return name;
+  const wanted = canonicalName(name);
+  return Object.keys(providers).find((key) => canonicalName(key) === wanted);
+}
