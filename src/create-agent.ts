@@ -11,6 +11,7 @@ import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
 import { checkTarget, gatewayJobs, terminalJobs } from "./cron/targets.js";
 import { isNothingToDo } from "./heartbeat/heartbeat.js";
+import { describeProviderChoice, formatProviderChoice } from "./llm/provider-report.js";
 import { createLlm } from "./llm/resilient.js";
 import { McpManager } from "./mcp/manager.js";
 import { mcpStatusLines } from "./mcp/status.js";
@@ -156,6 +157,9 @@ export function createAgent({
   // Never awaited: a slow or broken MCP server must not delay startup or the first reply.
   mcp.startInBackground();
 
+  // Which endpoint the config routes to and why (said once; an injected test provider has no route to show).
+  const choice = describeProviderChoice(config);
+  const llmStatus = "error" in choice ? [] : [`LLM: ${formatProviderChoice(choice)}`];
   const loop = new AgentLoop({
     bus,
     provider: llm,
@@ -170,7 +174,7 @@ export function createAgent({
     onHandled,
     toolJournal,
     onTurnStart,
-    statusLines: () => [execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
+    statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
       model: llm.model,

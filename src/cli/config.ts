@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { configJsonSchema } from "../config/load.js";
 import { platformProblems } from "../channels/registry.js";
 import { maskSecrets } from "../config/secrets.js";
+import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";
 import { ConfigError } from "../util/errors.js";
 import { addCommonOptions, exitOnConfigError, loadForCli } from "./common.js";
 
@@ -31,9 +32,12 @@ export function registerConfigCommand(program: Command): Command {
           : `Config: (no config file, defaults) [looked for ${loaded.path}]`,
       );
       out.push(`Workspace: ${loaded.workspace}`);
-      if (loaded.warnings.length > 0) {
-        out.push(`Warnings (${loaded.warnings.length}):`);
-        for (const w of loaded.warnings) out.push(`  - ${w}`);
+      const llm = describeProviderChoice(loaded.config);
+      out.push(`LLM: ${formatProviderChoice(llm)}`);
+      const warnings = [...loaded.warnings, ...llm.warnings];
+      if (warnings.length > 0) {
+        out.push(`Warnings (${warnings.length}):`);
+        for (const w of warnings) out.push(`  - ${w}`);
       }
       out.push("Effective configuration (secrets masked):");
       out.push(JSON.stringify(maskSecrets(loaded.config), null, 2));

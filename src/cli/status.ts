@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
 import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
+import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
 export interface StatusReport {
@@ -13,6 +14,8 @@ export interface StatusReport {
   model: string;
   /** The configured provider name, or "auto". */
   provider: string;
+  /** Where replies come from: the provider the routing chose, its base URL, the model sent and the rule; or the error. */
+  llm: ProviderChoice;
   /** Whether each configured provider has an API key (never the key itself). */
   providers: Record<string, { apiKeySet: boolean }>;
   /** Names of the enabled channels. */
@@ -45,6 +48,7 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     workspace: { path: loaded.workspace, exists: existsSync(loaded.workspace) },
     model: config.agents.defaults.model,
     provider: config.agents.defaults.provider,
+    llm: describeProviderChoice(config),
     providers,
     channels: PLATFORM_NAMES.filter((name) => config.channels[name].enabled),
     problems: platformProblems(config),
@@ -71,7 +75,8 @@ export function formatStatus(s: StatusReport): string {
       `${s.workspace.path} ${s.workspace.exists ? "(exists)" : "(missing: run `palaver onboard`)"}`,
     ],
     ["model", s.model],
-    ["provider", s.provider],
+    ["provider", `${s.provider} → ${formatProviderChoice(s.llm)}`],
+    ...s.llm.warnings.map((w): [string, string] => ["warning", w]),
     [
       "providers",
       providers.length === 0

@@ -40,7 +40,9 @@ export const AgentDefaultsSchema = z.object({
   provider: z
     .string()
     .default("auto")
-    .describe('A key of "providers", or "auto" for the first one with an apiKey.'),
+    .describe(
+      'A key of "providers", or "auto": a provider/ prefix of the model, a model keyword, then the first keyed provider (gateways first).',
+    ),
   maxTokens: z.number().int().positive().default(8192),
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(40),

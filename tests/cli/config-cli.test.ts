@@ -152,6 +152,46 @@ describe("palaver config check", () => {
   });
 });
 
+describe("palaver config check: the LLM provider", () => {
+  it("says which provider, address, model and rule, and warns when the choice looks wrong", async () => {
+    await writeConfig({
+      agents: { defaults: { provider: "anthropic", model: "deepseek-chat" } },
+      providers: {
+        anthropic: { apiKey: "sk-ant-test-1" },
+        deepseek: { apiKey: "sk-or-pasted-in-the-wrong-place" },
+        mystery: { apiKey: "k-mystery" },
+        vllm: { apiBase: "localhost:8000" },
+      },
+    });
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      'LLM: anthropic at https://api.anthropic.com/v1/ with model deepseek-chat (agents.defaults.provider is "anthropic")\n',
+    );
+    const warnings = run.stdout
+      .split("\n")
+      .filter((l) => l.startsWith("  - "))
+      .map((l) => l.slice(4));
+    expect(warnings).toEqual([
+      'providers.deepseek.apiKey looks like a key for openrouter (it starts with "sk-or-")',
+      "providers.mystery has an apiKey but palaver does not know its address: set providers.mystery.apiBase",
+      'providers.vllm.apiBase "localhost:8000" is not a URL (expected http(s)://host/path)',
+      'the model "deepseek-chat" looks like deepseek\'s ("deepseek") and providers.deepseek has a key, ' +
+        'but it is sent to anthropic: set agents.defaults.provider to "deepseek" or "auto"',
+    ]);
+    expect(run.stdout).not.toContain("sk-ant-test-1");
+  });
+
+  it("says when no provider can be used", async () => {
+    await writeConfig({ providers: { vllm: {}, anthropic: { apiKey: "" } } });
+    const run = await cli(["config", "check"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      "LLM: vllm at http://127.0.0.1:8000/v1 with model gpt-4o-mini (no provider has an API key; this one needs none)",
+    );
+  });
+});
+
 describe("palaver config check: an enabled platform that cannot work", () => {
   /** The problem lines of a failed check (stderr, one per line, indented). */
   function problemLines(run: Run): string[] {
@@ -319,6 +359,15 @@ describe("palaver status", () => {
       workspace: { path: workspace, exists: true },
       model: "deepseek-chat",
       provider: "deepseek",
+      // Issue 13: where replies come from and which rule chose it.
+      llm: {
+        provider: "deepseek",
+        baseURL: "https://api.deepseek.com/v1",
+        model: "deepseek-chat",
+        rule: "explicit",
+        reason: 'agents.defaults.provider is "deepseek"',
+        warnings: [],
+      },
       providers: { deepseek: { apiKeySet: true }, openai: { apiKeySet: false } },
       channels: ["telegram", "discord"],
       // Issue 12: enabled without their tokens, these used to be reported as if they would run.
@@ -336,7 +385,7 @@ describe("palaver status", () => {
     const plain = await cli(["status"]);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain(`config     ${configPath} (missing: run \`palaver onboard\`)`);
-    expect(plain.stdout).toContain("provider   auto");
+    expect(plain.stdout).toContain("provider   auto → none: No LLM provider is configured.");
     expect(plain.stdout).toContain("channels   none enabled");
     expect(plain.stdout).toContain("sessions   0");
     expect(plain.stdout).not.toContain("problem");

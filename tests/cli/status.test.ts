@@ -41,6 +41,15 @@ describe("status", () => {
       workspace: { path: join(dir, "ws"), exists: false },
       model: "gpt-4o-mini",
       provider: "auto",
+      // The keyed gateway wins; "local" (the user's apiBase, no key) is only for when nothing has a key.
+      llm: {
+        provider: "openrouter",
+        baseURL: "https://openrouter.ai/api/v1",
+        model: "gpt-4o-mini",
+        rule: "priority",
+        reason: "the first provider with an API key (gateways first)",
+        warnings: [],
+      },
       providers: { openrouter: { apiKeySet: true }, local: { apiKeySet: false } },
       channels: ["slack"],
       // Enabled without its tokens: said here, and the gateway will not start it.
@@ -52,6 +61,10 @@ describe("status", () => {
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");
+    expect(text).toContain(
+      "provider   auto → openrouter at https://openrouter.ai/api/v1 with model gpt-4o-mini " +
+        "(the first provider with an API key (gateways first))",
+    );
     expect(text).toContain("channels   slack");
     expect(text).toContain(
       "problem    channels.slack.botToken is empty: paste the app's Bot User OAuth Token",
