@@ -6,9 +6,10 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { parse as parseDotenv } from "dotenv";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   installWarnings,
@@ -213,15 +214,15 @@ describe("install helpers", () => {
     expect(nextCommands({ user: true, runAs: "bob", replaced: false, root: false })).toEqual([
       "systemctl --user daemon-reload",
       "systemctl --user enable --now palaver.service",
-      "systemctl --user status palaver.service",
-      "journalctl --user-unit palaver.service -f",
+      "systemctl --user status palaver.service   # is it running?",
+      "journalctl --user -u palaver.service -f   # follow its logs",
       "loginctl enable-linger bob   # start at boot and keep running after you log out",
     ]);
     expect(nextCommands({ user: false, runAs: "bob", replaced: true, root: false })).toEqual([
       "sudo systemctl daemon-reload",
       "sudo systemctl restart palaver.service",
-      "systemctl status palaver.service",
-      "journalctl -u palaver.service -f",
+      "systemctl status palaver.service   # is it running?",
+      "journalctl -u palaver.service -f   # follow its logs",
     ]);
     expect(nextCommands({ user: false, runAs: "bob", replaced: false, root: true })[1]).toBe(
       "systemctl enable --now palaver.service",
@@ -247,6 +248,8 @@ describe("palaver service install (child process)", () => {
     await mkdir(stateDir, { recursive: true });
     await mkdir(workspace);
     await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace } } }));
+    // The key the service will use, where the service reads it (tests of the cwd .env remove it).
+    await writeFile(stateEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-state\n");
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -270,6 +273,8 @@ describe("palaver service install (child process)", () => {
     path: servicePath(process.execPath),
   });
   const userUnitPath = () => join(xdg, "systemd", "user", "palaver.service");
+  const stateEnv = () => join(stateDir, ".env");
+  const cwdEnv = () => join(dir, ".env");
 
   it("--user --dry-run prints the unit on stdout, the commands on stderr, and writes nothing", async () => {
     const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
@@ -280,7 +285,7 @@ describe("palaver service install (child process)", () => {
       "systemctl --user daemon-reload",
       "systemctl --user enable --now palaver.service",
       "systemctl --user status palaver.service",
-      "journalctl --user-unit palaver.service -f",
+      "journalctl --user -u palaver.service -f",
       `loginctl enable-linger ${ME}`,
     ]) {
       expect(run.stderr).toContain(command);
@@ -344,6 +349,81 @@ describe("palaver service install (child process)", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/--run-as is for system units/);
     expect(run.stdout).toBe("");
+  });
+
+  it("--dry-run with keys only in the cwd .env: checks with them, says it would copy them, writes nothing", async () => {
+    await rm(stateEnv());
+    await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd-secret\n");
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(renderUnit(TEMPLATE, expectedValues(ME), { user: true }));
+    expect(run.stderr).toContain(
+      `Would copy PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()} into ${stateEnv()}`,
+    );
+    expect(run.stderr).not.toContain("sk-cwd-secret");
+    expect(existsSync(stateEnv())).toBe(false);
+    expect(existsSync(join(xdg, "systemd"))).toBe(false);
+  });
+
+  it("copies keys found only in the cwd .env with --yes (0600), never without asking", async () => {
+    // The state folder's .env has something else, and no final newline.
+    await writeFile(stateEnv(), "OTHER=kept");
+    const value = "sk-cwd #1 'x'";
+    await writeFile(cwdEnv(), `PALAVER_PROVIDERS__OPENAI__API_KEY="${value}"\nOTHER=ignored\n`);
+
+    const refused = await cli(["service", "install", "--user", "--config", configPath]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /PALAVER_PROVIDERS__OPENAI__API_KEY is set only in .*\.env, which the service does not read; nothing was written\. Run again with --yes/,
+    );
+    expect(await readFile(stateEnv(), "utf8")).toBe("OTHER=kept");
+    expect(existsSync(userUnitPath())).toBe(false);
+
+    const run = await cli(["service", "install", "--user", "--yes", "--config", configPath]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      `Copied PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()} into ${stateEnv()}`,
+    );
+    expect(run.stdout).toContain("journalctl --user -u palaver.service -f   # follow its logs");
+    expect(existsSync(userUnitPath())).toBe(true);
+    expect((await stat(stateEnv())).mode & 0o777).toBe(0o600);
+    expect(parseDotenv(await readFile(stateEnv(), "utf8"))).toEqual({
+      OTHER: "kept",
+      PALAVER_PROVIDERS__OPENAI__API_KEY: value,
+    });
+
+    // Nothing left to copy: a second run neither asks nor appends.
+    const copied = await readFile(stateEnv(), "utf8");
+    const again = await cli(["service", "install", "--user", "--config", configPath]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("already up to date");
+    expect(await readFile(stateEnv(), "utf8")).toBe(copied);
+  });
+
+  it("refuses a unit whose gateway would not start, naming a key set only in the shell", async () => {
+    await rm(stateEnv());
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath], {
+      PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-shell",
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(
+      /the service would not start, so no unit is printed: No LLM provider is configured/,
+    );
+    expect(run.stderr).toContain(
+      `PALAVER_PROVIDERS__OPENAI__API_KEY is set in this shell, which the service does not see: put it in ${stateEnv()}`,
+    );
+    expect(run.stderr).not.toContain("sk-shell");
+  });
+
+  it("warns about a shell-only override when the service would start anyway", async () => {
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath], {
+      PALAVER_AGENTS__DEFAULTS__MODEL: "gpt-4o",
+    });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(
+      `warning: PALAVER_AGENTS__DEFAULTS__MODEL is set in this shell only: the service will not see it (put it in ${stateEnv()})`,
+    );
   });
 
   it("warns when there is no config file yet", async () => {
