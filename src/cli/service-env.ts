@@ -7,7 +7,8 @@
  * will really have.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { chown, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { parse as parseDotenv } from "dotenv";
 import { PalaverError } from "../util/errors.js";
 import { replaceFilePrivate } from "../util/private-fs.js";
@@ -70,7 +71,11 @@ export function dotenvLine(key: string, value: string): string {
   );
 }
 
-/** Appends the variables to the state folder's `.env`, which ends up 0600 (it holds keys). */
+/**
+ * Appends the variables to the state folder's `.env`, which ends up 0600 (it holds keys)
+ * and, when root writes it (`sudo palaver service install`), owned by the state folder's
+ * owner: a root-owned 0600 file is one the service account cannot read.
+ */
 export async function copyIntoStateEnv(plan: EnvPlan): Promise<void> {
   const lines = Object.entries(plan.toCopy).map(([key, value]) => dotenvLine(key, value));
   if (lines.length === 0) return;
@@ -82,4 +87,8 @@ export async function copyIntoStateEnv(plan: EnvPlan): Promise<void> {
     plan.stateEnvFile,
     `${before}${separator}# copied from ${from} by \`palaver service install\`\n${lines.join("\n")}\n`,
   );
+  if (process.getuid?.() === 0) {
+    const owner = await stat(dirname(plan.stateEnvFile));
+    await chown(plan.stateEnvFile, owner.uid, owner.gid);
+  }
 }

@@ -1,10 +1,10 @@
 /** What the service's environment lacks compared with the shell's, and writing it into a .env. */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseDotenv } from "dotenv";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { dotenvLine, planServiceEnv } from "../../src/cli/service-env.js";
+import { copyIntoStateEnv, dotenvLine, planServiceEnv } from "../../src/cli/service-env.js";
 
 describe("dotenvLine", () => {
   it("writes values dotenv reads back exactly", () => {
@@ -51,5 +51,17 @@ describe("planServiceEnv", () => {
     expect(plan.cwdEnvFile).toBeUndefined();
     expect(plan.toCopy).toEqual({});
     expect(plan.serviceEnv).toEqual({ A: "state" });
+  });
+
+  // As root (sudo palaver service install), the copy must stay readable by the service account.
+  it.runIf(process.getuid?.() === 0)("root gives the copied .env to the state folder's owner", async () => {
+    const state = join(dir, "state");
+    await chown(state, 65534, 65534);
+    await writeFile(join(dir, "cwd", ".env"), "B=cwd\n");
+    const plan = planServiceEnv({ stateDir: state, cwd: join(dir, "cwd"), shellEnv: {} });
+    await copyIntoStateEnv(plan);
+    const info = await stat(join(state, ".env"));
+    expect([info.uid, info.gid, info.mode & 0o777]).toEqual([65534, 65534, 0o600]);
+    expect(parseDotenv(await readFile(join(state, ".env"), "utf8"))).toEqual({ B: "cwd" });
   });
 });
