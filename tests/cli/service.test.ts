@@ -4,7 +4,7 @@
  * temp folder (nothing touches the real home or /etc), and the rendered units through
  * `systemd-analyze verify` where systemd is installed.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
@@ -21,12 +21,14 @@ import {
   type UnitValues,
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
-import { runCli, type CliResult } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, runCli, TSX, type CliResult } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const ENTRY = join(ROOT, "tests", "cli", "run-service-cli.ts");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
+const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
 
 const VALUES: UnitValues = {
   node: "/opt/node/bin/node",
@@ -399,6 +401,58 @@ describe("palaver service install (child process)", () => {
     expect(again.stdout).toContain("already up to date");
     expect(await readFile(stateEnv(), "utf8")).toBe(copied);
   });
+
+  it.skipIf(!HAVE_SCRIPT)("on a terminal it asks before copying, and copies only on yes", async () => {
+    await rm(stateEnv());
+    await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd\n");
+    const no = await onTerminal(["service", "install", "--user", "--config", configPath], "n");
+    expect(no.code).toBe(1);
+    expect(no.output).toContain("nothing was written");
+    expect(existsSync(stateEnv())).toBe(false);
+    expect(existsSync(userUnitPath())).toBe(false);
+
+    const yes = await onTerminal(["service", "install", "--user", "--config", configPath], "y");
+    expect(yes.code).toBe(0);
+    expect(yes.output).toContain(`Copied PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()}`);
+    expect(parseDotenv(await readFile(stateEnv(), "utf8"))).toEqual({
+      PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-cwd",
+    });
+    expect(existsSync(userUnitPath())).toBe(true);
+  });
+
+  /** Runs the CLI on a pseudo-terminal (util-linux `script`), answering its question once asked. */
+  async function onTerminal(
+    args: string[],
+    answer: string,
+  ): Promise<{ code: number | null; output: string }> {
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const command = [process.execPath, "--import", TSX, ENTRY, ...args].map(quote).join(" ");
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        NO_COLOR: "1",
+        HOME: home,
+        XDG_CONFIG_HOME: xdg,
+        PALAVER_LOG_LEVEL: "warn",
+      },
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(
+        () => output.includes("[y/N]") || child.exitCode !== null,
+        CHILD_TIMEOUT_MS,
+        "the question",
+      );
+      child.stdin.write(`${answer}\n`);
+      return { code: await exited, output };
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }
 
   it("refuses a unit whose gateway would not start, naming a key set only in the shell", async () => {
     await rm(stateEnv());
