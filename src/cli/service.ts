@@ -360,12 +360,12 @@ async function carryOverEnv(plan: EnvPlan, yes: boolean): Promise<void> {
   if (!yes && !(await confirm(`The service reads only ${plan.stateEnvFile}. Copy ${what}?`))) {
     throw new PalaverError(
       `${names(keys)} ${keys.length === 1 ? "is" : "are"} set only in ${plan.cwdEnvFile}, which the service ` +
-        `does not read; nothing was written. Run again with --yes to copy ${what} (readable only by you), ` +
+        `does not read; nothing was written. Run again with --yes to copy ${what} (mode 0600), ` +
         "or copy them yourself",
     );
   }
   await copyIntoStateEnv(plan);
-  process.stdout.write(`Copied ${what} (readable only by you).\n`);
+  process.stdout.write(`Copied ${what} (mode 0600).\n`);
 }
 
 interface InstallOptions {
