@@ -1,8 +1,12 @@
 /**
- * `palaver service install [--user] [--run-as NAME] [--dry-run] [--force]`: renders the
+ * `palaver service install [--user] [--run-as NAME] [--dry-run] [--force] [--yes]`: renders the
  * systemd unit (systemd/palaver.service) with this machine's absolute paths, writes it where
  * systemd looks, and prints the systemctl commands to run next. It never starts anything
  * itself: enabling a daemon is the user's decision, made with the printed commands.
+ *
+ * The service must see what `palaver status` sees in this shell: keys that live only in the
+ * current folder's `.env` are copied into the state folder's (after a question, or --yes),
+ * and a unit whose gateway would stop at once (bad config, no usable provider) is refused.
  *
  * PALAVER_SYSTEMD_DIR, when set, replaces the folder the unit is written to (tests, and
  * packaging into a staging root).
@@ -10,11 +14,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { homedir, userInfo } from "node:os";
+import { createInterface } from "node:readline/promises";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
+import { loadConfig } from "../config/load.js";
 import { packageRoot, stateDir } from "../config/paths.js";
-import { PalaverError } from "../util/errors.js";
+import { resolveProvider } from "../llm/providers.js";
+import { ConfigError, PalaverError } from "../util/errors.js";
 import { addCommonOptions, loadForCli } from "./common.js";
+import { copyIntoStateEnv, planServiceEnv, type EnvPlan } from "./service-env.js";
 
 export const UNIT_NAME = "palaver.service";
 
@@ -226,8 +234,8 @@ export function nextCommands(options: {
       options.replaced
         ? `systemctl --user restart ${UNIT_NAME}`
         : `systemctl --user enable --now ${UNIT_NAME}`,
-      `systemctl --user status ${UNIT_NAME}`,
-      `journalctl --user-unit ${UNIT_NAME} -f`,
+      `systemctl --user status ${UNIT_NAME}   # is it running?`,
+      `journalctl --user -u ${UNIT_NAME} -f   # follow its logs`,
       `loginctl enable-linger ${options.runAs}   # start at boot and keep running after you log out`,
     ];
   }
@@ -235,8 +243,8 @@ export function nextCommands(options: {
   return [
     `${sudo}systemctl daemon-reload`,
     options.replaced ? `${sudo}systemctl restart ${UNIT_NAME}` : `${sudo}systemctl enable --now ${UNIT_NAME}`,
-    `systemctl status ${UNIT_NAME}`,
-    `journalctl -u ${UNIT_NAME} -f`,
+    `systemctl status ${UNIT_NAME}   # is it running?`,
+    `journalctl -u ${UNIT_NAME} -f   # follow its logs`,
   ];
 }
 
@@ -289,14 +297,88 @@ async function readIfExists(path: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * Why `palaver gateway` would stop at once when started with only `env` (the service's
+ * environment, no shell variables), or undefined when it would start: a config that does
+ * not validate, or no provider it can use.
+ */
+function serviceStartProblem(options: {
+  configPath: string;
+  workspace: string;
+  stateDir: string;
+  env: Record<string, string>;
+}): string | undefined {
+  try {
+    const loaded = loadConfig({
+      configPath: options.configPath,
+      workspace: options.workspace,
+      env: { ...options.env },
+      cwd: options.stateDir,
+      loadDotenv: false,
+    });
+    resolveProvider(loaded.config);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    // A validation error's message is only the file; its problems say what is wrong.
+    return err.message.startsWith("invalid configuration")
+      ? `${err.message}: ${err.problems.join("; ")}`
+      : err.message;
+  }
+}
+
+const names = (keys: string[]) => keys.join(", ");
+
+/** The refusal when the service would not start, with what the shell has that the service lacks. */
+function refusal(problem: string, plan: EnvPlan, dryRun: boolean): PalaverError {
+  const shellOnly =
+    plan.shellOnly.length === 0
+      ? ""
+      : ` (${names(plan.shellOnly)} ${plan.shellOnly.length === 1 ? "is" : "are"} set in this shell, ` +
+        `which the service does not see: put ${plan.shellOnly.length === 1 ? "it" : "them"} in ${plan.stateEnvFile})`;
+  return new PalaverError(
+    `the service would not start, so ${dryRun ? "no unit is printed" : "no unit was written"}: ${problem}${shellOnly}`,
+  );
+}
+
+/** Asks on the terminal; false when there is none to ask on. */
+async function confirm(question: string): Promise<boolean> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return false;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** Copies the current folder's keys into the state folder's `.env`, if the user agrees (or --yes). */
+async function carryOverEnv(plan: EnvPlan, yes: boolean): Promise<void> {
+  const keys = Object.keys(plan.toCopy);
+  if (keys.length === 0) return;
+  const what = `${names(keys)} from ${plan.cwdEnvFile} into ${plan.stateEnvFile}`;
+  if (!yes && !(await confirm(`The service reads only ${plan.stateEnvFile}. Copy ${what}?`))) {
+    throw new PalaverError(
+      `${names(keys)} ${keys.length === 1 ? "is" : "are"} set only in ${plan.cwdEnvFile}, which the service ` +
+        `does not read; nothing was written. Run again with --yes to copy ${what} (mode 0600), ` +
+        "or copy them yourself",
+    );
+  }
+  await copyIntoStateEnv(plan);
+  process.stdout.write(`Copied ${what} (mode 0600).\n`);
+}
+
 interface InstallOptions {
   user?: boolean;
   runAs?: string;
   dryRun?: boolean;
   force?: boolean;
+  yes?: boolean;
 }
 
 async function install(opts: InstallOptions, cmd: Command): Promise<void> {
+  // The shell's own variables, before loading the config adds the .env files' to process.env.
+  const shellEnv = { ...process.env };
   // Only warnings from loading the config: the output of this command is the unit and the steps.
   const loaded = loadForCli(cmd, { level: "warn" });
   const user = opts.user === true;
@@ -313,6 +395,14 @@ async function install(opts: InstallOptions, cmd: Command): Promise<void> {
     user: runAs,
     path: servicePath(node),
   };
+  const plan = planServiceEnv({ stateDir: values.stateDir, cwd: process.cwd(), shellEnv });
+  const problem = serviceStartProblem({
+    configPath: values.config,
+    workspace: values.workspace,
+    stateDir: values.stateDir,
+    env: plan.serviceEnv,
+  });
+  if (problem !== undefined) throw refusal(problem, plan, opts.dryRun === true);
   const template = readFileSync(join(packageRoot(), "systemd", UNIT_NAME), "utf8");
   const unit = renderUnit(template, values, { user });
   const target = join(unitDir({ user, home }), UNIT_NAME);
@@ -325,6 +415,11 @@ async function install(opts: InstallOptions, cmd: Command): Promise<void> {
     configExists: loaded.exists,
     exists: existsSync,
   });
+  for (const key of plan.shellOnly) {
+    warnings.push(
+      `${key} is set in this shell only: the service will not see it (put it in ${plan.stateEnvFile})`,
+    );
+  }
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
 
   const existing = await readIfExists(target);
@@ -343,20 +438,26 @@ async function install(opts: InstallOptions, cmd: Command): Promise<void> {
         : existing === unit
           ? " (it is already up to date)"
           : " (it exists: --force replaces it)";
+    const keys = Object.keys(plan.toCopy);
+    const copy =
+      keys.length === 0
+        ? ""
+        : `Would copy ${names(keys)} from ${plan.cwdEnvFile} into ${plan.stateEnvFile} (asks first; --yes copies without asking). `;
     process.stderr.write(
-      `# dry run: nothing written. Would write ${target}${note}; then run:\n${steps(existing !== undefined)}`,
+      `# dry run: nothing written. ${copy}Would write ${target}${note}; then run:\n${steps(existing !== undefined)}`,
     );
     return;
   }
-  if (existing === unit) {
-    process.stdout.write(`${target} is already up to date. To (re)start it:\n${steps(true)}`);
-    return;
-  }
-  if (existing !== undefined && !opts.force) {
+  if (existing !== undefined && existing !== unit && !opts.force) {
     throw new PalaverError(
       `${target} already exists and differs from the unit palaver would write; ` +
         "--dry-run prints the new one, --force replaces the file",
     );
+  }
+  await carryOverEnv(plan, opts.yes === true);
+  if (existing === unit) {
+    process.stdout.write(`${target} is already up to date. To (re)start it:\n${steps(true)}`);
+    return;
   }
   await writeUnit(target, unit, existing !== undefined, user);
   const who = user ? `your user manager, as ${runAs}` : `as ${runAs}`;
@@ -374,6 +475,7 @@ export function registerServiceCommand(program: Command): void {
     .option("--run-as <name>", "system unit: the account to run as (default: you, or the user who ran sudo)")
     .option("--dry-run", "print the unit to stdout and write nothing")
     .option("--force", "replace an existing unit file")
+    .option("--yes", "copy keys found only in ./.env into the state folder's .env without asking")
     .action(async (opts: InstallOptions, command: Command) => {
       try {
         await install(opts, command);

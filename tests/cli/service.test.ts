@@ -4,11 +4,12 @@
  * temp folder (nothing touches the real home or /etc), and the rendered units through
  * `systemd-analyze verify` where systemd is installed.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { parse as parseDotenv } from "dotenv";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   installWarnings,
@@ -20,12 +21,14 @@ import {
   type UnitValues,
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
-import { runCli, type CliResult } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, runCli, TSX, type CliResult } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const ENTRY = join(ROOT, "tests", "cli", "run-service-cli.ts");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
+const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
 
 const VALUES: UnitValues = {
   node: "/opt/node/bin/node",
@@ -213,15 +216,15 @@ describe("install helpers", () => {
     expect(nextCommands({ user: true, runAs: "bob", replaced: false, root: false })).toEqual([
       "systemctl --user daemon-reload",
       "systemctl --user enable --now palaver.service",
-      "systemctl --user status palaver.service",
-      "journalctl --user-unit palaver.service -f",
+      "systemctl --user status palaver.service   # is it running?",
+      "journalctl --user -u palaver.service -f   # follow its logs",
       "loginctl enable-linger bob   # start at boot and keep running after you log out",
     ]);
     expect(nextCommands({ user: false, runAs: "bob", replaced: true, root: false })).toEqual([
       "sudo systemctl daemon-reload",
       "sudo systemctl restart palaver.service",
-      "systemctl status palaver.service",
-      "journalctl -u palaver.service -f",
+      "systemctl status palaver.service   # is it running?",
+      "journalctl -u palaver.service -f   # follow its logs",
     ]);
     expect(nextCommands({ user: false, runAs: "bob", replaced: false, root: true })[1]).toBe(
       "systemctl enable --now palaver.service",
@@ -247,6 +250,8 @@ describe("palaver service install (child process)", () => {
     await mkdir(stateDir, { recursive: true });
     await mkdir(workspace);
     await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace } } }));
+    // The key the service will use, where the service reads it (tests of the cwd .env remove it).
+    await writeFile(stateEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-state\n");
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -270,6 +275,8 @@ describe("palaver service install (child process)", () => {
     path: servicePath(process.execPath),
   });
   const userUnitPath = () => join(xdg, "systemd", "user", "palaver.service");
+  const stateEnv = () => join(stateDir, ".env");
+  const cwdEnv = () => join(dir, ".env");
 
   it("--user --dry-run prints the unit on stdout, the commands on stderr, and writes nothing", async () => {
     const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
@@ -280,7 +287,7 @@ describe("palaver service install (child process)", () => {
       "systemctl --user daemon-reload",
       "systemctl --user enable --now palaver.service",
       "systemctl --user status palaver.service",
-      "journalctl --user-unit palaver.service -f",
+      "journalctl --user -u palaver.service -f",
       `loginctl enable-linger ${ME}`,
     ]) {
       expect(run.stderr).toContain(command);
@@ -344,6 +351,133 @@ describe("palaver service install (child process)", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/--run-as is for system units/);
     expect(run.stdout).toBe("");
+  });
+
+  it("--dry-run with keys only in the cwd .env: checks with them, says it would copy them, writes nothing", async () => {
+    await rm(stateEnv());
+    await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd-secret\n");
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(renderUnit(TEMPLATE, expectedValues(ME), { user: true }));
+    expect(run.stderr).toContain(
+      `Would copy PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()} into ${stateEnv()}`,
+    );
+    expect(run.stderr).not.toContain("sk-cwd-secret");
+    expect(existsSync(stateEnv())).toBe(false);
+    expect(existsSync(join(xdg, "systemd"))).toBe(false);
+  });
+
+  it("copies keys found only in the cwd .env with --yes (0600), never without asking", async () => {
+    // The state folder's .env has something else, and no final newline.
+    await writeFile(stateEnv(), "OTHER=kept");
+    const value = "sk-cwd #1 'x'";
+    await writeFile(cwdEnv(), `PALAVER_PROVIDERS__OPENAI__API_KEY="${value}"\nOTHER=ignored\n`);
+
+    const refused = await cli(["service", "install", "--user", "--config", configPath]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /PALAVER_PROVIDERS__OPENAI__API_KEY is set only in .*\.env, which the service does not read; nothing was written\. Run again with --yes/,
+    );
+    expect(await readFile(stateEnv(), "utf8")).toBe("OTHER=kept");
+    expect(existsSync(userUnitPath())).toBe(false);
+
+    const run = await cli(["service", "install", "--user", "--yes", "--config", configPath]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      `Copied PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()} into ${stateEnv()}`,
+    );
+    expect(run.stdout).toContain("journalctl --user -u palaver.service -f   # follow its logs");
+    expect(existsSync(userUnitPath())).toBe(true);
+    expect((await stat(stateEnv())).mode & 0o777).toBe(0o600);
+    expect(parseDotenv(await readFile(stateEnv(), "utf8"))).toEqual({
+      OTHER: "kept",
+      PALAVER_PROVIDERS__OPENAI__API_KEY: value,
+    });
+
+    // Nothing left to copy: a second run neither asks nor appends.
+    const copied = await readFile(stateEnv(), "utf8");
+    const again = await cli(["service", "install", "--user", "--config", configPath]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("already up to date");
+    expect(await readFile(stateEnv(), "utf8")).toBe(copied);
+  });
+
+  it.skipIf(!HAVE_SCRIPT)("on a terminal it asks before copying, and copies only on yes", async () => {
+    await rm(stateEnv());
+    await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd\n");
+    const no = await onTerminal(["service", "install", "--user", "--config", configPath], "n");
+    expect(no.code).toBe(1);
+    expect(no.output).toContain("nothing was written");
+    expect(existsSync(stateEnv())).toBe(false);
+    expect(existsSync(userUnitPath())).toBe(false);
+
+    const yes = await onTerminal(["service", "install", "--user", "--config", configPath], "y");
+    expect(yes.code).toBe(0);
+    expect(yes.output).toContain(`Copied PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()}`);
+    expect(parseDotenv(await readFile(stateEnv(), "utf8"))).toEqual({
+      PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-cwd",
+    });
+    expect(existsSync(userUnitPath())).toBe(true);
+  });
+
+  /** Runs the CLI on a pseudo-terminal (util-linux `script`), answering its question once asked. */
+  async function onTerminal(
+    args: string[],
+    answer: string,
+  ): Promise<{ code: number | null; output: string }> {
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const command = [process.execPath, "--import", TSX, ENTRY, ...args].map(quote).join(" ");
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        NO_COLOR: "1",
+        HOME: home,
+        XDG_CONFIG_HOME: xdg,
+        PALAVER_LOG_LEVEL: "warn",
+      },
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(
+        () => output.includes("[y/N]") || child.exitCode !== null,
+        CHILD_TIMEOUT_MS,
+        "the question",
+      );
+      child.stdin.write(`${answer}\n`);
+      return { code: await exited, output };
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }
+
+  it("refuses a unit whose gateway would not start, naming a key set only in the shell", async () => {
+    await rm(stateEnv());
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath], {
+      PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-shell",
+    });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(
+      /the service would not start, so no unit is printed: No LLM provider is configured/,
+    );
+    expect(run.stderr).toContain(
+      `PALAVER_PROVIDERS__OPENAI__API_KEY is set in this shell, which the service does not see: put it in ${stateEnv()}`,
+    );
+    expect(run.stderr).not.toContain("sk-shell");
+  });
+
+  it("warns about a shell-only override when the service would start anyway", async () => {
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath], {
+      PALAVER_AGENTS__DEFAULTS__MODEL: "gpt-4o",
+    });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(
+      `warning: PALAVER_AGENTS__DEFAULTS__MODEL is set in this shell only: the service will not see it (put it in ${stateEnv()})`,
+    );
   });
 
   it("warns when there is no config file yet", async () => {
