@@ -46,7 +46,7 @@ export function registerChatCommand(program: Command): void {
       });
       agent.loop.start();
       if (opts.message !== undefined) {
-        await sendOnce(bus, agent.loop, opts);
+        process.exitCode = await sendOnce(bus, agent.loop, opts);
       } else {
         await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"), async () => {
           if (loaded.config.cron.enabled) await agent.cron.start();
@@ -58,17 +58,48 @@ export function registerChatCommand(program: Command): void {
   addCommonOptions(cmd);
 }
 
-/** One message: replies go to stdout, progress to stderr, then exit. */
-async function sendOnce(bus: MessageBus, loop: { idle(): Promise<void> }, opts: ChatOptions): Promise<void> {
+/**
+ * One message: replies go to stdout, progress to stderr, then exit. A script reads the exit code:
+ * 0 only for a real answer; a turn that failed (the LLM unreachable, out of credit...) prints its
+ * notice on stderr instead and exits 1.
+ */
+async function sendOnce(
+  bus: MessageBus,
+  loop: { idle(): Promise<void> },
+  opts: ChatOptions,
+): Promise<number> {
   // Rendered for a person on a terminal; piped into a script, the reply stays exactly as the model wrote it.
   const render = process.stdout.isTTY && opts.markdown;
+  // A turn's replies wait for its end: only then is it known whether they are an answer or a failure notice.
+  const pending = new Map<string, string[]>();
+  let failed = false;
+  const printReply = (content: string) =>
+    process.stdout.write(`${render ? renderMarkdown(content, { color: true }) : content}\n`);
   bus.onOutbound((msg: OutboundMessage) => {
     if (msg.channel !== TERMINAL_CHANNEL || msg.chatId !== opts.session) return;
-    if ((msg.kind ?? "final") === "final") {
-      process.stdout.write(`${render ? renderMarkdown(msg.content, { color: true }) : msg.content}\n`);
-    } else {
+    if ((msg.kind ?? "final") !== "final") {
       process.stderr.write(`${dim(msg.content, process.stderr.isTTY)}\n`);
+    } else if (msg.turnId !== undefined && pending.has(msg.turnId)) {
+      pending.get(msg.turnId)!.push(msg.content);
+    } else {
+      printReply(msg.content);
     }
+  });
+  bus.onTurn((event) => {
+    if (event.channel !== TERMINAL_CHANNEL || event.chatId !== opts.session || event.background) return;
+    if (event.kind === "turnStart") {
+      pending.set(event.turnId, []);
+      return;
+    }
+    const replies = pending.get(event.turnId) ?? [];
+    pending.delete(event.turnId);
+    if (event.outcome === "done") {
+      for (const reply of replies) printReply(reply);
+      return;
+    }
+    failed = true;
+    for (const reply of replies) process.stderr.write(`palaver: ${reply}\n`);
+    if (replies.length === 0) process.stderr.write(`palaver: the reply ${event.outcome ?? "failed"}\n`);
   });
   bus.publishInbound({
     channel: TERMINAL_CHANNEL,
@@ -77,6 +108,7 @@ async function sendOnce(bus: MessageBus, loop: { idle(): Promise<void> }, opts: 
     content: opts.message ?? "",
   });
   await loop.idle();
+  return failed ? 1 : 0;
 }
 
 /** The terminal as a channel behind the channel manager, like every platform in the daemon. */

@@ -1,0 +1,75 @@
+/**
+ * What scripts rely on from `palaver chat`, through the real CLI as a child process:
+ * exit codes, a --config path that does not exist, piped stdin, nanobot-style
+ * session keys and MCP tools being there for `chat -m`.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeOpenAI } from "../fakes/openai-server.js";
+import { runCli } from "../helpers/cli.js";
+
+describe("palaver chat for scripts (child process)", () => {
+  let dir: string;
+  let fake: FakeOpenAI;
+  let configPath: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "palaver-chat-script-"));
+    fake = await FakeOpenAI.start();
+    configPath = join(dir, "config.json");
+    await writeConfig({});
+  });
+  afterEach(async () => {
+    await fake.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function writeConfig(extra: Record<string, unknown>): Promise<void> {
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws"), model: "fake-model", provider: "custom" } },
+        providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+        ...extra,
+      }),
+    );
+  }
+
+  const chat = (args: string[], stdin?: string) =>
+    runCli(["chat", "--config", configPath, ...args], { cwd: dir, env: { HOME: dir }, stdin });
+
+  it("chat -m exits 1 and says why on stderr when the LLM call fails", async () => {
+    // 401: not retried, so the failure comes at once.
+    fake.enqueue({ status: 401 });
+    const result = await chat(["-m", "hello"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toMatch(/^palaver: .+/m);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("chat -m exits 0 for a real answer", async () => {
+    fake.enqueue({ content: "fine" });
+    const result = await chat(["-m", "hello"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe("fine\n");
+  });
+
+  it("--config naming a file that does not exist is an error (78) naming the path", async () => {
+    // Everything needed comes from the environment: on defaults the chat would work.
+    const env = {
+      HOME: dir,
+      PALAVER_AGENTS__DEFAULTS__PROVIDER: "custom",
+      PALAVER_AGENTS__DEFAULTS__MODEL: "fake-model",
+      PALAVER_PROVIDERS__CUSTOM__API_KEY: "k",
+      PALAVER_PROVIDERS__CUSTOM__API_BASE: fake.baseURL,
+    };
+    fake.enqueue({ content: "answered on defaults" });
+    const missing = join(dir, "typo.json");
+    const result = await runCli(["chat", "-m", "hi", "--config", missing], { cwd: dir, env });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toMatch(new RegExp(`^palaver: config file ${missing} .*does not exist`));
+    expect(fake.requests).toHaveLength(0);
+  });
+});
