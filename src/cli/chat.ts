@@ -120,6 +120,8 @@ async function interactive(
   whenRunning: () => Promise<void>,
 ): Promise<void> {
   const color = process.stdout.isTTY === true && opts.markdown;
+  // Piped input (`palaver chat < questions.txt`): no prompts, no banner, only the replies.
+  const interactive = process.stdin.isTTY === true;
   let leave: () => void = () => undefined;
   const exited = new Promise<void>((resolve) => (leave = resolve));
   const terminal = new TerminalChannel({
@@ -127,17 +129,23 @@ async function interactive(
     input: process.stdin,
     output: process.stdout,
     color,
-    historyFile,
+    interactive,
+    historyFile: interactive ? historyFile : undefined,
     onExit: () => leave(),
   });
-  // A person at the terminal sees what the agent is doing.
-  const manager = new ChannelManager({ bus, sendProgress: true, sendToolHints: true });
+  // A person at the terminal sees what the agent is doing; a script reading the output only the replies.
+  const manager = new ChannelManager({ bus, sendProgress: interactive, sendToolHints: interactive });
   manager.add(terminal, { allowFrom: ["*"] });
-  process.stdout.write(
-    `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
-  );
+  if (interactive) {
+    process.stdout.write(
+      `${dim(`palaver — session cli:${opts.session}. /help for commands, Ctrl+C stops a reply, Ctrl+D leaves.`, color)}\n`,
+    );
+  }
   await manager.start();
   await whenRunning();
   await exited;
   await manager.stop();
+  // "exit" with a pipe still open: readline only paused stdin, and an open pipe keeps the process
+  // alive until its writer closes it. Nothing more is read from it.
+  process.stdin.destroy();
 }

@@ -7,8 +7,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeOpenAI } from "../fakes/openai-server.js";
-import { runCli } from "../helpers/cli.js";
+import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
+import { runCli, startCli } from "../helpers/cli.js";
 
 describe("palaver chat for scripts (child process)", () => {
   let dir: string;
@@ -71,5 +71,27 @@ describe("palaver chat for scripts (child process)", () => {
     expect(result.code).toBe(78);
     expect(result.stderr).toMatch(new RegExp(`^palaver: config file ${missing} .*does not exist`));
     expect(fake.requests).toHaveLength(0);
+  });
+
+  it("answers piped stdin line by line, in order, prints every reply and exits after the last", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const result = await chat([], "one\ntwo\n\nthree\n");
+    expect(result.code).toBe(0);
+    // Only the replies: no banner, no prompts, no progress.
+    expect(result.stdout).toBe("re: one\nre: two\nre: three\n");
+    expect(fake.requests.map(lastUserText)).toEqual(["one", "two", "three"]);
+  });
+
+  it("`exit` in piped input leaves after answering what came before, with stdin still open", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const child = startCli(["chat", "--config", configPath], { cwd: dir, env: { HOME: dir } });
+    child.child.stdin.write("one\nexit\nnever sent\n");
+    try {
+      expect(await child.exited).toBe(0);
+    } finally {
+      child.child.stdin.destroy();
+    }
+    expect(child.stdout).toBe("re: one\n");
+    expect(fake.requests.map(lastUserText)).toEqual(["one"]);
   });
 });
