@@ -25,9 +25,14 @@ export function registerChatCommand(program: Command): void {
     .command("chat")
     .description("chat with the assistant in the terminal")
     .option("-m, --message <text>", "send one message, print the reply and exit")
-    .option("-s, --session <id>", "session id (chat id of the terminal channel)", "direct")
+    .option(
+      "-s, --session <id>",
+      "session: a chat id of the terminal channel, or nanobot's full key (cli:direct)",
+      "direct",
+    )
     .option("--no-markdown", "print replies as plain text")
-    .action(async (opts: ChatOptions) => {
+    .action(async (given: ChatOptions) => {
+      const opts = { ...given, session: terminalChatId(given.session) };
       // Info logs would land in the middle of the conversation; --verbose brings them back.
       const loaded = loadForCli(cmd, { level: "warn" });
       createWorkspace(loaded.workspace);
@@ -56,6 +61,17 @@ export function registerChatCommand(program: Command): void {
       await agent.shutdown(SHUTDOWN_GRACE_MS);
     });
   addCommonOptions(cmd);
+}
+
+/**
+ * The terminal chat a --session names. nanobot takes the whole session key (`-s cli:direct`); here
+ * the channel is always the terminal, so its prefix is dropped: both continue cli_direct.jsonl.
+ */
+function terminalChatId(session: string): string {
+  const prefix = `${TERMINAL_CHANNEL}:`;
+  return session.startsWith(prefix) && session.length > prefix.length
+    ? session.slice(prefix.length)
+    : session;
 }
 
 /**

@@ -3,7 +3,7 @@
  * exit codes, a --config path that does not exist, piped stdin, nanobot-style
  * session keys and MCP tools being there for `chat -m`.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -93,5 +93,16 @@ describe("palaver chat for scripts (child process)", () => {
     }
     expect(child.stdout).toBe("re: one\n");
     expect(fake.requests.map(lastUserText)).toEqual(["one"]);
+  });
+
+  it("-s takes nanobot's session key: cli:direct continues cli_direct.jsonl", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    expect((await chat(["-m", "first"])).code).toBe(0);
+    const second = await chat(["-m", "second", "-s", "cli:direct"]);
+    expect(second.code).toBe(0);
+    expect(await readdir(join(dir, "ws", "sessions"))).toEqual(["cli_direct.jsonl"]);
+    // The second turn saw the first: the same conversation.
+    const sent = fake.requests[1]!.body.messages.map((m) => m.content);
+    expect(sent).toContain("re: first");
   });
 });
