@@ -13,6 +13,11 @@ import { createWorkspace } from "../config/workspace.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long `chat -m` waits for the configured MCP servers before its one turn: without them their
+ * tools would not exist for it. Bounded, so a broken server delays the answer, never stops it.
+ */
+const MCP_READY_MS = 10_000;
 
 interface ChatOptions {
   message?: string;
@@ -51,6 +56,7 @@ export function registerChatCommand(program: Command): void {
       });
       agent.loop.start();
       if (opts.message !== undefined) {
+        await agent.mcp.ensureReady(MCP_READY_MS);
         process.exitCode = await sendOnce(bus, agent.loop, opts);
       } else {
         await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"), async () => {

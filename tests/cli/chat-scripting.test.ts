@@ -7,6 +7,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { stdioServerCommand } from "../fakes/mcp-stdio.js";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
 import { runCli, startCli } from "../helpers/cli.js";
 
@@ -104,5 +105,20 @@ describe("palaver chat for scripts (child process)", () => {
     // The second turn saw the first: the same conversation.
     const sent = fake.requests[1]!.body.messages.map((m) => m.content);
     expect(sent).toContain("re: first");
+  });
+
+  it("chat -m waits for a slow-starting MCP server, so its tools are there for the first turn", async () => {
+    await writeConfig({
+      tools: {
+        mcpServers: {
+          slow: { ...stdioServerCommand(), env: { FAKE_MCP_START_DELAY_MS: "2000" } },
+        },
+      },
+    });
+    fake.enqueue({ content: "done" });
+    const result = await chat(["-m", "echo hi"]);
+    expect(result.code).toBe(0);
+    const offered = fake.requests[0]!.body.tools?.map((t) => t.function.name) ?? [];
+    expect(offered).toContain("mcp_slow_echo");
   });
 });
