@@ -1,4 +1,5 @@
 /** `palaver chat`: talk to the agent in the terminal, through the same bus and loop as the daemon. */
+import { constants } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { createAgent } from "../create-agent.js";
@@ -56,7 +57,13 @@ export function registerChatCommand(program: Command): void {
       });
       agent.loop.start();
       if (opts.message !== undefined) {
-        await agent.mcp.ensureReady(MCP_READY_MS);
+        const signal = await unlessSignalled(agent.mcp.ensureReady(MCP_READY_MS));
+        if (signal) {
+          // Stop at once: the servers still starting are ended, not waited for.
+          process.stderr.write(`palaver: stopped by ${signal} while waiting for MCP servers to start\n`);
+          await agent.shutdown(0);
+          process.exit(128 + constants.signals[signal]);
+        }
         process.exitCode = await sendOnce(bus, agent.loop, opts);
       } else {
         await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"), async () => {
@@ -67,6 +74,20 @@ export function registerChatCommand(program: Command): void {
       await agent.shutdown(SHUTDOWN_GRACE_MS);
     });
   addCommonOptions(cmd);
+}
+
+/** Waits for `work`; a SIGINT or SIGTERM meanwhile ends the wait early and is returned. */
+async function unlessSignalled(work: Promise<unknown>): Promise<NodeJS.Signals | undefined> {
+  let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
+  const signalled = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve));
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    return await Promise.race([work.then(() => undefined), signalled]);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
 }
 
 /**

@@ -121,4 +121,25 @@ describe("palaver chat for scripts (child process)", () => {
     const offered = fake.requests[0]!.body.tools?.map((t) => t.function.name) ?? [];
     expect(offered).toContain("mcp_slow_echo");
   });
+
+  it("SIGTERM while chat -m waits for MCP servers stops at once, ends them and says so", async () => {
+    await writeConfig({
+      tools: {
+        mcpServers: { stuck: { ...stdioServerCommand(), env: { FAKE_MCP_START_DELAY_MS: "600000" } } },
+      },
+    });
+    // --verbose: the server's stderr line is logged, so the test sees it has started.
+    const child = startCli(["chat", "-m", "hi", "--config", configPath, "--verbose"], {
+      cwd: dir,
+      env: { HOME: dir },
+    });
+    await child.stderrIncludes("fake server: started pid");
+    const pid = Number(/fake server: started pid (\d+)/.exec(child.stderr)![1]);
+    child.child.kill("SIGTERM");
+    expect(await child.exited).toBe(143);
+    expect(child.stderr).toContain("palaver: stopped by SIGTERM while waiting for MCP servers to start");
+    expect(fake.requests).toHaveLength(0);
+    // The server that was still starting did not outlive the chat.
+    expect(() => process.kill(pid, 0)).toThrow();
+  });
 });

@@ -16,7 +16,7 @@ if (process.env.FAKE_MCP_FAIL_START === "1" || (needs && !existsSync(needs))) {
   process.stderr.write("fake server: refusing to start\n");
   process.exit(2);
 }
-await delay(Number(process.env.FAKE_MCP_START_DELAY_MS ?? 0));
 const server = createFakeMcpServer(newFakeMcpState(), "fake-stdio");
 process.stderr.write(`fake server: started pid ${process.pid}\n`);
+await delay(Number(process.env.FAKE_MCP_START_DELAY_MS ?? 0));
 await server.connect(new StdioServerTransport());
