@@ -142,4 +142,18 @@ describe("palaver chat for scripts (child process)", () => {
     // The server that was still starting did not outlive the chat.
     expect(() => process.kill(pid, 0)).toThrow();
   });
+
+  it("an error is one clear line on stderr, the stack only with --verbose", async () => {
+    // The workspace cannot be created: a file stands where its parent folder should be.
+    await writeFile(join(dir, "file"), "");
+    const args = ["-m", "hi", "--workspace", join(dir, "file", "ws")];
+    const plain = await chat(args);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/^palaver: .*ENOTDIR.*\n$/);
+    expect(plain.stderr.trim().split("\n")).toHaveLength(1);
+
+    const verbose = await chat([...args, "--verbose"]);
+    expect(verbose.code).toBe(1);
+    expect(verbose.stderr).toMatch(/\n\s+at /);
+  });
 });
