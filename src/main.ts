@@ -67,7 +67,8 @@ function oneLine(err: unknown): string {
     e !== undefined && parts.length < 5;
     e = e instanceof Error ? e.cause : undefined
   ) {
-    const text = (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, " ").trim();
+    const message = e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e);
+    const text = (message ?? "").replace(/\s*\n\s*/g, " ").trim();
     if (text && !parts.some((p) => p.includes(text))) parts.push(text);
   }
   return parts.join(": ");
