@@ -46,7 +46,30 @@ try {
 } catch (err) {
   // A config that validates but cannot work (no usable LLM provider, a channel without its token)
   // is still a config error: a plain message and EX_CONFIG, so systemd does not restart in a loop.
-  if (!(err instanceof ConfigError)) throw err;
-  process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
-  process.exit(EXIT_CONFIG);
+  if (err instanceof ConfigError) {
+    process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
+    process.exit(EXIT_CONFIG);
+  }
+  // Anything else (a folder that cannot be created...) is one clear line; the stack is for --verbose.
+  if (process.argv.includes("--verbose")) {
+    process.stderr.write(`palaver: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  } else {
+    process.stderr.write(`palaver: ${oneLine(err)} (--verbose shows the details)\n`);
+  }
+  process.exit(1);
+}
+
+/** The error's message and those of its causes that add something, on one line. */
+function oneLine(err: unknown): string {
+  const parts: string[] = [];
+  for (
+    let e: unknown = err;
+    e !== undefined && parts.length < 5;
+    e = e instanceof Error ? e.cause : undefined
+  ) {
+    const message = e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e);
+    const text = (message ?? "").replace(/\s*\n\s*/g, " ").trim();
+    if (text && !parts.some((p) => p.includes(text))) parts.push(text);
+  }
+  return parts.join(": ");
 }

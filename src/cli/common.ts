@@ -3,6 +3,7 @@
  * way every command does (logging set up, secrets registered with the log
  * redactor, warnings logged, a bad config reported by path with exit code 78).
  */
+import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { configPathFor, loadConfig, type LoadedConfig } from "../config/load.js";
 import { secretValues } from "../config/secrets.js";
@@ -51,10 +52,25 @@ export interface LoadForCliOptions {
   level?: string;
 }
 
-/** Sets up logging and loads the config; a bad config ends the process with exit code 78. */
+/**
+ * Sets up logging and loads the config; a bad config, or a --config path that does not exist,
+ * ends the process with exit code 78.
+ */
 export function loadForCli(cmd: Command, options: LoadForCliOptions = {}): LoadedConfig {
   const opts = commonOptions(cmd);
   configureLogging({ verbose: opts.verbose, level: options.level });
+  // Only the default path may be absent (a first run); a path typed on purpose and missing is a
+  // mistake (a typo, the wrong folder), not a reason to run on defaults.
+  if (opts.config !== undefined) {
+    const path = configPathFor({ configPath: opts.config });
+    if (!existsSync(path)) {
+      process.stderr.write(
+        `palaver: config file ${path} (given with --config) does not exist; ` +
+          `create it with \`palaver onboard --config ${path}\`\n`,
+      );
+      process.exit(EXIT_CONFIG);
+    }
+  }
   let loaded: LoadedConfig;
   try {
     loaded = loadConfig({ configPath: opts.config, workspace: opts.workspace });

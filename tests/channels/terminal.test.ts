@@ -32,6 +32,8 @@ describe("terminal channel through the channel manager", () => {
       { channel: "cli", senderId: "user", chatId: "direct", content: "what is in notes.md?" },
     ]);
 
+    // The turn the loop runs for that line (exit waits for the lines sent to be answered).
+    bus.publishTurn({ kind: "turnStart", turnId: "t1", channel: "cli", chatId: "direct" });
     bus.publishOutbound({ channel: "cli", chatId: "direct", content: "Let me look.", kind: "progress" });
     bus.publishOutbound({
       channel: "cli",
@@ -44,6 +46,7 @@ describe("terminal channel through the channel manager", () => {
     expect(printed).toContain("  Let me look.");
     expect(printed).toContain('  ↳ read_file("notes.md")');
     expect(printed).toContain("It says hello.");
+    bus.publishTurn({ kind: "turnEnd", turnId: "t1", channel: "cli", chatId: "direct", outcome: "done" });
 
     input.write("exit\n");
     await new Promise((r) => setImmediate(r));
@@ -94,6 +97,45 @@ describe("terminal channel and turn events", () => {
     bus.publishOutbound({ ...chat, content: "Drink water." });
     await manager.flush(1000);
     expect(prompts()).toBe(before + 2);
+    await manager.stop();
+  });
+});
+
+describe("terminal channel leaving", () => {
+  it("the end of the input waits until every line sent has been answered", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (d: Buffer) => (printed += d.toString()));
+    let exited = false;
+    const bus = new MessageBus();
+    const terminal = new TerminalChannel({
+      chatId: "direct",
+      input,
+      output,
+      color: false,
+      interactive: false,
+      onExit: () => (exited = true),
+    });
+    const manager = new ChannelManager({ bus, sendProgress: false, sendToolHints: false });
+    manager.add(terminal, { allowFrom: ["*"] });
+    await manager.start();
+    const chat = { channel: "cli", chatId: "direct" };
+
+    input.end("first\nsecond\n");
+    await new Promise((r) => setImmediate(r));
+    expect(exited).toBe(false);
+    bus.publishTurn({ kind: "turnStart", turnId: "t1", ...chat });
+    bus.publishOutbound({ ...chat, content: "one", turnId: "t1" });
+    bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
+    expect(exited).toBe(false);
+    bus.publishTurn({ kind: "turnStart", turnId: "t2", ...chat });
+    bus.publishOutbound({ ...chat, content: "two", turnId: "t2" });
+    await manager.flush(1000);
+    bus.publishTurn({ kind: "turnEnd", turnId: "t2", ...chat, outcome: "done" });
+    expect(exited).toBe(true);
+    // Not interactive: no prompt, the replies as they are.
+    expect(printed).toBe("one\ntwo\n");
     await manager.stop();
   });
 });

@@ -480,11 +480,12 @@ describe("palaver service install (child process)", () => {
     );
   });
 
-  it("warns when there is no config file yet", async () => {
+  it("refuses a --config path that does not exist (exit 78, like every command)", async () => {
     const missing = join(stateDir, "other.json");
     const run = await cli(["service", "install", "--user", "--dry-run", "--config", missing]);
-    expect(run.code).toBe(0);
-    expect(run.stderr).toContain(`warning: there is no config file at ${missing}`);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stderr).toContain(`config file ${missing} (given with --config) does not exist`);
+    expect(run.stdout).toBe("");
   });
 
   it("exits 78 on a bad config instead of writing a unit for it", async () => {

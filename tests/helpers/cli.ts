@@ -32,6 +32,8 @@ export interface CliOptions {
   entry?: string;
   /** Hard limit: the child is SIGKILLed after it (default CHILD_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** Written to the child's stdin (runCli then closes it); default nothing. */
+  stdin?: string;
 }
 
 export interface CliResult {
@@ -104,7 +106,7 @@ export async function runCli(args: string[], opts: CliOptions): Promise<CliResul
   const release = await slots.acquire();
   try {
     const running = startCli(args, opts);
-    running.child.stdin.end();
+    running.child.stdin.end(opts.stdin);
     const code = await running.exited;
     return { code, stdout: running.stdout, stderr: running.stderr };
   } finally {

@@ -4,6 +4,11 @@
  * (it sends /stop); at an idle prompt Ctrl+C or Ctrl+D leaves. Whether a
  * turn is running comes from the turn events, so a reminder printed in the
  * middle of a turn does not bring the prompt back early.
+ *
+ * Leaving (Ctrl+D, "exit", the end of piped input) waits until every line
+ * sent before it has been answered: `palaver chat < questions.txt` prints
+ * every reply, in order, and then exits. Without a person at it (input not
+ * interactive) there is no prompt, and replies are printed as they are.
  */
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdirPrivateSync } from "../../util/private-fs.js";
@@ -22,6 +27,8 @@ export interface TerminalChannelOptions {
   input: NodeJS.ReadableStream;
   output: NodeJS.WritableStream & { isTTY?: boolean };
   color: boolean;
+  /** A person types here: prompts are shown (default true; false for piped input). */
+  interactive?: boolean;
   /** File keeping the prompt history across runs; none when undefined. */
   historyFile?: string;
   /** Called once when the user leaves (Ctrl+D, Ctrl+C at an idle prompt, "exit"). */
@@ -36,15 +43,19 @@ export class TerminalChannel implements Channel {
   private queued = 0;
   /** This chat's turns running now (a person's, not background work's). */
   private readonly running = new Set<string>();
+  /** The input ended or the user asked to leave; onExit once the lines sent are answered. */
+  private leaving = false;
+  private exited = false;
 
   constructor(private readonly opts: TerminalChannelOptions) {}
 
   start(bus: InboundSink, signal: AbortSignal): Promise<void> {
     this.bus = bus;
+    const interactive = this.opts.interactive ?? true;
     const rl = createInterface({
       input: this.opts.input,
       output: this.opts.output,
-      prompt: this.opts.color ? "\u001b[1myou ›\u001b[0m " : "you › ",
+      prompt: !interactive ? "" : this.opts.color ? "\u001b[1myou ›\u001b[0m " : "you › ",
       history: loadHistory(this.opts.historyFile),
       historySize: HISTORY_LINES,
       terminal: this.opts.output.isTTY === true,
@@ -59,7 +70,12 @@ export class TerminalChannel implements Channel {
         rl.close();
       }
     });
-    rl.on("close", () => this.opts.onExit());
+    rl.on("close", () => {
+      // A closed readline throws on prompt(): nothing is asked any more.
+      this.rl = null;
+      this.leaving = true;
+      this.exitWhenAnswered();
+    });
     signal.addEventListener("abort", () => rl.close(), { once: true });
     rl.prompt();
     return Promise.resolve();
@@ -81,7 +97,8 @@ export class TerminalChannel implements Channel {
         this.print(dim(`  ↳ ${msg.content}`, color));
         break;
       case "final":
-        this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
+        if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
+        else this.print(renderMarkdown(msg.content, { color }));
         // A reminder or an answer to /stop while idle: the prompt comes back at once.
         if (!this.busy) this.rl?.prompt();
         break;
@@ -99,6 +116,13 @@ export class TerminalChannel implements Channel {
     }
     this.running.delete(event.turnId);
     if (!this.busy) this.rl?.prompt();
+    this.exitWhenAnswered();
+  }
+
+  private exitWhenAnswered(): void {
+    if (!this.leaving || this.busy || this.exited) return;
+    this.exited = true;
+    this.opts.onExit();
   }
 
   /** Whether a line typed here is waiting for or in its turn (Ctrl+C then stops it). */
@@ -107,6 +131,8 @@ export class TerminalChannel implements Channel {
   }
 
   private onLine(line: string): void {
+    // Lines piped after "exit" arrive in the same chunk, after the interface closed: not sent.
+    if (this.leaving) return;
     const text = line.trim();
     if (!text) {
       this.rl?.prompt();
