@@ -58,6 +58,9 @@ export class Gateway {
   private lock: StateLock | null = null;
   /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
   private running = false;
+  /** Aborted by stop(): a start still under way gives up at its next step (pending connects are aborted). */
+  private readonly stopping = new AbortController();
+  private starting: Promise<void> | null = null;
 
   constructor(private readonly opts: GatewayOptions) {
     const { config, workspace, path } = opts.loaded;
@@ -130,13 +133,20 @@ export class Gateway {
     });
   }
 
-  async start(): Promise<void> {
+  /** Starts everything; a stop() while it runs makes it return early, started or not. */
+  start(): Promise<void> {
+    this.starting = this.startSteps(this.stopping.signal);
+    return this.starting;
+  }
+
+  private async startSteps(stopped: AbortSignal): Promise<void> {
     const { config, workspace, path } = this.opts.loaded;
     // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
     this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
     await this.checkExecSandbox();
     await this.health.start();
+    if (stopped.aborted) return;
     const unfinished = this.journal.open();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
     this.agent.loop.start();
@@ -145,6 +155,7 @@ export class Gateway {
       { config, workspace, log: this.log },
       this.opts.platforms ?? PLATFORMS,
     );
+    if (stopped.aborted) return;
     for (const { channel, allowFrom } of enabled) this.channels.add(channel, { allowFrom });
     if (enabled.length === 0) {
       // Enabled but refused (config problems, a failing adapter) is said above; "enable one" would mislead.
@@ -160,6 +171,7 @@ export class Gateway {
       );
     }
     await this.channels.start();
+    if (stopped.aborted) return; // stopped while connecting: nothing is replayed or scheduled
     this.channels.resend(unfinished.outbound);
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.
@@ -221,6 +233,10 @@ export class Gateway {
 
   /** Graceful stop: no new messages, running turns finish (up to graceMs), everything persisted. */
   async stop(graceMs: number): Promise<void> {
+    // A start still under way: abort its connects and let it return before stopping what it started.
+    this.stopping.abort();
+    if (!this.running) this.channels.abortStarts();
+    await this.starting?.catch(() => undefined);
     this.channels.closeIntake();
     this.heartbeat.stop();
     await this.agent.shutdown(graceMs);

@@ -156,6 +156,11 @@ export class ChannelManager {
     entry.state = "stopped";
   }
 
+  /** Gives up connecting (a stop during start): channels still starting are aborted and not retried. */
+  abortStarts(): void {
+    this.lifetime.abort();
+  }
+
   /** Stops taking new messages (shutdown step one); replies still go out. */
   closeIntake(): void {
     this.intakeOpen = false;

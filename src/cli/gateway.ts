@@ -36,7 +36,17 @@ export function registerGatewayCommand(program: Command): void {
           log.error({ err }, "config reload failed; still running"),
         );
       process.on("SIGHUP", onHangup);
-      await gateway.start();
+      const started = gateway.start();
+      const early = await Promise.race([started.then(() => null), stopRequested]);
+      if (early) {
+        // Ctrl+C or SIGTERM while channels connect: stop now rather than after their connect timeouts.
+        log.info({ signal: early }, "stop requested while starting: pending connections are abandoned");
+        process.off("SIGHUP", onHangup);
+        await gateway.stop(0);
+        clearInterval(keepAlive);
+        log.info("stopped");
+        return;
+      }
       void notifyReady(readyStatus(gateway));
       const stopWatchdog = startWatchdog();
       const signal = await stopRequested;

@@ -1,5 +1,6 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startCli } from "../helpers/cli.js";
@@ -79,5 +80,43 @@ describe("palaver gateway (child process)", () => {
     expect(run.child.exitCode).toBeNull();
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
+  });
+  it("stops at once on SIGTERM while a channel is still connecting, and says so", async () => {
+    // A Telegram API that accepts connections and never answers: getMe hangs until its timeout.
+    const sockets = new Set<Socket>();
+    let connected!: () => void;
+    const firstConnection = new Promise<void>((resolve) => (connected = resolve));
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      connected();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
+      await writeFile(
+        configPath,
+        JSON.stringify({
+          ...config,
+          channels: {
+            telegram: {
+              enabled: true,
+              token: "123:abc",
+              allowFrom: ["1"],
+              apiRoot: `http://127.0.0.1:${port}`,
+            },
+          },
+        }),
+      );
+      const run = gateway();
+      await firstConnection; // the channel is connecting
+      run.child.kill("SIGTERM");
+      expect(await run.exited).toBe(0);
+      expect(run.stderr).toMatch(/stop requested while starting: pending connections are abandoned/);
+      expect(run.stderr).not.toMatch(/gateway running/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 });
