@@ -13,7 +13,6 @@
  * Every operation runs on one in-process chain, so timers, polls and tool calls
  * never interleave; `idle()` waits for it (tests, shutdown).
  */
-import { randomUUID } from "node:crypto";
 import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { ScheduleView } from "../agent/extensions.js";
@@ -22,8 +21,10 @@ import { isSenderAllowed } from "../channels/access.js";
 import { logger, type Logger } from "../log.js";
 import { safeKey } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { KeyedQueue } from "../util/keyed-queue.js";
 import { describeSchedule, formatTime, nextRun } from "./schedule.js";
 import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
+import { idOf, isDue, jobPrompt, matches, needsNextRun, newId, sortJobs, type JobFilter } from "./jobs.js";
 import { deliveryTarget, type CronCreator, type CronJob, type CronSchedule } from "./types.js";
 
 /** setTimeout's limit (about 24.8 days); longer waits are re-armed in chunks. */
@@ -32,7 +33,6 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A catch-up run this close to its due time is not called late. */
 const LATE_GRACE_MS = 60_000;
-const MAX_ID_ATTEMPTS = 100;
 /** A firing job's turn runs in the session `cron:<id>`. */
 export const CRON_SESSION_PREFIX = "cron:";
 
@@ -85,11 +85,6 @@ export interface AddJobInput {
   creator?: CronCreator;
 }
 
-export interface JobFilter {
-  channel?: string;
-  chatId?: string;
-}
-
 export interface RunOptions {
   /** Record the run (last run, status) but leave the schedule as it is: `palaver cron run` outside the gateway. */
   keepSchedule?: boolean;
@@ -116,7 +111,8 @@ export class CronService implements ScheduleView {
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private retryAt = 0;
-  private tail: Promise<unknown> = Promise.resolve();
+  /** The one in-process chain every operation runs on. */
+  private readonly chain = new KeyedQueue();
   /** Occurrences already published (job id → the nextRunAtMs fired), so a failed write never publishes twice. */
   private readonly published = new Map<string, number>();
 
@@ -184,11 +180,7 @@ export class CronService implements ScheduleView {
 
   /** Resolves when no operation (firing, reload, change) is running or queued. */
   async idle(): Promise<void> {
-    for (let i = 0; i < 100; i++) {
-      const tail = this.tail;
-      await tail;
-      if (tail === this.tail) return;
-    }
+    await this.chain.idle();
   }
 
   async add(input: AddJobInput): Promise<CronJob> {
@@ -323,9 +315,7 @@ export class CronService implements ScheduleView {
 
   /** Runs `fn` after everything queued before it; its failure is the caller's, not the chain's. */
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(fn);
-    this.tail = run.catch(() => undefined);
-    return run;
+    return this.chain.run("jobs", fn);
   }
 
   /**
@@ -571,49 +561,4 @@ export class CronService implements ScheduleView {
     }
     job.state.nextRunAtMs = nextRun(job.schedule, now);
   }
-}
-
-/** What the model reads when a job fires. */
-export function jobPrompt(job: CronJob, lateSince?: number): string {
-  const late =
-    lateSince !== undefined
-      ? `\n(This was due at ${formatTime(lateSince, job.schedule.tz ?? undefined)} but palaver was not running then.)`
-      : "";
-  return (
-    `[Scheduled task "${job.name}" (job ${job.id})]${late}\n${job.payload.message}\n\n` +
-    "Do this now and reply to the user with the result; for a plain reminder just remind them."
-  );
-}
-
-function isDue(job: CronJob, now: number): boolean {
-  return job.enabled && job.state.nextRunAtMs != null && job.state.nextRunAtMs <= now;
-}
-
-function needsNextRun(job: CronJob): boolean {
-  return job.enabled && job.state.nextRunAtMs == null && job.schedule.kind !== "at";
-}
-
-function matches(job: CronJob, filter: JobFilter): boolean {
-  const target = deliveryTarget(job.payload);
-  if (filter.channel !== undefined && target?.channel !== filter.channel) return false;
-  if (filter.chatId !== undefined && target?.chatId !== filter.chatId) return false;
-  return true;
-}
-
-function sortJobs(jobs: CronJob[]): CronJob[] {
-  return [...jobs].sort((a, b) => (a.state.nextRunAtMs ?? Infinity) - (b.state.nextRunAtMs ?? Infinity));
-}
-
-function idOf(entry: unknown): string | undefined {
-  const id = entry && typeof entry === "object" ? (entry as { id?: unknown }).id : undefined;
-  return typeof id === "string" ? id : undefined;
-}
-
-/** 8 hex characters, like nanobot's `str(uuid4())[:8]`, unique in the file. */
-function newId(taken: Set<string | undefined>): string {
-  for (let i = 0; i < MAX_ID_ATTEMPTS; i++) {
-    const id = randomUUID().slice(0, 8);
-    if (!taken.has(id)) return id;
-  }
-  throw new PalaverError("could not find a free cron job id");
 }
