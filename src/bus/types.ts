@@ -19,10 +19,31 @@ export interface InboundMessage {
 /**
  * What an outbound message is. "final" is a reply to deliver (journaled, retried); "progress"
  * (model text before tool calls) and "toolHint" (`read_file("notes.md")`) are shown when the
- * configuration wants them and never retried. A message may belong to a turn (`turnId`) or to none
+ * configuration wants them and never retried; "question" is a message with buttons (retried like a
+ * final, never journaled: after a restart it is stale); "edit" rewrites a question once it is
+ * answered or expired (tried once). A message may belong to a turn (`turnId`) or to none
  * (a cron delivery, the `message` tool): only turn events start or end a turn.
  */
-export type OutboundKind = "final" | "progress" | "toolHint";
+export type OutboundKind = "final" | "progress" | "toolHint" | "question" | "edit";
+
+/** One button under a question. */
+export interface Choice {
+  /** Short and URL-safe ([a-z0-9_-], at most 16 characters): it travels in the button's data. */
+  id: string;
+  label: string;
+  style?: "primary" | "danger";
+}
+
+/**
+ * A message that asks something (an approval, the ask_human tool). Channels show the choices as
+ * buttons (Telegram inline keyboard, Slack Block Kit, Discord components); a press comes back
+ * through `InboundSink.choose`. A channel without buttons lists them as text ("reply yes or no").
+ */
+export interface Question {
+  /** Short and URL-safe ([a-z0-9], at most 12 characters), unique while open. */
+  id: string;
+  choices: Choice[];
+}
 
 export interface OutboundMessage {
   channel: string;
@@ -34,6 +55,15 @@ export interface OutboundMessage {
   /** The turn that produced it, when one did. */
   turnId?: string;
   metadata?: Record<string, unknown>;
+  /** kind "question": the choices to show under the text. */
+  question?: Question;
+  /**
+   * kind "edit": the question message to rewrite. Its text becomes `content` and its buttons go.
+   * `ref` is the platform's id of that message as the channel's send returned it (known after a
+   * restart); without it the channel uses what it remembers for `questionId`, else sends `content`
+   * as a new message.
+   */
+  edit?: { questionId: string; ref?: string };
 }
 
 export type TurnOutcome = "done" | "stopped" | "failed";

@@ -27,4 +27,7 @@ export const groupPolicy = z
 export const channelBase = {
   enabled: z.boolean().default(false),
   allowFrom: idList.describe('User ids allowed to talk to the bot. "*" allows everybody; empty, nobody.'),
+  admins: idList.describe(
+    "Owners: may answer any approval prompt in any chat here (besides the person who started the turn).",
+  ),
 };

@@ -14,10 +14,17 @@ import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { settleWithin } from "../util/timeout.js";
-import { isAllowed, NoticeLimiter, refusalNotice } from "./access.js";
+import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
-import type { Channel, InboundReservation, InboundSink } from "./types.js";
+import type {
+  Channel,
+  ChoiceClick,
+  ChoiceOutcome,
+  InboundReservation,
+  InboundSink,
+  QuestionDesk,
+} from "./types.js";
 
 export interface ChannelOptions {
   /** User ids allowed in; "*" for everybody, empty for nobody. */
@@ -45,6 +52,8 @@ export interface ChannelManagerOptions {
   maxHeldPerChannel?: number;
   /** Counts what was delivered and what could not be (/metrics). */
   meter?: DeliveryMeter;
+  /** Answers button presses and learns where question messages went (approvals); none: presses are refused. */
+  questions?: QuestionDesk;
 }
 
 /** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */
@@ -203,6 +212,7 @@ export class ChannelManager {
       allows: (msg) => isAllowed(msg, entry.options.allowFrom),
       publishInbound: (msg) => this.admit(entry, msg),
       reserve: (msg) => this.reserve(entry, msg),
+      choose: (click) => this.choose(entry, click),
     };
     for (let attempt = 0; !signal.aborted; attempt++) {
       entry.state = attempt === 0 ? "starting" : "retrying";
@@ -232,6 +242,15 @@ export class ChannelManager {
       }
     }
     entry.state = "stopped";
+  }
+
+  /** A button press: strangers are refused here, before the question desk sees it. */
+  private choose(entry: Entry, click: ChoiceClick): ChoiceOutcome {
+    if (!isSenderAllowed(click.senderId, click.senderAliases ?? [], entry.options.allowFrom))
+      return { accepted: false, notice: "You are not allowed to answer this." };
+    return (
+      this.opts.questions?.choose(click) ?? { accepted: false, notice: "This question is no longer open." }
+    );
   }
 
   private admit(entry: Entry, msg: InboundMessage): void {
@@ -337,8 +356,12 @@ export class ChannelManager {
 
   private route(msg: OutboundMessage): void {
     const entry = this.entries.get(msg.channel);
+    if (msg.kind === "question") {
+      this.enqueue({ msg });
+      return;
+    }
     if ((msg.kind ?? "final") !== "final") {
-      // Progress and hints are worth nothing later: shown now, as configured, or not at all.
+      // Progress, hints and edits are worth nothing later: shown now, as configured, or not at all.
       if (entry?.state === "running" && wanted(msg, entry.options, this.opts)) this.enqueue({ msg });
       return;
     }
@@ -359,7 +382,8 @@ export class ChannelManager {
    */
   private async deliver(pending: Pending): Promise<void> {
     const { msg, outboxId } = pending;
-    const final = (msg.kind ?? "final") === "final";
+    // Questions are retried like replies (a turn waits on them) but never journaled.
+    const final = ["final", "question"].includes(msg.kind ?? "final");
     const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
     const policy = { baseMs: this.opts.outboxRetryBaseMs ?? 1000, maxMs: 60_000 };
     for (let attempt = 0; ; attempt++) {
@@ -369,7 +393,8 @@ export class ChannelManager {
         return;
       }
       try {
-        await entry.channel.send(msg);
+        const sent = await entry.channel.send(msg);
+        if (msg.question && sent) this.opts.questions?.delivered(msg.question.id, sent.ref);
         if (outboxId) this.opts.journal?.markSent(outboxId);
         this.opts.meter?.delivered(msg);
         return;
@@ -449,6 +474,8 @@ export class ChannelManager {
 function wanted(msg: OutboundMessage, channel: ChannelOptions, global: ChannelManagerOptions): boolean {
   switch (msg.kind ?? "final") {
     case "final":
+    case "question":
+    case "edit":
       return true;
     case "progress":
       return channel.sendProgress ?? global.sendProgress;

@@ -16,6 +16,50 @@ export interface InboundSink {
    * the returned reservation.
    */
   reserve?(msg: InboundMessage): InboundReservation;
+  /**
+   * Someone pressed a button under a question (see `Question`). Adapters call this for every press,
+   * before acknowledging it to the platform, and show `notice` to the presser alone (Telegram
+   * answerCallbackQuery text, a Slack or Discord ephemeral message). Synchronous: the answer is
+   * decided at once.
+   */
+  choose?(click: ChoiceClick): ChoiceOutcome;
+}
+
+/** A button press: who pressed which choice of which question, in which chat. */
+export interface ChoiceClick {
+  channel: string;
+  chatId: string;
+  senderId: string;
+  /** Other names of the presser (a Telegram @username), matched against allowFrom and approvers. */
+  senderAliases?: string[];
+  questionId: string;
+  choiceId: string;
+  /** Thread ids and the like, as on inbound messages. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface ChoiceOutcome {
+  /** Whether the press answered the question (false: a stranger, a non-approver, a closed question). */
+  accepted: boolean;
+  /** Shown to the presser alone. */
+  notice: string;
+}
+
+/** What a channel's send says about the message it delivered. */
+export interface SentMessage {
+  /**
+   * The platform's id of the message that carries a question's buttons (Telegram message_id,
+   * Slack ts, Discord message id): an "edit" names it.
+   */
+  ref: string;
+}
+
+/** The agent side of questions, as the channel manager sees it (approvals/questions.ts implements it). */
+export interface QuestionDesk {
+  /** A question's message was delivered: where it is, so it can be rewritten after a restart too. */
+  delivered(questionId: string, ref: string): void;
+  /** A press, already known to come from a sender allowed in that channel. */
+  choose(click: ChoiceClick): ChoiceOutcome;
 }
 
 export interface InboundReservation {
@@ -33,8 +77,9 @@ export interface Channel {
   /**
    * Delivers one message. Rejects with a ChannelError whose `permanent` says whether trying again
    * can ever succeed (the outbox drops permanent failures at once and retries the others).
+   * For kind "question" it returns the ref of the message that carries the buttons.
    */
-  send(msg: OutboundMessage): Promise<void>;
+  send(msg: OutboundMessage): Promise<SentMessage | void>;
   /** A turn in one of this channel's chats started or ended: typing indicators, receipt reactions. */
   onTurn?(event: TurnEvent): void;
 }

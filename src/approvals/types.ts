@@ -1,0 +1,45 @@
+/**
+ * The approval contract: which tool calls run, which are refused, and which wait for a person's yes.
+ * `policy.ts` decides (pure, over the config's rules, the built-in risk rules and the chat's
+ * "always allow" rules); `questions.ts` asks in the chat and waits.
+ */
+
+export type ApprovalAction = "allow" | "ask" | "deny";
+
+/** One tool call, and where it runs. */
+export interface ApprovalRequest {
+  tool: string;
+  /** The parsed arguments the tool would run with. */
+  args: Record<string, unknown>;
+  /** The chat the turn answers (for background work: its origin chat). */
+  channel: string;
+  chatId: string;
+  workspace: string;
+}
+
+/** A rule added by "Always allow this in this chat": this tool (and for exec, this program) in this chat. */
+export interface ChatRule {
+  id: string;
+  channel: string;
+  chatId: string;
+  tool: string;
+  /** exec only: the program (first word of the command) it allows. */
+  program?: string;
+  /** Who added it, and when (ms since epoch). */
+  addedBy: string;
+  addedAt: number;
+}
+
+export interface ApprovalDecision {
+  action: ApprovalAction;
+  /** Why, in words for the chat ("runs a shell command that is not read-only"). */
+  reason: string;
+  /** Which layer decided: a config rule (its index), a chat rule, the built-in risk rules, the mode. */
+  layer: "rule" | "chat" | "builtin" | "mode";
+  /** What "Always allow this in this chat" would add for this call; absent when it is not offered. */
+  always?: Pick<ChatRule, "tool" | "program">;
+}
+
+export interface ApprovalPolicy {
+  decide(request: ApprovalRequest): ApprovalDecision;
+}
