@@ -42,6 +42,17 @@ export interface PlatformRig {
   typingActive(): boolean;
   /** Texts of every message the bot posted, in any chat, in order. */
   texts(): string[];
+  /** Labels of the buttons under the bot's latest message, as the platform shows them now (empty: none). */
+  buttons(): string[];
+  /**
+   * `from` presses the button labelled `label` under the bot's latest message, through the platform's
+   * real wire format (Telegram callback_query, Slack block_actions, Discord component interaction).
+   * Resolves, once the adapter has acknowledged the press, with what the platform showed the presser
+   * alone (callback answer text, ephemeral message).
+   */
+  press(from: string, label: string): Promise<string>;
+  /** The current text of every message the bot posted (after edits), in the order they were posted. */
+  currentTexts(): string[];
   /** The bot's next message post fails: permanently (blocked, chat gone) or transiently (rate limit with retry-after, 5xx). */
   failNextSend(kind: "permanent" | "transient"): void;
   /** Closes the fake (the suite stops the channel first). */
