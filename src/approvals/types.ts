@@ -43,3 +43,14 @@ export interface ApprovalDecision {
 export interface ApprovalPolicy {
   decide(request: ApprovalRequest): ApprovalDecision;
 }
+
+/** The chat rules added by "Always allow this in this chat", kept in the state folder (0600). */
+export interface ChatRuleStore {
+  /** Every rule, oldest first. */
+  list(): ChatRule[];
+  /** The rules of one chat. */
+  forChat(channel: string, chatId: string): ChatRule[];
+  add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule;
+  /** False when no rule has that id. */
+  revoke(id: string): boolean;
+}

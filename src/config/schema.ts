@@ -117,7 +117,35 @@ const McpServerSchema = z
     message: 'an MCP server needs a "command" (a local stdio server) or a "url" (a remote server)',
   });
 
+/** One approval rule: first match wins (README, "Approvals"). */
+export const ApprovalRuleSchema = z.object({
+  tool: z.string().min(1).describe('A tool name or a glob such as "mcp_github_*".'),
+  match: regexSource
+    .optional()
+    .describe("A regular expression tested against the call's arguments as JSON (or against `arg`)."),
+  arg: z.string().optional().describe("Test `match` against this one argument instead of all of them."),
+  action: z.enum(["allow", "ask", "deny"]),
+  reason: z.string().default("").describe("Shown in the chat when the rule asks or denies."),
+});
+
+export const ApprovalSchema = z
+  .object({
+    mode: z
+      .enum(["off", "risky", "all"])
+      .default("risky")
+      .describe(
+        "off: never ask; risky: ask for risky calls (default); all: ask for every call but read-only ones.",
+      ),
+    rules: z
+      .array(ApprovalRuleSchema)
+      .default([])
+      .describe("Checked first, in order; the first that matches decides."),
+    timeoutSeconds: seconds(600).describe("No answer within this time means denied."),
+  })
+  .prefault({});
+
 export const ToolsSchema = z.object({
+  approval: ApprovalSchema,
   restrictToWorkspace: z
     .boolean()
     .default(true)
