@@ -15,6 +15,8 @@ export interface ApprovalRequest {
   channel: string;
   chatId: string;
   workspace: string;
+  /** The tool declares that it changes nothing (read_file, web_search ...). */
+  readOnly: boolean;
 }
 
 /** A rule added by "Always allow this in this chat": this tool (and for exec, this program) in this chat. */

@@ -44,3 +44,13 @@ export function stateDir(configPath: string): string {
 export function cronStorePath(configPath: string): string {
   return join(stateDir(configPath), "cron", "jobs.json");
 }
+
+/** "Always allow this in this chat" approval rules (approvals/chat-rules.ts). */
+export function approvalRulesPath(configPath: string): string {
+  return join(stateDir(configPath), "approvals", "rules.json");
+}
+
+/** Approval and ask_human prompts still open, so a restart can mark them expired (approvals/questions.ts). */
+export function openQuestionsPath(configPath: string): string {
+  return join(stateDir(configPath), "approvals", "open.json");
+}
