@@ -5,7 +5,7 @@
  * from the config, plus token shapes of the platforms we talk to).
  */
 import { pino, type DestinationStream, type Logger } from "pino";
-import pretty from "pino-pretty";
+import { prettyFactory } from "pino-pretty";
 import { maskUrlCredentials } from "./util/url-credentials.js";
 
 export type { Logger };
@@ -86,6 +86,25 @@ export interface LogOptions {
 
 let root: Logger = makeLogger({});
 
+/** Set while a prompt is on the terminal: each pretty log line is written through it (see aroundTerminalLogs). */
+let aroundLogLine: ((write: () => void) => void) | undefined;
+
+/**
+ * The terminal chat's prompt and a background log line share one screen: while `around` is set,
+ * every log line shown on the terminal is written inside it, so the chat can clear its prompt line
+ * first and draw it again after (without it the log would be drawn over what the user is typing).
+ * Pass undefined to stop.
+ */
+export function aroundTerminalLogs(around: ((write: () => void) => void) | undefined): void {
+  aroundLogLine = around;
+}
+
+function writeLogLine(line: string): void {
+  const write = () => process.stderr.write(line);
+  if (aroundLogLine) aroundLogLine(write);
+  else write();
+}
+
 function makeLogger(opts: LogOptions): Logger {
   const level = process.env.PALAVER_LOG_LEVEL ?? (opts.verbose ? "debug" : (opts.level ?? "info"));
   const options = {
@@ -105,7 +124,9 @@ function makeLogger(opts: LogOptions): Logger {
   if (opts.destination) return pino(options, opts.destination);
   const usePretty = opts.pretty ?? process.stderr.isTTY;
   if (usePretty) {
-    return pino(options, pretty({ destination: 2, sync: true, colorize: true, ignore: "pid,hostname" }));
+    // NO_COLOR (no-color.org) turns the colours off, as the chat itself does.
+    const format = prettyFactory({ colorize: !process.env.NO_COLOR, ignore: "pid,hostname" });
+    return pino(options, { write: (line: string) => writeLogLine(format(line)) });
   }
   return pino(options, pino.destination({ dest: 2, sync: true }));
 }

@@ -162,7 +162,8 @@ async function interactive(
   /** Starts what needs the terminal running first: reminders due now print in it. */
   whenRunning: () => Promise<void>,
 ): Promise<void> {
-  const color = process.stdout.isTTY === true && opts.markdown;
+  // NO_COLOR (no-color.org): no ANSI colours, as for the logs.
+  const color = process.stdout.isTTY === true && opts.markdown && !process.env.NO_COLOR;
   // Piped input (`palaver chat < questions.txt`): no prompts, no banner, only the replies.
   const interactive = process.stdin.isTTY === true;
   let leave: () => void = () => undefined;

@@ -40,9 +40,10 @@ export function registerGatewayCommand(program: Command): void {
       const early = await Promise.race([started.then(() => null), stopRequested]);
       if (early) {
         // Ctrl+C or SIGTERM while channels connect: stop now rather than after their connect timeouts.
+        // A turn already running (a reminder due at startup) still gets its grace to finish and be saved.
         log.info({ signal: early }, "stop requested while starting: pending connections are abandoned");
         process.off("SIGHUP", onHangup);
-        await gateway.stop(0);
+        await gateway.stop(SHUTDOWN_GRACE_MS);
         clearInterval(keepAlive);
         log.info("stopped");
         return;

@@ -13,10 +13,11 @@
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
-import { createInterface, type Interface } from "node:readline";
+import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Channel, InboundSink } from "../types.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { parseCommand } from "../../bus/commands.js";
+import { aroundTerminalLogs } from "../../log.js";
 import { dim, renderMarkdown } from "./format.js";
 
 export const TERMINAL_CHANNEL = "cli";
@@ -70,7 +71,9 @@ export class TerminalChannel implements Channel {
         rl.close();
       }
     });
+    if (interactive && this.opts.output.isTTY) aroundTerminalLogs((write) => this.besidePrompt(write));
     rl.on("close", () => {
+      aroundTerminalLogs(undefined);
       // A closed readline throws on prompt(): nothing is asked any more.
       this.rl = null;
       this.leaving = true;
@@ -117,6 +120,19 @@ export class TerminalChannel implements Channel {
     this.running.delete(event.turnId);
     if (!this.busy) this.rl?.prompt();
     this.exitWhenAnswered();
+  }
+
+  /**
+   * Writes a background log line without drawing over the prompt: while the prompt waits for the
+   * user, its line is cleared first and drawn again after, with what they had typed so far.
+   */
+  private besidePrompt(write: () => void): void {
+    const rl = this.rl;
+    if (!rl || this.busy) return write();
+    clearLine(this.opts.output, 0);
+    cursorTo(this.opts.output, 0);
+    write();
+    rl.prompt(true);
   }
 
   private exitWhenAnswered(): void {

@@ -1,0 +1,95 @@
+/**
+ * `palaver chat` on a real terminal (a pseudo-terminal from util-linux `script`): a background log
+ * line must not be drawn over the prompt and what the user has typed so far.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
+import { CHILD_TIMEOUT_MS, MAIN, TSX } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
+
+const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
+if (!HAVE_SCRIPT)
+  console.warn("skipping the pseudo-terminal chat test: util-linux `script` is not installed");
+
+const CLEAR_LINE = "\u001b[2K";
+
+describe.skipIf(!HAVE_SCRIPT)("palaver chat on a terminal", () => {
+  let dir: string;
+  let fake: FakeOpenAI;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "palaver-chat-tty-"));
+    fake = await FakeOpenAI.start();
+  });
+  afterEach(async () => {
+    await fake.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("draws a background log line beside the prompt, keeping what the user was typing", async () => {
+    const go = join(dir, "go");
+    const configPath = join(dir, "config.json");
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        agents: { defaults: { workspace: join(dir, "ws"), model: "fake-model", provider: "custom" } },
+        providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+        // An MCP server that fails once the test says so: its warning arrives while the prompt waits.
+        tools: {
+          mcpServers: {
+            late: {
+              command: process.execPath,
+              args: [
+                "-e",
+                `setInterval(() => require("fs").existsSync(${JSON.stringify(go)}) && process.exit(3), 50)`,
+              ],
+            },
+          },
+        },
+      }),
+    );
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const command = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
+      .map(quote)
+      .join(" ");
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+    });
+    let screen = "";
+    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      const promptAt = screen.indexOf("you › ");
+      child.stdin.write("hel");
+      // readline echoes after a cursor move: "you › \e[7Ghel".
+      await waitFor(() => screen.includes("hel", promptAt), CHILD_TIMEOUT_MS, "the typed text echoed");
+      const beforeLog = screen.length;
+
+      await writeFile(go, "");
+      await waitFor(() => screen.includes('MCP server "late"', beforeLog), CHILD_TIMEOUT_MS, "the log line");
+      const logAt = screen.indexOf('MCP server "late"', beforeLog);
+      await waitFor(() => screen.includes("you › hel", logAt), CHILD_TIMEOUT_MS, "the prompt drawn again");
+
+      // The prompt line was cleared before the log line was written, then drawn again after it.
+      expect(screen.slice(beforeLog, logAt)).toContain(CLEAR_LINE);
+      expect(screen.slice(logAt)).toContain("you › hel");
+
+      // What the user typed is intact: finishing the line sends "hello".
+      fake.enqueue({ content: "hi there" });
+      child.stdin.write("lo\r");
+      await waitFor(() => screen.includes("hi there"), CHILD_TIMEOUT_MS, "the answer");
+      expect(lastUserText(fake.requests[0]!)).toBe("hello");
+
+      child.stdin.write("exit\r");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
