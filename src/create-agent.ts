@@ -171,7 +171,10 @@ export function createAgent({
     subagents,
     schedule: cron,
     isNothingToDo,
-    onHandled,
+    onHandled: (msg, report) => {
+      onHandled?.(msg, report);
+      cron.turnEnded(msg);
+    },
     toolJournal,
     onTurnStart,
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],

@@ -333,7 +333,8 @@ describe("Gateway: replies to a channel that is not running", () => {
 
 describe("palaver gateway (child process)", () => {
   it("finishes the turn in flight on SIGTERM, persists it and exits 0", { timeout: 90_000 }, async () => {
-    // A reminder that was due while the daemon was down runs at startup: a turn with no chat platform needed.
+    // A daily reminder that was due while the daemon was down runs at startup: a turn with no chat
+    // platform needed. (Recurring: a one-shot job's session goes once its turn ends.)
     const configPath = join(dir, "config.json");
     await writeFile(
       configPath,
@@ -354,7 +355,7 @@ describe("palaver gateway (child process)", () => {
             id: "job00001",
             name: "stretch",
             enabled: true,
-            schedule: { kind: "at", atMs: due },
+            schedule: { kind: "every", everyMs: 24 * 3600_000 },
             payload: {
               kind: "agent_turn",
               message: "Remind me to stretch",
@@ -365,7 +366,7 @@ describe("palaver gateway (child process)", () => {
             state: { nextRunAtMs: due },
             createdAtMs: due - 1000,
             updatedAtMs: due - 1000,
-            deleteAfterRun: true,
+            deleteAfterRun: false,
           },
         ],
       }),

@@ -249,6 +249,19 @@ export class CronService implements ScheduleView {
     });
   }
 
+  /**
+   * A job's turn ended (the agent loop says so for every message). When the job is gone by now (a
+   * one-shot job removes itself as it fires; a job removed while its turn ran), the session file the
+   * turn has just written goes too, so removed jobs leave nothing behind.
+   */
+  turnEnded(msg: InboundMessage): void {
+    const id = msg.metadata?.cronJobId;
+    if (typeof id !== "string" || this.sessionsDir === undefined) return;
+    void this.enqueue(async () => {
+      if (!(await this.store.read()).jobs.some((j) => j.id === id)) await this.removeSessionFile(id);
+    }).catch((err: unknown) => this.log.warn({ err, id }, "could not tidy up a removed cron job's session"));
+  }
+
   /** The removed job's session goes with it; failing to delete it does not undo the removal. */
   private async removeSessionFile(id: string): Promise<void> {
     if (this.sessionsDir === undefined) return;

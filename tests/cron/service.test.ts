@@ -219,6 +219,42 @@ describe("CronService firing", () => {
     expect(await onDisk()).toEqual([]);
   });
 
+  it("a job gone by the end of its turn loses the session file that turn wrote (one-shot, or removed mid-turn)", async () => {
+    const sessionsDir = await temps.make();
+    const service = new CronService({
+      storePath,
+      bus: { publishInbound: (msg) => published.push(msg) },
+      maxCatchUp: 5,
+      log: silentLog(),
+      pollIntervalMs: 2000,
+      sessionsDir,
+    });
+    services.push(service);
+    await service.start();
+    const fileOf = (msg: InboundMessage) => join(sessionsDir, `${safeKey(msg.sessionKey!)}.jsonl`);
+    const once = await service.add(input({ at: "2025-06-02T08:01:00Z" }));
+    const recurring = await service.add(input({ everySeconds: 3600 }));
+    await advance(HOUR);
+    const onceTurn = published.find((m) => m.metadata?.cronJobId === once.id)!;
+    const recurringTurn = published.find((m) => m.metadata?.cronJobId === recurring.id)!;
+    // The turns save their exchanges; the one-shot job has removed itself as it fired.
+    await writeFile(fileOf(onceTurn), "{}\n");
+    await writeFile(fileOf(recurringTurn), "{}\n");
+    expect((await onDisk()).map((j) => j.id)).toEqual([recurring.id]);
+
+    service.turnEnded(onceTurn);
+    service.turnEnded(recurringTurn);
+    await service.idle();
+    expect(await readdir(sessionsDir)).toEqual([`${safeKey(recurringTurn.sessionKey!)}.jsonl`]);
+
+    // Removed while its turn runs: remove() deletes the file, the turn writes it again, its end deletes it.
+    expect(await service.remove(recurring.id)).toBe(true);
+    await writeFile(fileOf(recurringTurn), "{}\n");
+    service.turnEnded(recurringTurn);
+    await service.idle();
+    expect(await readdir(sessionsDir)).toEqual([]);
+  });
+
   it("list() filters by chat and sorts soonest first", async () => {
     const service = makeService();
     const later = await service.add(input({ everySeconds: 7200 }));
