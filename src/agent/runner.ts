@@ -28,7 +28,15 @@ export interface RunTurnOptions {
   onToolHint?: (hint: string) => void;
   /** The turn's recorded tool calls: a replay after a crash reuses their results (agent/tool-replay.ts). */
   replay?: TurnCallRecord;
+  /**
+   * Asked before a call runs (approvals/gate.ts): null lets it run; a string is its result instead
+   * (a denial). Throws only on abort. Absent (tools.approval.mode "off"): every call runs.
+   */
+  approve?: ApproveCall;
 }
+
+/** The approval check of one tool call: null to run it, or the text the model gets instead. */
+export type ApproveCall = (call: ToolCall, ctx: ToolContext, info: { readOnly: boolean }) => Promise<string | null>;
 
 export interface TurnResult {
   /** What to tell the user; null when the model ended without text. */
@@ -94,7 +102,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
 async function runCall(
   call: ToolCall,
   callCounts: Map<string, number>,
-  { tools, ctx, replay, toolResultMaxChars }: RunTurnOptions,
+  { tools, ctx, replay, toolResultMaxChars, approve }: RunTurnOptions,
 ): Promise<string> {
   const args = canonicalArguments(call);
   const key = `${call.name}\u0000${args}`;
@@ -107,11 +115,17 @@ async function runCall(
       `or answer the user.`
     );
   }
+  const policy = tools.replayPolicy(call.name);
+  // A call that cannot run (no such tool, arguments that are not JSON) is not worth a question:
+  // the registry answers it with an error.
+  const gated = approve && tools.has(call.name) && !call.argumentsError;
+  const check = gated ? () => approve(call, ctx, { readOnly: policy.readOnly }) : undefined;
   // What is recorded is what the model saw, so a replay gives it the very same text.
   const run = async () => truncateToolResult(await tools.execute(call, ctx), toolResultMaxChars);
-  const policy = tools.replayPolicy(call.name);
-  if (!replay || policy.readOnly) return run();
+  if (!replay || policy.readOnly) return (await check?.()) ?? run();
+  // Through runOnce: a replayed turn reuses the recorded result (a denial too) and never asks twice.
   return runOnce({
+    before: check,
     record: replay,
     key: { name: call.name, args, n: count },
     turn: ctx.turn,

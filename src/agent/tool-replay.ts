@@ -62,6 +62,12 @@ export interface RunOnceOptions {
   signal: AbortSignal;
   /** Appended to a reused result (e.g. spawn: the subagent did not survive the restart). */
   replayNote?: string;
+  /**
+   * Asked before the call is marked started (the approval check): a string is the call's result
+   * instead, recorded like one. A call still waiting for its approval when palaver stops never
+   * started, so its replay asks again rather than calling it interrupted.
+   */
+  before?: () => Promise<string | null>;
   run: () => Promise<string>;
 }
 
@@ -72,6 +78,7 @@ export async function runOnce({
   turn,
   signal,
   replayNote,
+  before,
   run,
 }: RunOnceOptions): Promise<string> {
   const earlier = record.recall(key);
@@ -82,13 +89,14 @@ export async function runOnce({
     return replayNote && !failed ? `${earlier.result}\n\n${replayNote}` : earlier.result;
   }
   if (earlier?.state === "started") return interruptedText(key.name);
-  const before = { ...turn };
+  const instead = before ? await before() : null;
+  const stateBefore = { ...turn };
   record.started(key);
   // A throw here is an abort (the registry turns tool errors into text): the call stays "started".
-  const result = await run();
+  const result = instead ?? (await run());
   // Aborted by shutdown, the turn is replayed at the next start; what the call did before it was
   // killed is unknown (exec reports "stopped"), so the replay is told just that.
-  if (!signal.aborted) record.done(key, result, changedState(before, turn));
+  if (!signal.aborted) record.done(key, result, changedState(stateBefore, turn));
   return result;
 }
 
