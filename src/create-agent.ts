@@ -3,9 +3,13 @@
  * context, memory consolidation, subagents, the cron service and the loop.
  * The gateway, `palaver chat` and `palaver cron run` all build it this way.
  */
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
+import { FileChatRules } from "./approvals/chat-rules.js";
+import { createApprovalGate, type ApprovalMeter } from "./approvals/gate.js";
+import { createApprovalPolicy } from "./approvals/policy.js";
+import { formatWait, Questions } from "./approvals/questions.js";
 import type { MessageBus } from "./bus/bus.js";
-import { allowFromOf as configAllowFrom } from "./config/allow-from.js";
+import { adminsOf as configAdmins, allowFromOf as configAllowFrom } from "./config/allow-from.js";
 import { builtinSkillsDir } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
@@ -21,11 +25,13 @@ import { MemoryConsolidator } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
+import { createAskHumanTool } from "./agent/tools/ask-human.js";
 import { createCronTool } from "./agent/tools/cron.js";
 import { describeSandbox, ExecSandbox } from "./agent/tools/exec-sandbox.js";
 import { createDefaultTools, createWorkerTools } from "./agent/tools/index.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import { createSpawnTool } from "./agent/tools/spawn.js";
+import { secondsToTimerMs } from "./util/timers.js";
 
 export interface Agent {
   loop: AgentLoop;
@@ -40,6 +46,8 @@ export interface Agent {
   mcp: McpManager;
   /** Whether exec runs in bubblewrap; the gateway awaits it at start (mode "require" fails there). */
   execSandbox: ExecSandbox;
+  /** The question desk (approvals, ask_human): give it to the ChannelManager (option `questions`). */
+  questions: Questions;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -78,6 +86,15 @@ export interface CreateAgentOptions {
    * itself as the gateway. Default: the gateway's scheduler, which runs every job but the terminal's.
    */
   terminalChat?: string;
+  /** A channel's admins as they are now (who may answer any approval there). Default: the config given. */
+  adminsOf?: (channel: string) => readonly string[];
+  /**
+   * Nobody is there to answer questions (`palaver chat -m`, piped input): calls that need an approval
+   * are denied at once and ask_human says no one can answer, instead of waiting for the timeout.
+   */
+  unattended?: boolean;
+  /** Counts approval decisions (/metrics). */
+  approvalMeter?: ApprovalMeter;
 }
 
 export function createAgent({
@@ -92,6 +109,9 @@ export function createAgent({
   onTurnStart,
   allowFromOf = (channel) => configAllowFrom(config, channel),
   terminalChat,
+  adminsOf = (channel) => configAdmins(config, channel),
+  unattended = false,
+  approvalMeter,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -113,6 +133,35 @@ export function createAgent({
   // Decided in the background now (one cached probe), so the first command and /status need not wait;
   // a "require" failure is reported by the gateway's start and by exec itself.
   execSandbox.state().catch(() => undefined);
+  // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
+  const stateDir = configPath ? dirname(configPath) : dirname(dirname(cronStorePath));
+  const approval = config.tools.approval;
+  const questionTimeoutMs = secondsToTimerMs(approval.timeoutSeconds);
+  const questions = new Questions({
+    publish: (msg) => bus.publishOutbound(msg),
+    timeoutMs: questionTimeoutMs,
+    admins: adminsOf,
+    allowFrom: allowFromOf,
+    // Only the gateway's prompts outlive it (palaver chat shares the state folder and prints lines).
+    ...(terminalChat === undefined ? { statePath: join(stateDir, "approvals", "open.json") } : {}),
+    unattended,
+  });
+  const chatRules = new FileChatRules(join(stateDir, "approvals", "rules.json"));
+  // Mode "off": no gate at all, so a tool call costs what it did before approvals existed.
+  const approve =
+    approval.mode === "off"
+      ? undefined
+      : createApprovalGate({
+          policy: createApprovalPolicy(approval, {
+            chatRules,
+            restrictToWorkspace: config.tools.restrictToWorkspace,
+            denyPatterns: config.tools.exec.denyPatterns,
+          }),
+          desk: questions,
+          chatRules,
+          timeoutMs: questionTimeoutMs,
+          ...(approvalMeter ? { meter: approvalMeter } : {}),
+        });
   const subagents = new SubagentManager({
     provider: llm,
     tools: createWorkerTools(config, workspace, exec),
@@ -121,6 +170,7 @@ export function createAgent({
     maxConcurrent: defaults.maxSubagents,
     maxIterations: defaults.subagentMaxIterations,
     toolResultMaxChars: config.tools.toolResultMaxChars,
+    ...(approve ? { approve } : {}),
   });
   const consolidator = new MemoryConsolidator({
     provider: llm,
@@ -139,14 +189,15 @@ export function createAgent({
   });
 
   const tools = createDefaultTools(config, workspace, exec, {
-    // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
-    secrets: { stateDir: configPath ? dirname(configPath) : dirname(dirname(cronStorePath)), configPath },
+    secrets: { stateDir, configPath },
     targets: {
       hasSession: (channel, chatId) => sessions.hasChat(channel, chatId),
       allowFrom: allowFromOf,
     },
   });
   tools.register(createSpawnTool(subagents));
+  // In every mode: asking the user a question needs no approval.
+  tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
   const mcp = new McpManager({
     servers: config.tools.mcpServers,
@@ -177,6 +228,8 @@ export function createAgent({
     },
     toolJournal,
     onTurnStart,
+    questions,
+    ...(approve ? { approve } : {}),
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
@@ -198,6 +251,7 @@ export function createAgent({
     cron,
     mcp,
     execSandbox,
+    questions,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));

@@ -17,7 +17,7 @@ import {
   type ChannelFactory,
   type PlatformName,
 } from "./channels/registry.js";
-import { allowFromOf } from "./config/allow-from.js";
+import { adminsOf, allowFromOf } from "./config/allow-from.js";
 import type { LoadedConfig } from "./config/load.js";
 import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
@@ -83,6 +83,9 @@ export class Gateway {
       configPath: path,
       // Live: a SIGHUP that takes someone out of allowFrom stops their cron jobs and the message tool's access.
       allowFromOf: (channel) => allowFromOf(this.opts.loaded.config, channel),
+      // Live too: who may answer approvals follows the reloaded config.
+      adminsOf: (channel) => adminsOf(this.opts.loaded.config, channel),
+      approvalMeter: this.metrics,
       provider: this.metrics.meter(llm),
       toolJournal: this.toolJournal,
       onHandled: (msg, report) => {
@@ -104,6 +107,7 @@ export class Gateway {
       sendToolHints: config.channels.sendToolHints,
       journal: this.journal,
       meter: this.metrics,
+      questions: this.agent.questions,
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({
@@ -172,6 +176,8 @@ export class Gateway {
     }
     await this.channels.start();
     if (stopped.aborted) return; // stopped while connecting: nothing is replayed or scheduled
+    // Prompts the last run left open: their turns died with it, so they say "expired" (channels route now).
+    this.agent.questions.expireLeftovers();
     this.channels.resend(unfinished.outbound);
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.

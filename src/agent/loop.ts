@@ -30,7 +30,7 @@ import type { ContextBuilder } from "./context.js";
 import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
 import { contentForSession } from "./format.js";
 import type { MemoryFiles } from "./memory.js";
-import { runTurn } from "./runner.js";
+import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
@@ -69,7 +69,19 @@ export interface AgentLoopDeps {
   onTurnStart?: (msg: InboundMessage) => void;
   /** Extra /status lines (MCP servers ...). */
   statusLines?: () => string[];
+  /** Questions waiting in chats (approvals, ask_human): a person's reply answers one instead of starting a turn. */
+  questions?: QuestionInbox;
+  /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
+  approve?: ApproveCall;
   log?: Logger;
+}
+
+/** The loop's side of the question desk (approvals/questions.ts). */
+export interface QuestionInbox {
+  /** True when the message answered a question open in its chat (it then starts no turn). */
+  takeReply(msg: InboundMessage): boolean;
+  /** What the chat's open questions ask about. */
+  openIn(channel: string, chatId: string): string[];
 }
 
 interface Lane {
@@ -168,9 +180,20 @@ export class AgentLoop {
     const key = sessionKeyOf(msg);
     if (msg.channel !== SYSTEM_CHANNEL) {
       this.lastActive = { channel: msg.channel, chatId: msg.chatId, sessionKey: key, metadata: msg.metadata };
-      if (parseCommand(msg.content)?.name === "stop") {
+      const command = parseCommand(msg.content)?.name;
+      if (command === "stop") {
         this.stop(key, msg);
         this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
+        return;
+      }
+      // An answer to a question the chat's turn waits on: queued, it would wait behind that very turn.
+      if (!command && this.deps.questions?.takeReply(msg)) {
+        this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
+        return;
+      }
+      // Likewise /status while a question waits: answered at once (like /stop), so it can say so.
+      if (command === "status" && this.deps.questions?.openIn(msg.channel, msg.chatId).length) {
+        void this.statusNow(msg, this.lanes.get(key)?.current ? 1 : 0);
         return;
       }
     }
@@ -225,6 +248,8 @@ export class AgentLoop {
 
   private stop(key: string, msg: InboundMessage): void {
     const current = this.lanes.get(key)?.current;
+    // Read before the abort closes them: the turn's questions (and its subagents') are refused by it.
+    const asking = this.deps.questions?.openIn(originOf(msg).channel, originOf(msg).chatId).length ?? 0;
     current?.abort(new Error("stopped by user"));
     const subagents = this.deps.subagents?.cancelForSession(key) ?? 0;
     const stopped = [
@@ -232,7 +257,25 @@ export class AgentLoop {
       ...(subagents ? [`${subagents} background task${subagents === 1 ? "" : "s"}`] : []),
     ];
     // Answered at once, outside the lanes: /stop is not a turn, so its reply carries no turn id.
-    this.reply({ msg }, stopped.length ? `Stopped ${stopped.join(" and ")}.` : "Nothing is running.");
+    const closed =
+      asking && stopped.length
+        ? " The question waiting for an answer is closed; nothing it asked about ran."
+        : "";
+    this.reply(
+      { msg },
+      stopped.length ? `Stopped ${stopped.join(" and ")}.${closed}` : "Nothing is running.",
+    );
+  }
+
+  /** /status outside the lanes, with no turn id; `chatSlots`: the slot this chat's waiting turn holds. */
+  private async statusNow(msg: InboundMessage, chatSlots: number): Promise<void> {
+    try {
+      this.reply({ msg }, await this.statusText(msg, chatSlots));
+    } catch (err) {
+      this.log.warn({ err, channel: msg.channel, chatId: msg.chatId }, "/status failed");
+    } finally {
+      this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
+    }
   }
 
   private async handle(turn: Turn, signal: AbortSignal): Promise<Omit<TurnReport, "durationMs">> {
@@ -285,7 +328,8 @@ export class AgentLoop {
     this.reply(turn, "New conversation started. What we talked about is saved in memory.");
   }
 
-  private async statusText(msg: InboundMessage): Promise<string> {
+  /** `ownSlots`: the slots this chat holds (the /status turn itself, or the turn waiting on a question). */
+  private async statusText(msg: InboundMessage, ownSlots = 1): Promise<string> {
     const session = await this.deps.sessions.get(sessionKeyOf(msg));
     const memory = await this.deps.memory.readMemory();
     const active = session.messages.length - session.lastConsolidated;
@@ -293,8 +337,7 @@ export class AgentLoop {
       `Model: ${this.deps.settings.model}`,
       `Session: ${session.messages.length} messages (${active} not yet consolidated into memory)`,
       `Memory: ${memory.length} characters in MEMORY.md`,
-      // This /status holds a slot itself.
-      `Replies running in other chats: ${this.slots.inUse - 1}`,
+      `Replies running in other chats: ${Math.max(0, this.slots.inUse - ownSlots)}`,
     ];
     const subagents = this.deps.subagents?.listForSession(session.key) ?? [];
     lines.push(
@@ -302,6 +345,8 @@ export class AgentLoop {
         ? `Background tasks: ${subagents.map((s) => `${s.label} (${s.id})`).join(", ")}`
         : "Background tasks: none",
     );
+    const waiting = this.deps.questions?.openIn(msg.channel, msg.chatId) ?? [];
+    if (waiting.length) lines.push(`Waiting for your answer: ${waiting.join("; ")}`);
     lines.push(...(this.deps.statusLines?.() ?? []));
     if (this.deps.schedule) {
       const jobs = await this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
@@ -355,6 +400,7 @@ export class AgentLoop {
         onProgress: (text) => this.reply(turn, text, "progress"),
         onToolHint: (hint) => this.reply(turn, hint, "toolHint"),
         replay: this.deps.toolJournal?.forTurn(msg),
+        ...(this.deps.approve ? { approve: this.deps.approve } : {}),
       });
     } catch (err) {
       // A stopped or failed turn saves nothing, so the session stays clean.

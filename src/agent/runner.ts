@@ -36,7 +36,11 @@ export interface RunTurnOptions {
 }
 
 /** The approval check of one tool call: null to run it, or the text the model gets instead. */
-export type ApproveCall = (call: ToolCall, ctx: ToolContext, info: { readOnly: boolean }) => Promise<string | null>;
+export type ApproveCall = (
+  call: ToolCall,
+  ctx: ToolContext,
+  info: { readOnly: boolean },
+) => Promise<string | null>;
 
 export interface TurnResult {
   /** What to tell the user; null when the model ended without text. */

@@ -16,7 +16,7 @@ import { LlmError, errorMessage } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { formatLocalTime } from "../util/time.js";
 import type { SubagentControl } from "./extensions.js";
-import { runTurn } from "./runner.js";
+import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 
@@ -35,6 +35,11 @@ export interface SubagentManagerOptions {
   maxConcurrent: number;
   maxIterations: number;
   toolResultMaxChars: number;
+  /**
+   * The approval check of each tool call (approvals/gate.ts). A subagent's questions go to the chat
+   * that spawned it; with no sender, the channel's admins answer (or nobody: denied).
+   */
+  approve?: ApproveCall;
   log?: Logger;
   /** For the time in the prompt (tests). */
   now?: () => Date;
@@ -208,6 +213,7 @@ export class SubagentManager implements SubagentControl {
         toolResultMaxChars: this.opts.toolResultMaxChars,
         ctx,
         onToolHint: (hint) => log.debug({ hint }, "subagent tool call"),
+        ...(this.opts.approve ? { approve: this.opts.approve } : {}),
       });
       if (turn.hitIterationLimit) return { ok: false, result: turn.content ?? NO_RESULT };
       return { ok: true, result: turn.content?.trim() || NO_RESULT };

@@ -115,7 +115,12 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
       return null;
     }
     if (choiceId === ALWAYS.id && decision.always) {
-      opts.chatRules.add({ channel: ctx.channel, chatId: ctx.chatId, ...decision.always, addedBy: answer.by });
+      opts.chatRules.add({
+        channel: ctx.channel,
+        chatId: ctx.chatId,
+        ...decision.always,
+        addedBy: answer.by,
+      });
       done("approved", answer.by);
       return null;
     }

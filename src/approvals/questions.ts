@@ -287,9 +287,7 @@ function typedAnswer(q: OpenQuestion, text: string, by: string): Answer {
   const byNumber = /^\d+$/.test(said) ? q.choices[Number(said) - 1] : undefined;
   const choice =
     (q.kind === "ask_human" ? byNumber : undefined) ??
-    q.choices.find(
-      (c) => c.id === said || c.label.toLowerCase() === said || (c.words ?? []).includes(said),
-    );
+    q.choices.find((c) => c.id === said || c.label.toLowerCase() === said || (c.words ?? []).includes(said));
   if (choice) return q.kind === "ask_human" ? { text: choice.label, by } : { choiceId: choice.id, by };
   if (q.kind === "ask_human") return { text, by };
   // Anything else the approver writes while asked ("no, use the other folder") refuses the call,

@@ -5,10 +5,11 @@ import type { Command } from "commander";
 import { createAgent } from "../create-agent.js";
 import { MessageBus } from "../bus/bus.js";
 import type { OutboundMessage } from "../bus/types.js";
-import { TERMINAL_CHANNEL, TerminalChannel } from "../channels/cli/adapter.js";
+import { TERMINAL_CHANNEL, TERMINAL_SENDER, TerminalChannel } from "../channels/cli/adapter.js";
 import { dim, renderMarkdown } from "../channels/cli/format.js";
 import { ChannelManager } from "../channels/manager.js";
-import { allowFromOf } from "../config/allow-from.js";
+import type { QuestionDesk } from "../channels/types.js";
+import { adminsOf, allowFromOf } from "../config/allow-from.js";
 import { cronStorePath, stateDir } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { addCommonOptions, loadForCli } from "./common.js";
@@ -54,6 +55,11 @@ export function registerChatCommand(program: Command): void {
           channel === TERMINAL_CHANNEL ? ["*"] : allowFromOf(loaded.config, channel),
         // This chat runs its own reminders while it is open (the gateway cannot print to a terminal).
         terminalChat: opts.session,
+        // The operator answers approvals here, reminders' too; other channels keep their config's admins.
+        adminsOf: (channel) =>
+          channel === TERMINAL_CHANNEL ? [TERMINAL_SENDER] : adminsOf(loaded.config, channel),
+        // One message or piped input: nobody reads a question, so what needs an approval is denied at once.
+        unattended: opts.message !== undefined || process.stdin.isTTY !== true,
       });
       agent.loop.start();
       if (opts.message !== undefined) {
@@ -66,9 +72,15 @@ export function registerChatCommand(program: Command): void {
         }
         process.exitCode = await sendOnce(bus, agent.loop, opts);
       } else {
-        await interactive(bus, opts, join(stateDir(loaded.path), "history", "cli"), async () => {
-          if (loaded.config.cron.enabled) await agent.cron.start();
-        });
+        await interactive(
+          bus,
+          agent.questions,
+          opts,
+          join(stateDir(loaded.path), "history", "cli"),
+          async () => {
+            if (loaded.config.cron.enabled) await agent.cron.start();
+          },
+        );
       }
       // Also waits for a memory consolidation the conversation started.
       await agent.shutdown(SHUTDOWN_GRACE_MS);
@@ -146,7 +158,7 @@ async function sendOnce(
   });
   bus.publishInbound({
     channel: TERMINAL_CHANNEL,
-    senderId: "user",
+    senderId: TERMINAL_SENDER,
     chatId: opts.session,
     content: opts.message ?? "",
   });
@@ -157,6 +169,7 @@ async function sendOnce(
 /** The terminal as a channel behind the channel manager, like every platform in the daemon. */
 async function interactive(
   bus: MessageBus,
+  questions: QuestionDesk,
   opts: ChatOptions,
   historyFile: string,
   /** Starts what needs the terminal running first: reminders due now print in it. */
@@ -178,7 +191,12 @@ async function interactive(
     onExit: () => leave(),
   });
   // A person at the terminal sees what the agent is doing; a script reading the output only the replies.
-  const manager = new ChannelManager({ bus, sendProgress: interactive, sendToolHints: interactive });
+  const manager = new ChannelManager({
+    bus,
+    sendProgress: interactive,
+    sendToolHints: interactive,
+    questions,
+  });
   manager.add(terminal, { allowFrom: ["*"] });
   if (interactive) {
     process.stdout.write(

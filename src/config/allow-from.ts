@@ -15,3 +15,11 @@ export function allowFromOf(
   const list = (section as { allowFrom?: unknown }).allowFrom;
   return Array.isArray(list) ? list.filter((id): id is string => typeof id === "string") : undefined;
 }
+
+/** A channel's admins (who may answer any approval prompt there); none without a config section. */
+export function adminsOf(config: Pick<Config, "channels">, channel: string): readonly string[] {
+  const section: unknown = (config.channels as Record<string, unknown>)[channel];
+  if (section === null || typeof section !== "object") return [];
+  const list = (section as { admins?: unknown }).admins;
+  return Array.isArray(list) ? list.filter((id): id is string => typeof id === "string") : [];
+}

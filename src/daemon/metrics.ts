@@ -8,6 +8,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import type { TurnReport } from "../agent/loop.js";
+import type { ApprovalMeter, ApprovalOutcome } from "../approvals/gate.js";
 import type { ChatRequest, ChatResponse, Provider } from "../llm/types.js";
 import { LlmError } from "../util/errors.js";
 
@@ -17,7 +18,7 @@ export interface LiveCounts {
   activeSubagents(): number;
 }
 
-export class Metrics {
+export class Metrics implements ApprovalMeter {
   readonly registry = new Registry();
   private readonly messagesIn: Counter<"channel">;
   private readonly messagesOut: Counter<"channel" | "kind">;
@@ -28,6 +29,8 @@ export class Metrics {
   private readonly llmTokens: Counter<"type">;
   private readonly toolCalls: Counter<"tool">;
   private readonly toolErrors: Counter<"tool">;
+  private readonly approvals: Counter<"decision">;
+  private readonly approvalWait: Histogram<"decision">;
   /** When the LLM last answered / last failed (ms since epoch), for /readyz. */
   lastLlmSuccessAt: number | undefined;
   lastLlmFailureAt: number | undefined;
@@ -92,6 +95,21 @@ export class Metrics {
       labelNames: ["tool"],
       registers,
     });
+    this.approvals = new Counter({
+      name: "palaver_approvals_total",
+      help:
+        "Approval checks of tool calls by decision: allowed or denied by the policy, approved or rejected " +
+        "by a person, timeout (no answer), stopped (/stop or shutdown while asking)",
+      labelNames: ["decision"],
+      registers,
+    });
+    this.approvalWait = new Histogram({
+      name: "palaver_approval_wait_seconds",
+      help: "How long a tool call waited for a person's answer, by decision",
+      labelNames: ["decision"],
+      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800],
+      registers,
+    });
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,
@@ -126,6 +144,12 @@ export class Metrics {
       this.toolCalls.inc({ tool: tool.name });
       if (!tool.ok) this.toolErrors.inc({ tool: tool.name });
     }
+  }
+
+  /** One tool call's approval check; `waitedMs` when a person was asked. */
+  approval(outcome: ApprovalOutcome, waitedMs?: number): void {
+    this.approvals.inc({ decision: outcome });
+    if (waitedMs !== undefined) this.approvalWait.observe({ decision: outcome }, waitedMs / 1000);
   }
 
   /** Wraps a provider so every call is counted. */

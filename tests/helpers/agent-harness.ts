@@ -48,7 +48,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       },
     },
     providers: fake ? { custom: { apiKey: "test-key", apiBase: fake.baseURL } } : {},
-    tools: opts.config?.tools ?? {},
+    // Approvals off unless a test turns them on: a question would wait for a person who is not there.
+    tools: { approval: { mode: "off" }, ...opts.config?.tools },
   });
   const bus = new MessageBus();
   const agent = createAgent({

@@ -9,18 +9,24 @@
  * sent before it has been answered: `palaver chat < questions.txt` prints
  * every reply, in order, and then exits. Without a person at it (input not
  * interactive) there is no prompt, and replies are printed as they are.
+ *
+ * A question (an approval, ask_human) prints its text and how to answer ("[y] Approve  [n] Deny");
+ * the line typed next goes in as a normal message, which the agent takes as the answer (it starts
+ * no turn), and the prompt's closing edit is printed as a line of its own.
  */
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
 import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Channel, InboundSink } from "../types.js";
-import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
+import type { OutboundMessage, Question, TurnEvent } from "../../bus/types.js";
 import { parseCommand } from "../../bus/commands.js";
 import { aroundTerminalLogs } from "../../log.js";
 import { dim, renderMarkdown } from "./format.js";
 
 export const TERMINAL_CHANNEL = "cli";
+/** The sender id of whatever is typed at the terminal. */
+export const TERMINAL_SENDER = "user";
 const HISTORY_LINES = 1000;
 
 export interface TerminalChannelOptions {
@@ -44,6 +50,8 @@ export class TerminalChannel implements Channel {
   private queued = 0;
   /** This chat's turns running now (a person's, not background work's). */
   private readonly running = new Set<string>();
+  /** Questions shown here and not closed yet: the next line typed answers one. */
+  private readonly asking = new Set<string>();
   /** The input ended or the user asked to leave; onExit once the lines sent are answered. */
   private leaving = false;
   private exited = false;
@@ -77,6 +85,8 @@ export class TerminalChannel implements Channel {
       // A closed readline throws on prompt(): nothing is asked any more.
       this.rl = null;
       this.leaving = true;
+      // Nobody can answer a question here any more: its turn is stopped rather than left waiting.
+      if (this.asking.size) this.publish("/stop");
       this.exitWhenAnswered();
     });
     signal.addEventListener("abort", () => rl.close(), { once: true });
@@ -98,6 +108,20 @@ export class TerminalChannel implements Channel {
         break;
       case "toolHint":
         this.print(dim(`  ↳ ${msg.content}`, color));
+        break;
+      case "question":
+        this.print(`\n${renderMarkdown(msg.content, { color })}`);
+        if (msg.question) {
+          this.print(dim(questionHint(msg.question), color));
+          this.asking.add(msg.question.id);
+        }
+        // The turn waits for this answer: the prompt comes back for it.
+        this.rl?.prompt();
+        break;
+      case "edit":
+        if (msg.edit) this.asking.delete(msg.edit.questionId);
+        this.print(dim(msg.content, color));
+        if (!this.busy) this.rl?.prompt();
         break;
       case "final":
         if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
@@ -128,7 +152,7 @@ export class TerminalChannel implements Channel {
    */
   private besidePrompt(write: () => void): void {
     const rl = this.rl;
-    if (!rl || this.busy) return write();
+    if (!rl || (this.busy && this.asking.size === 0)) return write();
     clearLine(this.opts.output, 0);
     cursorTo(this.opts.output, 0);
     write();
@@ -159,15 +183,17 @@ export class TerminalChannel implements Channel {
       return;
     }
     saveHistory(this.opts.historyFile, text);
-    // /stop is not a turn (it is answered at once); everything else is one.
-    if (parseCommand(text)?.name !== "stop") this.queued++;
+    // /stop is not a turn (it is answered at once), nor is the answer to a question; everything else is one.
+    const command = parseCommand(text)?.name;
+    const answer = this.asking.size > 0 && command === undefined;
+    if (command !== "stop" && !answer) this.queued++;
     this.publish(text);
   }
 
   private publish(content: string): void {
     this.bus?.publishInbound({
       channel: TERMINAL_CHANNEL,
-      senderId: "user",
+      senderId: TERMINAL_SENDER,
       chatId: this.opts.chatId,
       content,
     });
@@ -176,6 +202,19 @@ export class TerminalChannel implements Channel {
   private print(text: string): void {
     this.opts.output.write(`${text}\n`);
   }
+}
+
+/** Keys for the approval choices, typed at the terminal instead of pressing a button. */
+const CHOICE_KEYS: Record<string, string> = { approve: "y", deny: "n", always: "a" };
+
+/** How to answer a question by typing: "[y] Approve  [n] Deny", numbered options, or any text. */
+export function questionHint(question: Question): string {
+  const { choices } = question;
+  if (choices.length && choices.every((c) => CHOICE_KEYS[c.id]))
+    return choices.map((c) => `[${CHOICE_KEYS[c.id]}] ${c.label}`).join("  ");
+  if (choices.length)
+    return `${choices.map((c, i) => `${i + 1}) ${c.label}`).join("  ")}  (or type your answer)`;
+  return "Type your answer.";
 }
 
 function loadHistory(file: string | undefined): string[] {
