@@ -144,7 +144,9 @@ export class Questions implements QuestionDesk {
           req.signal.removeEventListener("abort", onAbort);
           this.persist();
           this.publishEdit(question, closingText(question, answer, this.opts.timeoutMs));
-          if ("aborted" in answer) reject(answer.aborted);
+          // The turn's own abort reason, as every other wait of the turn rejects with it.
+          if ("aborted" in answer)
+            reject(answer.aborted instanceof Error ? answer.aborted : new Error("aborted"));
           else resolve(answer);
         },
       };
