@@ -104,12 +104,12 @@ describe("approval gate", () => {
     expect(q.question!.choices.map((c) => c.id)).toEqual(["approve", "deny", "always"]);
     expect(await press("approve")).toEqual({ accepted: true, notice: "Approved." });
     await expect(result).resolves.toBeNull();
-    expect(counted).toEqual([{ outcome: "approved", waitedMs: expect.any(Number) }]);
+    expect(counted).toEqual([{ outcome: "approved", waitedMs: expect.any(Number) as unknown }]);
     expect(lines.find((l) => l.decision === "approved")).toMatchObject({
       tool: "exec",
       args: '{"command":"rm -rf build"}',
       by: "42",
-      waitedMs: expect.any(Number),
+      waitedMs: expect.any(Number) as unknown,
     });
   });
 
