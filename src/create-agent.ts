@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { FileChatRules } from "./approvals/chat-rules.js";
 import { createApprovalGate, type ApprovalMeter } from "./approvals/gate.js";
 import { createApprovalPolicy } from "./approvals/policy.js";
+import type { ApprovalPolicy } from "./approvals/types.js";
 import { formatWait, Questions } from "./approvals/questions.js";
 import type { MessageBus } from "./bus/bus.js";
 import { adminsOf as configAdmins, allowFromOf as configAllowFrom } from "./config/allow-from.js";
@@ -95,6 +96,8 @@ export interface CreateAgentOptions {
   unattended?: boolean;
   /** Counts approval decisions (/metrics). */
   approvalMeter?: ApprovalMeter;
+  /** Replaces the policy built from tools.approval (tests); mode "off" still means no gate. */
+  approvalPolicy?: ApprovalPolicy;
 }
 
 export function createAgent({
@@ -112,6 +115,7 @@ export function createAgent({
   adminsOf = (channel) => configAdmins(config, channel),
   unattended = false,
   approvalMeter,
+  approvalPolicy,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -152,11 +156,13 @@ export function createAgent({
     approval.mode === "off"
       ? undefined
       : createApprovalGate({
-          policy: createApprovalPolicy(approval, {
-            chatRules,
-            restrictToWorkspace: config.tools.restrictToWorkspace,
-            denyPatterns: config.tools.exec.denyPatterns,
-          }),
+          policy:
+            approvalPolicy ??
+            createApprovalPolicy(approval, {
+              chatRules,
+              restrictToWorkspace: config.tools.restrictToWorkspace,
+              denyPatterns: config.tools.exec.denyPatterns,
+            }),
           desk: questions,
           chatRules,
           timeoutMs: questionTimeoutMs,

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAgent, type Agent } from "../../src/create-agent.js";
+import { createAgent, type Agent, type CreateAgentOptions } from "../../src/create-agent.js";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema, type Config } from "../../src/config/schema.js";
@@ -32,6 +32,8 @@ export interface HarnessOptions {
   provider?: Provider;
   /** Deep-merged into the config (agents.defaults gets the temp workspace). */
   config?: { agents?: { defaults?: Record<string, unknown> }; tools?: Record<string, unknown> };
+  /** Passed on to createAgent (an approval policy, admins ...). */
+  agent?: Partial<Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf">>;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -58,6 +60,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     bus,
     cronStorePath: join(workspace, "state", "cron", "jobs.json"),
     provider: opts.provider ?? createLlm(config),
+    ...opts.agent,
   });
   const outbound: OutboundMessage[] = [];
   const waiters = new Map<string, ((msg: OutboundMessage) => void)[]>();

@@ -70,6 +70,8 @@ export function gatewayConfig(dir: string, fakes: GatewayFakes, overrides: Json 
     providers: { custom: { apiKey: "sk-fake", apiBase: fakes.llmBaseURL } },
     channels,
     gateway: { host: "127.0.0.1", port: 0, heartbeat: { enabled: false } },
+    // Off unless a test turns approvals on: a prompt would wait for a person who is not there.
+    tools: { approval: { mode: "off" } },
   };
   return deepMerge(base, overrides);
 }
