@@ -2,10 +2,18 @@
  * Approvals through the whole agent: the real openai SDK against FakeOpenAI, the loop, the runner's
  * gate and the question desk, answered by typed replies and button presses as channels deliver them.
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { runTurn, type ApproveCall } from "../../src/agent/runner.js";
+import type { CallKey, RecalledCall, TurnCallRecord } from "../../src/agent/tool-replay.js";
+import { createDefaultTools } from "../../src/agent/tools/index.js";
+import { ConfigSchema } from "../../src/config/schema.js";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
-import { toolCall, type FakeMessage } from "../fakes/openai-server.js";
+import { FakeOpenAI, toolCall, type FakeMessage } from "../fakes/openai-server.js";
+import { fakeProvider } from "../helpers/fake-provider.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -18,8 +26,11 @@ const askForExec: ApprovalPolicy = {
 };
 
 let h: Harness;
+/** The harness to clean up after a test (the replay tests start none). */
+let running: Harness | undefined;
 afterEach(async () => {
-  await h.cleanup();
+  await running?.cleanup();
+  running = undefined;
 });
 
 function withApprovals(): Promise<Harness> {
@@ -55,7 +66,7 @@ function toolResults(request: number): string[] {
 
 describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   it("asks before exec; a typed yes runs it and the model sees the output; the yes starts no turn", async () => {
-    h = await withApprovals();
+    h = running = await withApprovals();
     h.fake!.enqueue(
       { toolCalls: [toolCall("exec", { command: "echo approved-output" })] },
       { content: "Done." },
@@ -74,7 +85,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   });
 
   it("a Deny press: the command does not run and the model is told", async () => {
-    h = await withApprovals();
+    h = running = await withApprovals();
     h.fake!.enqueue(
       { toolCalls: [toolCall("exec", { command: "echo never-run" })] },
       { content: "OK, I won't." },
@@ -88,7 +99,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   });
 
   it("two calls in one reply, one approved and one denied: both get a result, in order", async () => {
-    h = await withApprovals();
+    h = running = await withApprovals();
     h.fake!.enqueue(
       {
         toolCalls: [
@@ -109,7 +120,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   });
 
   it("/status lists the waiting question; /stop closes it, stops the turn and says so", async () => {
-    h = await withApprovals();
+    h = running = await withApprovals();
     h.fake!.enqueue({ toolCalls: [toolCall("exec", { command: "echo stopped" })] });
     h.send("c1", "clean the build");
     await question();
@@ -126,7 +137,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   });
 
   it("mode off: never asks", async () => {
-    h = await startHarness({
+    h = running = await startHarness({
       config: { tools: { approval: { mode: "off" }, exec: { sandbox: "off" } } },
       agent: { approvalPolicy: askForExec },
     });
@@ -137,7 +148,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
   });
 
   it("background work with nobody to ask (no sender, no admins): denied at once", async () => {
-    h = await withApprovals();
+    h = running = await withApprovals();
     h.fake!.enqueue({ toolCalls: [toolCall("exec", { command: "echo cron" })] }, { content: "Could not." });
     const reply = new Promise<OutboundMessage>((resolve) =>
       h.bus.onOutbound((m) => (m.kind ?? "final") === "final" && resolve(m)),
@@ -159,7 +170,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
 
 describe("ask_human in the agent loop", { timeout: 60_000 }, () => {
   it("the question goes to the chat; the next message is the answer, not a new turn", async () => {
-    h = await startHarness();
+    h = running = await startHarness();
     h.fake!.enqueue(
       { toolCalls: [toolCall("ask_human", { question: "Which color?", options: ["Red", "Blue"] })] },
       { content: "Blue it is." },
@@ -177,5 +188,79 @@ describe("ask_human in the agent loop", { timeout: 60_000 }, () => {
     expect(kind("edit")[0]!.content).toBe("❓ Which color?\n💬 user-1: blue, the dark one");
     await h.loop.idle();
     expect(h.fake!.requests).toHaveLength(2);
+  });
+});
+
+describe("approvals and the replay of a turn", { timeout: 60_000 }, () => {
+  /** An in-memory record of a turn's calls, as the tool journal keeps them. */
+  function memoryRecord() {
+    const calls = new Map<string, RecalledCall>();
+    const id = (key: CallKey) => `${key.name}|${key.args}|${key.n}`;
+    const record: TurnCallRecord = {
+      recall: (key) => calls.get(id(key)),
+      started: (key) => void calls.set(id(key), { state: "started" }),
+      done: (key, result, turn) => void calls.set(id(key), { state: "done", result, turn }),
+    };
+    return { record, calls };
+  }
+
+  async function runOnce(opts: { record: TurnCallRecord; approve: ApproveCall; signal?: AbortSignal }) {
+    const fake = await FakeOpenAI.start();
+    const workspace = await mkdtemp(join(tmpdir(), "palaver-approvals-replay-"));
+    try {
+      fake.enqueue({ toolCalls: [toolCall("exec", { command: "echo replayed" })] }, { content: "end" });
+      const tools = createDefaultTools(
+        ConfigSchema.parse({ tools: { exec: { sandbox: "off" } } }),
+        workspace,
+      );
+      return await runTurn({
+        provider: fakeProvider(fake),
+        tools,
+        messages: [{ role: "user", content: "go" }],
+        maxIterations: 5,
+        toolResultMaxChars: 10_000,
+        replay: opts.record,
+        approve: opts.approve,
+        ctx: {
+          workspace,
+          channel: "test",
+          chatId: "c1",
+          sessionKey: "test:c1",
+          signal: opts.signal ?? new AbortController().signal,
+          publish: () => undefined,
+          turn: { sentToOriginChat: false },
+        },
+      });
+    } finally {
+      await fake.close();
+      await rm(workspace, { recursive: true, force: true });
+    }
+  }
+
+  it("a denial is recorded: the replayed turn gets it again and nobody is asked twice", async () => {
+    const { record } = memoryRecord();
+    const denial = "Error: denied by the user (user-1). Do not retry it; ask the user what to do instead.";
+    let asked = 0;
+    const approve: ApproveCall = () => {
+      asked++;
+      return Promise.resolve(denial);
+    };
+    const first = await runOnce({ record, approve });
+    const second = await runOnce({ record, approve });
+    expect(asked).toBe(1);
+    for (const result of [first, second])
+      expect(result.messages.find((m) => m.role === "tool")!.content).toBe(denial);
+  });
+
+  it("stopped while waiting for the answer: the call is not recorded as started, so a replay asks again", async () => {
+    const { record, calls } = memoryRecord();
+    const stop = new AbortController();
+    const approve: ApproveCall = (_call, ctx) =>
+      new Promise((_resolve, reject) => {
+        ctx.signal.addEventListener("abort", () => reject(new Error("shutdown")), { once: true });
+        stop.abort(new Error("shutdown"));
+      });
+    await expect(runOnce({ record, approve, signal: stop.signal })).rejects.toThrow();
+    expect([...calls.values()]).toEqual([]);
   });
 });
