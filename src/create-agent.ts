@@ -11,7 +11,7 @@ import type { ApprovalPolicy } from "./approvals/types.js";
 import { formatWait, Questions } from "./approvals/questions.js";
 import type { MessageBus } from "./bus/bus.js";
 import { adminsOf as configAdmins, allowFromOf as configAllowFrom } from "./config/allow-from.js";
-import { builtinSkillsDir } from "./config/paths.js";
+import { approvalRulesPath, builtinSkillsDir, openQuestionsPath } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
 import { checkTarget, gatewayJobs, terminalJobs } from "./cron/targets.js";
@@ -140,6 +140,10 @@ export function createAgent({
   // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
   const stateDir = configPath ? dirname(configPath) : dirname(dirname(cronStorePath));
   const approval = config.tools.approval;
+  // Without a config file (tests, benchmarks) the same files under the folder that holds the cron store.
+  const approvalFiles = configPath
+    ? { rules: approvalRulesPath(configPath), open: openQuestionsPath(configPath) }
+    : { rules: join(stateDir, "approvals", "rules.json"), open: join(stateDir, "approvals", "open.json") };
   const questionTimeoutMs = secondsToTimerMs(approval.timeoutSeconds);
   const questions = new Questions({
     publish: (msg) => bus.publishOutbound(msg),
@@ -147,10 +151,10 @@ export function createAgent({
     admins: adminsOf,
     allowFrom: allowFromOf,
     // Only the gateway's prompts outlive it (palaver chat shares the state folder and prints lines).
-    ...(terminalChat === undefined ? { statePath: join(stateDir, "approvals", "open.json") } : {}),
+    ...(terminalChat === undefined ? { statePath: approvalFiles.open } : {}),
     unattended,
   });
-  const chatRules = new FileChatRules(join(stateDir, "approvals", "rules.json"));
+  const chatRules = new FileChatRules(approvalFiles.rules);
   // Mode "off": no gate at all, so a tool call costs what it did before approvals existed.
   const approve =
     approval.mode === "off"
