@@ -4,7 +4,9 @@
  */
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { Questions } from "../../src/approvals/questions.js";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
+import { createAskHumanTool } from "../../src/agent/tools/ask-human.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { TerminalChannel } from "../../src/channels/cli/adapter.js";
 import { ChannelManager } from "../../src/channels/manager.js";
@@ -38,15 +40,51 @@ class ButtonChannel implements Channel {
 }
 
 let h: Harness;
-let manager: ChannelManager;
+/** What the test started, cleaned up after it. */
+let running: Harness | undefined;
+let manager: ChannelManager | undefined;
 afterEach(async () => {
-  await manager.stop(1000);
-  await h.cleanup();
+  await manager?.stop(1000);
+  manager = undefined;
+  await running?.cleanup();
+  running = undefined;
+});
+
+describe("ask_human tool", () => {
+  it("no answer in time: the model is told; nobody to ask: told to assume", async () => {
+    const published: OutboundMessage[] = [];
+    const desk = (unattended: boolean) =>
+      new Questions({
+        publish: (m) => published.push(m),
+        timeoutMs: 20,
+        admins: () => [],
+        allowFrom: () => [],
+        unattended,
+      });
+    const ctx = {
+      workspace: "/tmp",
+      channel: "test",
+      chatId: "c1",
+      sessionKey: "test:c1",
+      signal: new AbortController().signal,
+      sender: { id: "user-1", aliases: [] },
+      publish: () => undefined,
+      turn: { sentToOriginChat: false },
+    };
+    const tool = createAskHumanTool(desk(false), "10 minutes");
+    await expect(tool.execute({ question: "Which color?" }, ctx)).resolves.toBe(
+      "No answer within 10 minutes.",
+    );
+    expect(published.map((m) => m.kind)).toEqual(["question", "edit"]);
+    await expect(
+      createAskHumanTool(desk(true), "10 minutes").execute({ question: "Which?" }, ctx),
+    ).resolves.toMatch(/^Error: no one can answer questions in this chat/);
+  });
 });
 
 describe("ask_human through a channel with buttons", { timeout: 60_000 }, () => {
   it("a stranger and a non-approver are refused, the asker's press answers, the prompt is edited by ref", async () => {
-    h = await startHarness();
+    h = running = await startHarness();
     const channel = new ButtonChannel();
     manager = new ChannelManager({
       bus: h.bus,
@@ -96,7 +134,7 @@ const askForExec: ApprovalPolicy = {
 
 describe("questions in the terminal", { timeout: 60_000 }, () => {
   it("shows how to answer; the typed answer starts no turn, so leaving still works", async () => {
-    h = await startHarness({
+    h = running = await startHarness({
       config: { tools: { approval: { mode: "risky" }, exec: { sandbox: "off" } } },
       agent: { approvalPolicy: askForExec },
     });

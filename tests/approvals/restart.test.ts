@@ -102,6 +102,9 @@ describe("approval prompts and restarts", { timeout: 60_000 }, () => {
       expect(after.press({ senderId: "42", questionId, choiceId: "approve" }).accepted).toBe(true);
       await waitFor(() => after.sent.some((m) => m.content === "Made it."), undefined, "the reply");
       expect(existsSync(join(dir, "ws", "made-by-approval"))).toBe(true);
+      const metrics = await second.metrics.text();
+      expect(metrics).toContain('palaver_approvals_total{decision="approved"} 1');
+      expect(metrics).toContain('palaver_approval_wait_seconds_count{decision="approved"} 1');
     } finally {
       await second.stop(1000);
     }
