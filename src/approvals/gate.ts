@@ -81,7 +81,7 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
     if (decision.action === "deny") {
       log.info({ ...fields, decision: "denied" }, "tool call denied by policy");
       opts.meter?.approval("denied");
-      return `Error: denied by policy: ${decision.reason}. Do not retry this call.`;
+      return `Error: denied by policy: ${sentence(decision.reason)} Do not retry this call.`;
     }
     const asked = performance.now();
     const done = (outcome: ApprovalOutcome, by?: string) => {
@@ -100,7 +100,7 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
       log.info({ ...fields, decision: "denied" }, "tool call denied: nobody can approve it in this chat");
       opts.meter?.approval("denied");
       return (
-        `Error: not approved: ${decision.reason}, and no one can approve it in this chat ` +
+        `Error: not approved: ${decision.reason.replace(/\.$/, "")}, and no one can approve it in this chat ` +
         `(work in the background, or no person at the terminal). The call was not run. ` +
         `Do not retry it; tell the user what you wanted to do.`
       );
@@ -138,7 +138,7 @@ function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDec
     chatId: ctx.chatId,
     ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
     ...(ctx.sender ? { sender: ctx.sender } : {}),
-    text: `🔐 May I do this?\n${summary}\nWhy I ask: ${decision.reason}.`,
+    text: `🔐 May I do this?\n${summary}\nWhy I ask: ${sentence(decision.reason)}`,
     summary,
     choices: decision.always ? [APPROVE, DENY, ALWAYS] : [APPROVE, DENY],
     signal: ctx.signal,
@@ -154,4 +154,9 @@ function describe(call: ToolCall): string {
 function shortArgs(args: Record<string, unknown>, max = 300): string {
   const json = JSON.stringify(args);
   return json.length > max ? `${json.slice(0, max - 1)}…` : json;
+}
+
+/** The policy's reason as a sentence with one final period, however it was written. */
+function sentence(reason: string): string {
+  return `${reason.replace(/\.+$/, "")}.`;
 }
