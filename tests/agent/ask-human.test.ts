@@ -174,6 +174,9 @@ describe("questions in the terminal", { timeout: 60_000 }, () => {
       "the approval prompt",
     );
     expect(printed).toContain("💬 user: Blue");
+    // /status while asked is answered at once; it is not an answer either.
+    input.write("/status\n");
+    await waitFor(() => printed.includes("Waiting for your answer: exec"), undefined, "/status");
     input.write("y\n");
     await waitFor(() => printed.includes("Painted it blue."), undefined, "the reply");
     expect(printed).toContain("✅ Approved by user: exec");

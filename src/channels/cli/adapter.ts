@@ -183,10 +183,12 @@ export class TerminalChannel implements Channel {
       return;
     }
     saveHistory(this.opts.historyFile, text);
-    // /stop is not a turn (it is answered at once), nor is the answer to a question; everything else is one.
+    // /stop is not a turn (it is answered at once), nor is the answer to a question, nor /status while
+    // a question waits (answered at once too, agent/loop.ts); everything else is one.
     const command = parseCommand(text)?.name;
-    const answer = this.asking.size > 0 && command === undefined;
-    if (command !== "stop" && !answer) this.queued++;
+    const atOnce =
+      command === "stop" || (this.asking.size > 0 && (command === undefined || command === "status"));
+    if (!atOnce) this.queued++;
     this.publish(text);
   }
 
