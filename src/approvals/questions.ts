@@ -158,7 +158,10 @@ export class Questions implements QuestionDesk {
         chatId: req.chatId,
         content: req.text,
         kind: "question",
-        question: { id, choices: req.choices.map(({ id, label, style }) => ({ id, label, style })) },
+        question: {
+          id,
+          choices: req.choices.map(({ id, label, style }) => (style ? { id, label, style } : { id, label })),
+        },
         ...(req.metadata ? { metadata: req.metadata } : {}),
       });
     });

@@ -68,7 +68,7 @@ describe("Questions: buttons", () => {
     expect(q.question!.choices).toEqual([
       { id: "approve", label: "Approve", style: "primary" },
       { id: "deny", label: "Deny", style: "danger" },
-      { id: "always", label: "Always allow this in this chat", style: undefined },
+      { id: "always", label: "Always allow this in this chat" },
     ]);
     questions.delivered(q.question!.id, "msg-9");
     const click = { channel: "tg", chatId: "c1", questionId: q.question!.id };
