@@ -155,9 +155,10 @@ export function createAgent({
     unattended,
   });
   const chatRules = new FileChatRules(approvalFiles.rules);
-  // Mode "off": no gate at all, so a tool call costs what it did before approvals existed.
+  // Mode "off" without rules: no gate at all, so a tool call costs what it did before approvals
+  // existed. The config's rules apply in every mode (README, "Approvals").
   const approve =
-    approval.mode === "off"
+    approval.mode === "off" && approval.rules.length === 0
       ? undefined
       : createApprovalGate({
           policy:

@@ -147,6 +147,22 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
     expect(kind("question")).toEqual([]);
   });
 
+  it("mode off with rules: the gate still runs, since the config's rules apply in every mode", async () => {
+    h = running = await startHarness({
+      config: {
+        tools: {
+          approval: { mode: "off", rules: [{ tool: "exec", action: "ask" }] },
+          exec: { sandbox: "off" },
+        },
+      },
+      agent: { approvalPolicy: askForExec },
+    });
+    h.fake!.enqueue({ toolCalls: [toolCall("exec", { command: "echo ruled" })] }, { content: "Ran it." });
+    const reply = h.ask("c1", "go");
+    press(await question(), "approve");
+    expect((await reply).content).toBe("Ran it.");
+  });
+
   it("background work with nobody to ask (no sender, no admins): denied at once", async () => {
     h = running = await withApprovals();
     h.fake!.enqueue({ toolCalls: [toolCall("exec", { command: "echo cron" })] }, { content: "Could not." });
