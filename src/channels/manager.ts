@@ -16,9 +16,9 @@ import { KeyedQueue } from "../util/keyed-queue.js";
 import { settleWithin } from "../util/timeout.js";
 import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
-import { BoundedMap } from "../util/bounded-map.js";
 import { HeldReplies } from "./held-replies.js";
 import { LivePreview } from "./live-preview.js";
+import { TurnPreviews } from "./turn-previews.js";
 import type {
   Channel,
   ChoiceClick,
@@ -102,10 +102,7 @@ export class ChannelManager {
   private readonly sends = new KeyedQueue();
   /** Final replies for channels that are not running, until they run. */
   private readonly held: HeldReplies<Pending>;
-  /** The live preview of each turn whose reply is being written, by turn id. */
-  private readonly previews = new Map<string, LivePreview>();
-  /** Turns that ended lately: a delta of theirs still on its way starts no new preview. */
-  private readonly endedTurns = new BoundedMap<string, true>(1000);
+  private readonly previews = new TurnPreviews();
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -380,10 +377,9 @@ export class ChannelManager {
       this.enqueue({ msg });
       return;
     }
-    // Taken off the map now, not when its turn comes in the chat's queue: deltas that follow belong
-    // to a new preview (the model writing again after tool calls).
-    const preview =
-      msg.kind === "progress" || (msg.kind ?? "final") === "final" ? this.detachPreview(msg) : undefined;
+    // Taken off now, not when its turn comes in the chat's queue (see TurnPreviews.take).
+    const replaces = msg.kind === "progress" || (msg.kind ?? "final") === "final";
+    const preview = replaces ? this.previews.take(msg.turnId, Boolean(msg.media?.length)) : undefined;
     if (preview && msg.kind === "progress") {
       // The streamed text before tool calls: it is on screen already, so it stays, as progress.
       this.enqueue({ msg, preview });
@@ -469,21 +465,13 @@ export class ChannelManager {
   /** The turn's live preview, made on its first delta when the channel and the config stream. */
   private previewFor(entry: Entry, msg: OutboundMessage): LivePreview | undefined {
     const turnId = msg.turnId;
-    if (!turnId || this.endedTurns.has(turnId)) return undefined;
-    if (!(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
-    let preview = this.previews.get(turnId);
-    if (!preview) {
-      const surface = entry.channel.previewSurface?.({
-        chatId: msg.chatId,
-        turnId,
-        ...(msg.metadata ? { metadata: msg.metadata } : {}),
-      });
-      if (!surface) return undefined;
+    if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
+    return this.previews.forDelta(turnId, () => {
+      const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
+      const surface = entry.channel.previewSurface?.(target);
       const intervalMs = entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? 1000;
-      preview = new LivePreview(surface, { intervalMs });
-      this.previews.set(turnId, preview);
-    }
-    return preview;
+      return surface ? new LivePreview(surface, { intervalMs }) : undefined;
+    });
   }
 
   /**
@@ -504,23 +492,10 @@ export class ChannelManager {
     return replaced;
   }
 
-  private detachPreview(msg: OutboundMessage): LivePreview | undefined {
-    const preview = msg.turnId ? this.previews.get(msg.turnId) : undefined;
-    // A final with files goes out whole; its preview is closed as it stands.
-    if (preview) this.previews.delete(msg.turnId!);
-    if (preview && msg.media?.length) {
-      void preview.close();
-      return undefined;
-    }
-    return preview;
-  }
-
   /** A turn ended with a preview still open (stopped, or no final): it sends nothing more. */
   private closePreview(event: TurnEvent): void {
-    this.endedTurns.set(event.turnId, true);
-    const preview = this.previews.get(event.turnId);
+    const preview = this.previews.end(event.turnId);
     if (!preview) return;
-    this.previews.delete(event.turnId);
     // Behind the turn's replies in the chat's queue, so the mark goes on the last text shown.
     this.sends.push(`${event.channel}:${event.chatId}`, () =>
       event.outcome === "stopped" ? preview.stop() : preview.close(),
