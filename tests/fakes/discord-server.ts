@@ -535,6 +535,18 @@ export class FakeDiscord {
     );
   }
 
+  /** Someone deletes a message (a moderator, the user in a DM): gone, MESSAGE_DELETE dispatched. */
+  deleteMessage(id: string): void {
+    const message = this.messages.get(id);
+    if (!message) throw new Error(`no message ${id}`);
+    this.messages.delete(id);
+    this.dispatch("MESSAGE_DELETE", {
+      id,
+      channel_id: message.channel_id,
+      ...(message.guild_id ? { guild_id: message.guild_id } : {}),
+    });
+  }
+
   /** Labels of the buttons under a message, as it shows them now. */
   buttonsOf(messageId: string): string[] {
     const message = this.messages.get(messageId);
