@@ -128,19 +128,20 @@ describe("questions on Discord", () => {
     const { ref } = (await channel.send(question(general, "Run `ls`?")))!;
     outcome = { accepted: false, notice: "Only the person who asked can answer." };
     const answer = await press(alice, ref, "Deny");
-    expect(answer).toEqual({ type: 4, data: expect.objectContaining({ flags: EPHEMERAL }) });
-    expect(answer.data?.content).toBe("Only the person who asked can answer.");
-    expect(clicks).toEqual([
-      {
-        channel: "discord",
-        chatId: general,
-        senderId: alice.id,
-        senderAliases: ["alice"],
-        questionId: "q1",
-        choiceId: "deny",
-        metadata: expect.objectContaining({ guildId: guild.id, isGroup: true, channelId: general }),
-      },
-    ]);
+    expect(answer).toMatchObject({
+      type: 4,
+      data: { flags: EPHEMERAL, content: "Only the person who asked can answer." },
+    });
+    expect(clicks).toHaveLength(1);
+    expect(clicks[0]).toMatchObject({
+      channel: "discord",
+      chatId: general,
+      senderId: alice.id,
+      senderAliases: ["alice"],
+      questionId: "q1",
+      choiceId: "deny",
+      metadata: { guildId: guild.id, isGroup: true, channelId: general },
+    });
     // The notice is the presser's alone: the channel still shows the question and its buttons.
     expect(fake.botMessages().map((m) => m.content)).toEqual(["Run `ls`?"]);
     expect(inbound).toEqual([]); // a press is not a message for the agent
@@ -199,7 +200,7 @@ describe("questions on Discord", () => {
     const theirs = fake.userMessage({ channelId: dm, author: alice, content: "hi" });
     const failure = await channel
       .send(edit(dm, "Approved", { questionId: "x", ref: theirs.id }))
-      .catch((e) => e);
+      .catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(ChannelError);
     expect(failure).toMatchObject({ permanent: true, code: 50005 });
   });
