@@ -39,6 +39,9 @@
  * pressButton() is a person clicking a button under a message: INTERACTION_CREATE
  * type 3 (MESSAGE_COMPONENT); what the bot answers is in callbacksOf(id)
  * (type 4 with flags 64 is the ephemeral notice only the presser sees).
+ * botMessages() and buttonsOf() show what the chat shows now (after edits);
+ * botMessage() posts as the bot outside the adapter (an older version's
+ * buttons); deleteMessage() deletes one (MESSAGE_DELETE).
  */
 import {
   createServer,

@@ -13,10 +13,8 @@
  * overwrite) and answered through the interaction: deferred at once, the
  * first reply edits the deferred response, further chunks are follow-ups.
  *
- * Questions (approvals, ask_human) are posted with buttons under their last
- * part (questions.ts); a press is handed to the sink's `choose` and its notice
- * shown to the presser alone (an ephemeral interaction reply). An "edit"
- * rewrites the question's message and takes its buttons away.
+ * Questions (approvals, ask_human), their edits and button presses are
+ * question-io.ts's business; the adapter routes them there.
  */
 import {
   Client,
@@ -24,7 +22,6 @@ import {
   MessageFlags,
   Partials,
   RESTEvents,
-  type ButtonInteraction,
   type ChatInputCommandInteraction,
   type ClientOptions,
   type Interaction,
@@ -42,13 +39,12 @@ import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
-import { choicesAsText } from "../questions.js";
-import type { Channel, ChoiceClick, ChoiceOutcome, InboundSink, SentMessage } from "../types.js";
+import type { Channel, InboundSink, SentMessage } from "../types.js";
 import { incomingFiles } from "./attachments.js";
 import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
 import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";
-import { questionComponents, toChoiceClick } from "./questions.js";
+import { DiscordQuestions } from "./question-io.js";
 import {
   admitInteraction,
   admitMessage,
@@ -59,7 +55,7 @@ import {
   type DiscordPolicy,
 } from "./mapping.js";
 import { DiscordSender, outgoing, type PendingInteraction } from "./send.js";
-import { buttonView, interactionView, messageView } from "./views.js";
+import { interactionView, messageView } from "./views.js";
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -93,9 +89,6 @@ const MAX_INTERACTIONS = 1000;
 const STOP_WAIT_MS = 5000;
 /** 5xx and timeouts: one retry inside discord.js, then the outbox takes over (with its backoff). */
 const REST_RETRIES = 1;
-/** Where recent questions were posted, for an "edit" that names only the question. */
-const MAX_QUESTION_REFS = 500;
-const NOT_ANSWERABLE = "This can't be answered here.";
 
 /** What the event handlers of one client know about its connection. */
 interface ConnectionState {
@@ -139,12 +132,13 @@ export class DiscordChannel implements Channel {
   private interactions = new BoundedMap<string, PendingInteraction>(MAX_INTERACTIONS, INTERACTION_TTL_MS);
   /** Slash commands taken by the inbound path, deferred once the gate let them in. */
   private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
-  /** Question id → id of the message carrying its buttons; kept across stop/start. */
-  private readonly questionRefs = new BoundedMap<string, string>(MAX_QUESTION_REFS);
+  /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
+  private readonly questions: DiscordQuestions;
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
     this.sender = new DiscordSender(() => this.client);
+    this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
       signal: (chatId) => this.sender.typing(chatId),
       intervalMs: opts.typingIntervalMs ?? TYPING_INTERVAL_MS,
@@ -230,8 +224,8 @@ export class DiscordChannel implements Channel {
     // A typing signal still out would land after this message and show "typing…" under it.
     await this.typing.settle(msg.chatId);
     let sent: SentMessage | undefined;
-    if (kind === "question") sent = await this.ask(msg);
-    else if (kind === "edit") await this.edit(msg);
+    if (kind === "question") sent = await this.questions.ask(msg);
+    else if (kind === "edit") await this.questions.edit(msg);
     else if (!(await this.post(msg, final))) return;
     // Discord hides "typing…" when the bot posts: show it again while a turn still runs here,
     // unless this is that turn's own reply (its turnEnd follows at once).
@@ -251,47 +245,6 @@ export class DiscordChannel implements Channel {
       await this.sender.toChannel(msg.chatId, messages, { replyTo });
     }
     return true;
-  }
-
-  /**
-   * Posts a question, formatted like a reply, with its buttons under the last part; that part's id is
-   * the ref. Always a channel message, never a slash command's deferred answer: an edit then reaches
-   * it by channel and id whatever became of the interaction (its token dies after 15 minutes).
-   */
-  private async ask(msg: OutboundMessage): Promise<SentMessage> {
-    const question = msg.question;
-    if (!question) {
-      throw new ChannelError("a question without its choices (msg.question)", {
-        platform: CHANNEL,
-        method: "createMessage",
-        permanent: true,
-      });
-    }
-    const text = msg.content.trim() ? msg.content : choicesAsText(question);
-    const messages = await outgoing(text, msg.media ?? []);
-    const ids = await this.sender.toChannel(msg.chatId, messages, {
-      components: questionComponents(question),
-    });
-    const ref = ids[ids.length - 1]!;
-    this.questionRefs.set(question.id, ref);
-    return { ref };
-  }
-
-  /**
-   * Rewrites a question's message and takes its buttons away: the ref the edit names (known after a
-   * restart), else the one remembered for its question; with neither, the text goes as a new message.
-   */
-  private async edit(msg: OutboundMessage): Promise<void> {
-    const target = msg.edit;
-    const ref = target?.ref ?? (target ? this.questionRefs.get(target.questionId) : undefined);
-    const chunks = discordChunks(msg.content);
-    if (!ref) {
-      if (chunks.length > 0) await this.sender.toChannel(msg.chatId, outgoingMessages(chunks, []));
-      return;
-    }
-    await this.sender.editMessage(msg.chatId, ref, chunks[0]);
-    // Longer than one message: the rest follows under it.
-    if (chunks.length > 1) await this.sender.toChannel(msg.chatId, outgoingMessages(chunks.slice(1), []));
   }
 
   private clientOptions(): ClientOptions {
@@ -384,7 +337,7 @@ export class DiscordChannel implements Channel {
   }
 
   private async onInteraction(client: Client, interaction: Interaction): Promise<void> {
-    if (interaction.isButton()) return this.onButton(interaction);
+    if (interaction.isButton()) return this.questions.press(interaction, this.sink);
     if (!interaction.isChatInputCommand()) return;
     const policy = this.policy(client);
     if (!policy) return;
@@ -410,51 +363,6 @@ export class DiscordChannel implements Channel {
       files: [],
       urgent: interaction.commandName === "stop",
     });
-  }
-
-  /**
-   * A button press. Access is the sink's business (the manager refuses strangers); the adapter hands
-   * the press over and shows the notice to the presser alone. Discord wants an answer within 3 s,
-   * which `choose`, synchronous, allows.
-   */
-  private async onButton(interaction: ButtonInteraction): Promise<void> {
-    const click = toChoiceClick(buttonView(interaction));
-    // Not one of ours (a button of an older version) or nothing to say: acknowledged without a word,
-    // so Discord does not show "This interaction failed".
-    const outcome = click ? this.choose(click) : undefined;
-    if (!outcome?.notice) {
-      if (!click) this.log.debug({ customId: interaction.customId }, "button press ignored: not a question");
-      await this.sender
-        .call("deferUpdate", () => interaction.deferUpdate())
-        .catch((err: unknown) => this.log.warn({ err }, "could not acknowledge a button press"));
-      return;
-    }
-    await this.sender
-      .call("interactionReply", () =>
-        interaction.reply({ content: outcome.notice, flags: MessageFlags.Ephemeral }),
-      )
-      .catch((err: unknown) => this.log.warn({ err }, "could not answer a button press"));
-  }
-
-  private choose(click: ChoiceClick): ChoiceOutcome {
-    const sink = this.sink;
-    if (!sink?.choose) return { accepted: false, notice: NOT_ANSWERABLE };
-    try {
-      const outcome = sink.choose(click);
-      this.log.debug(
-        {
-          questionId: click.questionId,
-          choiceId: click.choiceId,
-          senderId: click.senderId,
-          accepted: outcome.accepted,
-        },
-        "button pressed",
-      );
-      return outcome;
-    } catch (err) {
-      this.log.error({ err, questionId: click.questionId }, "answering a button press failed");
-      return { accepted: false, notice: "Something went wrong; please try again." };
-    }
   }
 
   /** Discord wants an answer within 3 s; the turn may take longer, so a slash command is deferred at once. */
