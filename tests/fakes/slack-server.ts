@@ -80,7 +80,6 @@ export interface Ephemeral {
 /** A bot message as chat.postMessage accepted it. */
 export interface Delivery {
   channel: string;
-  ts: string;
   text: string;
   thread_ts?: string;
 }
@@ -149,6 +148,8 @@ export class FakeSlack {
   private readonly failures = new Map<string, { error: string; times: number }>();
   private readonly queue: Pending[] = [];
   private readonly deliveries: Delivery[] = [];
+  /** Where each accepted post is, in order: the messages themselves change with edits. */
+  private readonly posts: { channel: string; ts: string }[] = [];
   private readonly inFlight = new Map<string, Pending>();
   private readonly waiters = new Set<() => void>();
   private current: WebSocket | undefined;
@@ -219,6 +220,14 @@ export class FakeSlack {
   /** The messages chat.postMessage accepted (failed and rate-limited calls are not among them), in order. */
   delivered(): Delivery[] {
     return this.deliveries.slice();
+  }
+
+  /** The bot's accepted posts in order, each as Slack holds it now (edits applied). */
+  botMessages(): { channel: string; message: StoredMessage }[] {
+    return this.posts.flatMap(({ channel, ts }) => {
+      const message = this.message(channel, ts);
+      return message ? [{ channel, message }] : [];
+    });
   }
 
   /** A message as Slack holds it now (edits applied), if there is one at that ts. */
@@ -604,9 +613,9 @@ export class FakeSlack {
         if (thread) message.thread_ts = thread;
         if (blocks?.length) message.blocks = withBlockIds(blocks);
         this.addMessage(channel, message);
+        this.posts.push({ channel, ts });
         this.deliveries.push({
           channel,
-          ts,
           text: str("text") ?? "",
           ...(thread ? { thread_ts: thread } : {}),
         });

@@ -34,10 +34,7 @@ export const slackDriver: PlatformDriver = {
       },
     });
     /** The bot's latest message as Slack holds it now. */
-    const latest = () => {
-      const last = fake.delivered().at(-1);
-      return last ? { ...last, message: fake.message(last.channel, last.ts) } : undefined;
-    };
+    const latest = () => fake.botMessages().at(-1);
     const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
     return {
       channel,
@@ -72,7 +69,7 @@ export const slackDriver: PlatformDriver = {
         const last = latest();
         if (!last) throw new Error("the bot has posted nothing to press");
         const seen = fake.ephemerals.length;
-        await fake.pressButton(from, last.channel, last.ts, label);
+        await fake.pressButton(from, last.channel, last.message.ts, label);
         // Acknowledged first, then the notice goes to the presser as an ephemeral message.
         await waitFor(
           () => fake.ephemerals.slice(seen).some((e) => e.user === from),
@@ -81,7 +78,7 @@ export const slackDriver: PlatformDriver = {
         );
         return fake.ephemerals.slice(seen).find((e) => e.user === from)!.text;
       },
-      currentTexts: () => fake.delivered().map((m) => fake.shownText(fake.message(m.channel, m.ts))),
+      currentTexts: () => fake.botMessages().map((m) => fake.shownText(m.message)),
       failNextSend(kind) {
         if (kind === "permanent") fake.failNext("chat.postMessage", "channel_not_found");
         else fake.rateLimit("chat.postMessage", 1);

@@ -112,7 +112,7 @@ describe("Slack questions: Block Kit", () => {
         ],
       },
     ]);
-    expect(ref).toBe(r.fake.delivered()[0]!.ts);
+    expect(ref).toBe(r.fake.botMessages()[0]!.message.ts);
   });
 
   it("a question in a thread is posted there, and the press is answered in that thread", async () => {
