@@ -7,7 +7,9 @@ import type { types } from "@slack/bolt";
 import { z } from "zod";
 import type { Question } from "../../bus/types.js";
 import { choicesAsText, decodeChoice, encodeChoice } from "../questions.js";
+import type { ChoiceClick } from "../types.js";
 import { formatSlackMessage } from "./format.js";
+import { CHANNEL_NAME } from "./mapping.js";
 
 /** Slack refuses a section whose text is longer (invalid_blocks). */
 export const SECTION_LIMIT = 3000;
@@ -119,6 +121,23 @@ export function pressOf(payload: unknown): SlackPress | undefined {
     ...(messageTs ? { messageTs } : {}),
     ...(threadTs ? { threadTs } : {}),
     ...(body.team?.id ? { teamId: body.team.id } : {}),
+  };
+}
+
+/** The press as the sink's choose takes it; `senderName` is the presser's username as looked up. */
+export function clickOf(press: SlackPress, senderName?: string): ChoiceClick {
+  return {
+    channel: CHANNEL_NAME,
+    chatId: press.chatId,
+    senderId: press.userId,
+    ...(senderName ? { senderAliases: [senderName] } : {}),
+    questionId: press.questionId,
+    choiceId: press.choiceId,
+    metadata: {
+      ...(press.messageTs ? { messageId: press.messageTs } : {}),
+      ...(press.threadTs ? { threadTs: press.threadTs } : {}),
+      ...(press.teamId ? { teamId: press.teamId } : {}),
+    },
   };
 }
 

@@ -24,7 +24,6 @@ import type { SlackConfig } from "./config.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
 import { slackLogger } from "./logger.js";
 import {
-  CHANNEL_NAME,
   eventKey,
   isDirect,
   mapCommand,
@@ -38,7 +37,7 @@ import {
   type SlackMessageEvent,
   type SlackPolicy,
 } from "./mapping.js";
-import { pressOf, type SlackPress } from "./questions.js";
+import { clickOf, pressOf, type SlackPress } from "./questions.js";
 
 export type WebClient = InstanceType<typeof webApi.WebClient>;
 
@@ -386,22 +385,7 @@ export class SlackReceiver {
   private async handOnPress(press: SlackPress): Promise<void> {
     // Named like a message's sender (the payload's username is not trusted), for allowFrom and approvers.
     const senderName = await this.userName(press.userId);
-    await this.opts.onChoice(
-      {
-        channel: CHANNEL_NAME,
-        chatId: press.chatId,
-        senderId: press.userId,
-        ...(senderName ? { senderAliases: [senderName] } : {}),
-        questionId: press.questionId,
-        choiceId: press.choiceId,
-        metadata: {
-          ...(press.messageTs ? { messageId: press.messageTs } : {}),
-          ...(press.threadTs ? { threadTs: press.threadTs } : {}),
-          ...(press.teamId ? { teamId: press.teamId } : {}),
-        },
-      },
-      press,
-    );
+    await this.opts.onChoice(clickOf(press, senderName), press);
   }
 
   private inOrder(channel: string, work: () => Promise<void>): void {
