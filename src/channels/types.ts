@@ -17,10 +17,10 @@ export interface InboundSink {
    */
   reserve?(msg: InboundMessage): InboundReservation;
   /**
-   * Someone pressed a button under a question (see `Question`). Adapters call this for every press,
-   * before acknowledging it to the platform, and show `notice` to the presser alone (Telegram
-   * answerCallbackQuery text, a Slack or Discord ephemeral message). Synchronous: the answer is
-   * decided at once.
+   * Someone pressed a button under a question (see `Question`). Adapters call this for every press
+   * and show `notice` to the presser alone (Telegram answerCallbackQuery text, a Discord ephemeral
+   * interaction reply, a Slack ephemeral message after the ack Slack wants within 3 s).
+   * Synchronous: the answer is decided at once.
    */
   choose?(click: ChoiceClick): ChoiceOutcome;
 }
