@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -329,5 +330,25 @@ describe("approvalRuleProblems", () => {
     expect(approvalRuleProblems(config)).toEqual([
       'tools.approval.rules[1]: "arg" (command) is set without "match"; add the regular expression to test it with, or remove "arg"',
     ]);
+  });
+});
+
+describe("the README's example rules", () => {
+  it("do what the README says", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Approvals"));
+    const block = /```json\n([\s\S]*?)```/.exec(section)![1]!;
+    const { tools } = JSON.parse(block) as { tools: { approval: unknown } };
+    const p = policy(tools.approval);
+    expect(p.decide(exec("rm -rf build"))).toMatchObject({ action: "deny", layer: "rule" });
+    expect(p.decide(exec("  rm x"))).toMatchObject({ action: "deny", layer: "rule" });
+    expect(p.decide(exec("git rm x")).layer).not.toBe("rule");
+    expect(p.decide(call("mcp_github_get_issue", {}))).toMatchObject({ action: "allow", layer: "rule" });
+    expect(p.decide(call("mcp_github_list_repos", {}))).toMatchObject({ action: "allow", layer: "rule" });
+    expect(p.decide(call("mcp_github_create_issue", {}))).toMatchObject({ action: "ask", layer: "rule" });
+    for (const url of ["https://example.com", "http://www.example.com/a", "https://EXAMPLE.com/"])
+      expect(p.decide(call("web_fetch", { url }))).toMatchObject({ action: "ask", layer: "rule" });
+    for (const url of ["https://example.com.evil.org/", "https://notexample.com/"])
+      expect(p.decide(call("web_fetch", { url })).layer).toBe("builtin");
   });
 });
