@@ -55,12 +55,11 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
   const state = opts.stateDir ?? stateDirOf(resolveConfigPath());
 
   function decide(req: ApprovalRequest): ApprovalDecision {
-    for (const rule of rules) {
-      if (ruleMatches(rule, req)) {
-        const reason = rule.reason || `rule ${rule.index + 1} of tools.approval.rules`;
-        // No "always" here: this rule is checked before chat rules, so one would never take effect.
-        return { action: rule.action, reason, layer: "rule" };
-      }
+    const rule = rules.find((r) => ruleMatches(r, req));
+    if (rule) {
+      const reason = rule.reason || `rule ${rule.index + 1} of tools.approval.rules`;
+      // No "always" here: this rule is checked before chat rules, so one would never take effect.
+      return { action: rule.action, reason, layer: "rule" };
     }
 
     const workspace = resolveIn(process.cwd(), req.workspace, home);
@@ -86,28 +85,11 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
 
     if (config.mode === "off") return { action: "allow", reason: "approvals are off", layer: "mode" };
 
+    const decision =
+      builtinRisk(req, { command, program, workspace, home }, opts.restrictToWorkspace, config.mode) ??
+      modeDefault(req, config.mode);
     const always = alwaysFor(req.tool, program);
-    const builtin = builtinRisk(
-      req,
-      { command, program, workspace, home },
-      opts.restrictToWorkspace,
-      config.mode,
-    );
-    if (builtin) return builtin.action === "ask" && always ? { ...builtin, always } : builtin;
-
-    if (config.mode === "risky" || req.readOnly) {
-      return {
-        action: "allow",
-        reason: req.readOnly ? "a read-only tool" : "not a risky call",
-        layer: "mode",
-      };
-    }
-    return {
-      action: "ask",
-      reason: "every tool call is asked (tools.approval.mode all)",
-      layer: "mode",
-      always: { tool: req.tool },
-    };
+    return decision.action === "ask" && always ? { ...decision, always } : decision;
   }
 
   return { decide };
@@ -147,8 +129,15 @@ function builtinRisk(
 /** Why an exec call is asked, naming the program when there is one. */
 function execRisk(command: string, program: string | null): string {
   if (program !== null) return `runs a shell command that changes things (${program})`;
-  if (plainWords(command) !== null) return "runs a shell command";
+  if (plainWords(command) !== null || command.trim() === "") return "runs a shell command";
   return "runs a shell command that is more than one plain command (; & | < > $ or a backtick)";
+}
+
+/** The last layer: risky allows; all asks unless the tool changes nothing. */
+function modeDefault(req: ApprovalRequest, mode: "risky" | "all"): ApprovalDecision {
+  if (req.readOnly) return { action: "allow", reason: "a read-only tool", layer: "mode" };
+  if (mode === "risky") return { action: "allow", reason: "not a risky call", layer: "mode" };
+  return { action: "ask", reason: "every tool call is asked (tools.approval.mode all)", layer: "mode" };
 }
 
 /** What "Always allow this in this chat" adds for this call, or undefined when it is not offered. */

@@ -292,12 +292,15 @@ describe("modes and the built-in risk rules", () => {
 
   it("all: everything asks except read-only tools and read-only commands", () => {
     const p = policy({ mode: "all" });
-    expect(p.decide(call("web_fetch", { url: "https://x" }))).toEqual({
+    expect(p.decide(call("message", { content: "hi" }))).toEqual({
       action: "ask",
       reason: "every tool call is asked (tools.approval.mode all)",
       layer: "mode",
-      always: { tool: "web_fetch" },
+      always: { tool: "message" },
     });
+    // web_fetch declares itself read-only, as the tool does; MCP tools never do.
+    expect(p.decide(call("web_fetch", { url: "https://x" }, { readOnly: true })).action).toBe("allow");
+    expect(p.decide(call("web_fetch", { url: "https://x" })).action).toBe("ask");
     expect(p.decide(call("mcp_a_b", {})).action).toBe("ask");
     expect(p.decide(call("write_file", { path: "a" })).action).toBe("ask");
     expect(p.decide(call("read_file", { path: "a" }, { readOnly: true }))).toMatchObject({
