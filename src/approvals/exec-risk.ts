@@ -128,8 +128,8 @@ const READ_ONLY: Record<string, (args: string[]) => boolean> = {
   whoami: () => true,
   uname: () => true,
   which: () => true,
-  // -o writes the listing to a file.
-  tree: (args) => !hasShort(args, "o", "LPIHT") && !hasLong(args, "--output"),
+  // -o writes the listing to a file; -R runs tree again in every folder with -o 00Tree.html.
+  tree: (args) => !hasShort(args, "oR", "LPIHT") && !hasLong(args, "--output"),
   // -o writes the result to a file; --compress-program runs one.
   sort: (args) =>
     !hasShort(args, "o", "ktST") && !hasLong(args, "--output") && !hasLong(args, "--compress-program"),
@@ -164,14 +164,14 @@ function hasLong(args: string[], name: string): boolean {
 }
 
 /**
- * A short option among clusters such as `-uo`; letters in `takesValue` end a
- * cluster (the rest of the word is their value, as in `-tX`).
+ * One of the short options `flags` among clusters such as `-uo`; letters in
+ * `takesValue` end a cluster (the rest of the word is their value, as in `-tX`).
  */
-function hasShort(args: string[], flag: string, takesValue: string): boolean {
+function hasShort(args: string[], flags: string, takesValue: string): boolean {
   for (const a of args) {
     if (!/^-[^-]/.test(a)) continue;
     for (const ch of a.slice(1)) {
-      if (ch === flag) return true;
+      if (flags.includes(ch)) return true;
       if (takesValue.includes(ch)) break;
     }
   }

@@ -19,6 +19,7 @@ import { isInside } from "../agent/tools/workspace-paths.js";
 import { resolveConfigPath, stateDir as stateDirOf } from "../config/paths.js";
 import type { ApprovalRuleSchema, ApprovalSchema } from "../config/schema.js";
 import { formatPath } from "../config/schema-walk.js";
+import { ConfigError } from "../util/errors.js";
 import { isNarrowProgram, isReadOnlyCommand, plainWords, programOf } from "./exec-risk.js";
 import type { ApprovalDecision, ApprovalPolicy, ApprovalRequest, ChatRuleStore } from "./types.js";
 
@@ -47,7 +48,13 @@ interface CompiledRule {
   reason: string;
 }
 
+/**
+ * Throws a ConfigError for rules `config check` reports (approvalRuleProblems):
+ * a rule that cannot mean what its author wrote must not quietly allow calls.
+ */
 export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions): ApprovalPolicy {
+  const problems = approvalRuleProblems(config);
+  if (problems.length > 0) throw new ConfigError("invalid tools.approval.rules", problems);
   const rules = config.rules.map(compileRule);
   // Compiled as exec compiles them (exec.ts), so the policy refuses what exec would.
   const deny = opts.denyPatterns.map((p) => new RegExp(p, "i"));

@@ -126,6 +126,7 @@ describe("isReadOnlyCommand", () => {
     "sort --compress-program=sh x",
     "uniq in out",
     "tree -o out",
+    "tree -R -H . -L 1",
     "date -s 2020-01-01",
     "date --set=2020-01-01",
     "file -C -m magic",

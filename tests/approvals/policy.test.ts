@@ -330,9 +330,13 @@ describe("approvalRuleProblems", () => {
         { tool: "nothing_like_this_*", action: "allow" },
       ],
     });
-    expect(approvalRuleProblems(config)).toEqual([
-      'tools.approval.rules[1]: "arg" (command) is set without "match"; add the regular expression to test it with, or remove "arg"',
-    ]);
+    const problem =
+      'tools.approval.rules[1]: "arg" (command) is set without "match"; add the regular expression to test it with, or remove "arg"';
+    expect(approvalRuleProblems(config)).toEqual([problem]);
+    // Such a rule would allow every exec: the gateway refuses to start instead (exit 78).
+    expect(() =>
+      createApprovalPolicy(config, { chatRules: memoryRules(), restrictToWorkspace: true, denyPatterns: [] }),
+    ).toThrow(expect.objectContaining({ name: "ConfigError", problems: [problem] }));
   });
 });
 
