@@ -25,6 +25,7 @@ import {
 import { dirname } from "node:path";
 import { z } from "zod";
 import { logger, type Logger } from "../log.js";
+import { errorMessage } from "../util/errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "../util/private-fs.js";
 import type { ChatRule, ChatRuleStore } from "./types.js";
 
@@ -49,6 +50,8 @@ type Stamp = string;
 export class FileChatRules implements ChatRuleStore {
   private rules: ChatRule[] = [];
   private stamp: Stamp | null = null;
+  /** The last read failure, warned about once. */
+  private readError: string | null = null;
   private readonly log: Logger;
 
   /** `path`: the rules file in the state folder (config/paths.ts approvalRulesPath). */
@@ -70,7 +73,7 @@ export class FileChatRules implements ChatRuleStore {
   }
 
   add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule {
-    this.refresh();
+    this.refresh(true);
     const added: ChatRule = { ...rule, id: this.newId(), addedAt: Date.now() };
     if (added.program === undefined) delete added.program;
     this.save([...this.rules, added]);
@@ -78,19 +81,34 @@ export class FileChatRules implements ChatRuleStore {
   }
 
   revoke(id: string): boolean {
-    this.refresh();
+    this.refresh(true);
     const kept = this.rules.filter((r) => r.id !== id);
     if (kept.length === this.rules.length) return false;
     this.save(kept);
     return true;
   }
 
-  /** Reloads when the file changed since it was last read or written (one statSync otherwise). */
-  private refresh(): void {
-    const stamp = stampOf(this.path);
-    if (stamp === this.stamp) return;
-    this.rules = stamp === "missing" ? [] : this.read();
-    this.stamp = stampOf(this.path);
+  /**
+   * Reloads when the file changed since it was last read or written (one
+   * statSync otherwise). A file that cannot be read at all (permissions) keeps
+   * the rules last read, with a warning, and is tried again at the next call:
+   * a tool call never fails for it. `strict` (before a write) throws instead,
+   * so rules that could not be read are never overwritten.
+   */
+  private refresh(strict = false): void {
+    try {
+      const stamp = stampOf(this.path);
+      if (stamp === this.stamp) return;
+      this.rules = stamp === "missing" ? [] : this.read();
+      this.stamp = stampOf(this.path);
+      this.readError = null;
+    } catch (err) {
+      if (strict) throw err;
+      const why = errorMessage(err);
+      if (why !== this.readError)
+        this.log.warn({ path: this.path, err: why }, "cannot read the approval rules file");
+      this.readError = why;
+    }
   }
 
   private read(): ChatRule[] {

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -85,5 +85,19 @@ describe("FileChatRules", () => {
     expect(new FileChatRules(path, log).list()).toEqual([]);
     expect(lines[0]).toMatchObject({ level: 40, path });
     expect(String(lines[0]!.problem)).toMatch(/version/);
+  });
+
+  it("keeps the rules it has when the file cannot be read, and refuses to write over it", () => {
+    const { log, lines } = captureLog();
+    const store = new FileChatRules(path, log);
+    const rule = store.add(gitRule);
+    // Something that is not a readable file where the rules should be (root reads any file mode).
+    rmSync(path);
+    mkdirSync(path);
+    expect(store.list()).toEqual([rule]);
+    expect(store.forChat("telegram", "42")).toEqual([rule]);
+    expect(lines.filter((l) => l.msg === "cannot read the approval rules file")).toHaveLength(1);
+    expect(() => store.add(gitRule)).toThrow(/EISDIR/);
+    expect(statSync(path).isDirectory()).toBe(true);
   });
 });
