@@ -233,6 +233,9 @@ describe("modes and the built-in risk rules", () => {
       call("mcp_x_y", {}),
     ])
       expect(p.decide(req)).toEqual({ action: "allow", reason: "approvals are off", layer: "mode" });
+    // The config's rules still apply.
+    const ruled = policy({ mode: "off", rules: [{ tool: "exec", match: "push", action: "ask" }] });
+    expect(ruled.decide(exec("git push")).action).toBe("ask");
   });
 
   it("risky: exec asks unless read-only, offering 'always' for a plain command's program", () => {
