@@ -18,7 +18,7 @@ function describe(tool: string, args: Record<string, unknown>): string {
   switch (tool) {
     case "exec": {
       const dir = text(args.working_dir);
-      return `Run the shell command: \`${text(args.command)}\`${dir ? ` (in ${dir})` : ""}`;
+      return `Run the shell command: ${codeSpan(text(args.command))}${dir ? ` (in ${dir})` : ""}`;
     }
     case "write_file":
       return `Write ${text(args.content).length} characters to ${text(args.path)}`;
@@ -31,6 +31,18 @@ function describe(tool: string, args: Record<string, unknown>): string {
     default:
       return `Call ${tool} with ${cut(json(args), MAX_JSON_CHARS)}`;
   }
+}
+
+/**
+ * `s` as a markdown code span that a backtick inside cannot end early
+ * (CommonMark: a fence longer than any run of backticks inside, padded when
+ * `s` starts or ends with one).
+ */
+function codeSpan(s: string): string {
+  const longest = Math.max(0, ...(s.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = s.startsWith("`") || s.endsWith("`") ? " " : "";
+  return `${fence}${pad}${s}${pad}${fence}`;
 }
 
 /** A string argument as it is; anything else as JSON (a model may send a number for a path). */

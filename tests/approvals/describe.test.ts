@@ -25,6 +25,11 @@ describe("describeCall", () => {
     );
   });
 
+  it("keeps a command with backticks in one code span", () => {
+    expect(describeCall("exec", { command: "echo `date`" })).toBe("Run the shell command: `` echo `date` ``");
+    expect(describeCall("exec", { command: "a ``b`` c" })).toBe("Run the shell command: ```a ``b`` c```");
+  });
+
   it("cuts long descriptions and long JSON with …", () => {
     const long = describeCall("exec", { command: `echo ${"x".repeat(2000)}` });
     expect(long).toHaveLength(MAX_DESCRIPTION_CHARS);
