@@ -137,26 +137,12 @@ const READ_ONLY: Record<string, (args: string[]) => boolean> = {
   uniq: (args) => args.filter((a) => !a.startsWith("-")).length < 2,
   cut: () => true,
   diff: () => true,
-  git: gitReadOnly,
+  // Not git, even `git status`: git obeys the repository's own config, which can name programs
+  // (core.fsmonitor, diff.external), and the model may write that config inside the workspace.
 };
 
 /** find's actions that run commands or write files. */
 const FIND_WRITES = /^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/;
-
-/** git subcommands that only read, given straight after `git` (no -c, -C or --git-dir before them). */
-const GIT_READ = new Set(["status", "log", "diff", "show"]);
-
-/**
- * `git status|log|diff|show` without options that write (--output) or run a
- * configured external diff (--ext-diff). Caveat: git still reads the
- * repository's own config, which can name programs (core.fsmonitor for
- * status, diff.external for diff); the sandbox, not this list, is what
- * confines a repository the model has tampered with.
- */
-function gitReadOnly(args: string[]): boolean {
-  if (!GIT_READ.has(args[0] ?? "")) return false;
-  return !hasLong(args, "--output") && !hasLong(args, "--ext-diff");
-}
 
 /** `--name` or `--name=value` among the arguments. */
 function hasLong(args: string[], name: string): boolean {
@@ -181,7 +167,7 @@ function hasShort(args: string[], flags: string, takesValue: string): boolean {
 /**
  * True when the command is a single plain command whose program is on the
  * read-only list with no option that writes or runs something
- * (`find -exec/-delete`, `sort -o`, `git push` ...).
+ * (`find -exec/-delete`, `sort -o` ...).
  */
 export function isReadOnlyCommand(command: string): boolean {
   const program = programOf(command);

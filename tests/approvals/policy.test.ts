@@ -310,7 +310,7 @@ describe("modes and the built-in risk rules", () => {
       action: "allow",
       layer: "mode",
     });
-    expect(p.decide(exec("git status")).action).toBe("allow");
+    expect(p.decide(exec("ls -la")).action).toBe("allow");
     expect(p.decide(exec("git push")).action).toBe("ask");
   });
 });
