@@ -331,10 +331,10 @@ export class TelegramChannel implements Channel {
       this.log.debug({ data: query.data }, "a button press that is not one of our questions; ignored");
       return undefined;
     }
-    const choose = this.sink?.choose;
-    if (!choose) return NOT_HERE;
+    const sink = this.sink;
+    if (!sink?.choose) return NOT_HERE;
     try {
-      return choose.call(this.sink, click).notice;
+      return sink.choose(click).notice;
     } catch (err) {
       this.log.error({ err, questionId: click.questionId }, "answering a button press failed");
       return "Something went wrong with that answer; please try again.";

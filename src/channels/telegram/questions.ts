@@ -10,7 +10,7 @@ import type { ChoiceClick } from "../types.js";
 import { CHANNEL, isGroupChat, topicOf } from "./mapping.js";
 
 /** Telegram's limit for the text of a callback query answer. */
-export const MAX_NOTICE = 200;
+const MAX_NOTICE = 200;
 /** Labels that fit side by side on a phone; past this each button gets its own row. */
 const ONE_ROW_CHARS = 30;
 const ONE_ROW_BUTTONS = 4;
