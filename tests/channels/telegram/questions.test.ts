@@ -209,6 +209,18 @@ describe("edits", () => {
     expect(fake.sent).toHaveLength(1);
   });
 
+  it("an edit too long for one message rewrites the question with its start and sends the rest", async () => {
+    const { fake, channel } = await started();
+    const ref = await ask(question("Go?"));
+    const long = Array.from({ length: 300 }, (_, i) => `line ${i}: ${"y".repeat(30)}`).join("\n");
+    await channel.send(edit(long, "q1"));
+    expect(fake.sent[0]!.messageId).toBe(ref);
+    expect(visibleText(fake.sent[0]!)).toMatch(/^line 0: y+\nline 1:/);
+    expect(fake.sent.length).toBeGreaterThan(1);
+    expect(fake.sent.every((m) => m.buttons.length === 0)).toBe(true);
+    expect(visibleText(fake.sent.at(-1)!)).toMatch(/line 299: y+$/);
+  });
+
   it("a question it knows nothing about is told in a new message", async () => {
     const { fake, channel } = await started();
     await channel.send(edit("Expired (palaver restarted)", "gone1"));
