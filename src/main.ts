@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
+import { registerApprovalsCommand } from "./cli/approvals.js";
 import { registerChatCommand } from "./cli/chat.js";
 import { addCommonOptions } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
@@ -38,6 +39,7 @@ registerOnboardCommand(program);
 registerStatusCommand(program);
 registerConfigCommand(program);
 registerCronCommand(program);
+registerApprovalsCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 

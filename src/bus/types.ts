@@ -21,10 +21,12 @@ export interface InboundMessage {
  * (model text before tool calls) and "toolHint" (`read_file("notes.md")`) are shown when the
  * configuration wants them and never retried; "question" is a message with buttons (retried like a
  * final, never journaled: after a restart it is stale); "edit" rewrites a question once it is
- * answered or expired (tried once). A message may belong to a turn (`turnId`) or to none
+ * answered or expired (tried once); "delta" is the turn's reply so far while the model writes it
+ * (`content` is the whole text so far; channels that stream show it as a live preview that the
+ * turn's final or progress message then replaces). A message may belong to a turn (`turnId`) or to none
  * (a cron delivery, the `message` tool): only turn events start or end a turn.
  */
-export type OutboundKind = "final" | "progress" | "toolHint" | "question" | "edit";
+export type OutboundKind = "final" | "progress" | "toolHint" | "question" | "edit" | "delta";
 
 /** One button under a question. */
 export interface Choice {

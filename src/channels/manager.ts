@@ -17,6 +17,8 @@ import { settleWithin } from "../util/timeout.js";
 import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
+import { LivePreview } from "./live-preview.js";
+import { TurnPreviews } from "./turn-previews.js";
 import type {
   Channel,
   ChoiceClick,
@@ -32,6 +34,9 @@ export interface ChannelOptions {
   /** Override channels.sendProgress / sendToolHints for this channel (the terminal shows both). */
   sendProgress?: boolean;
   sendToolHints?: boolean;
+  /** Override channels.streaming and the stream interval for this channel. */
+  streaming?: boolean;
+  streamIntervalMs?: number;
 }
 
 export interface ChannelManagerOptions {
@@ -54,6 +59,10 @@ export interface ChannelManagerOptions {
   meter?: DeliveryMeter;
   /** Answers button presses and learns where question messages went (approvals); none: presses are refused. */
   questions?: QuestionDesk;
+  /** Show replies while they are written, where the channel can (default false). */
+  streaming?: boolean;
+  /** At most one preview update per this many ms per reply (default 1000). */
+  streamIntervalMs?: number;
 }
 
 /** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */
@@ -68,6 +77,8 @@ export interface DeliveryMeter {
 interface Pending {
   msg: OutboundMessage;
   outboxId?: string;
+  /** The live preview this message replaces (a streamed turn's final or progress text). */
+  preview?: LivePreview;
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -91,6 +102,7 @@ export class ChannelManager {
   private readonly sends = new KeyedQueue();
   /** Final replies for channels that are not running, until they run. */
   private readonly held: HeldReplies<Pending>;
+  private readonly previews = new TurnPreviews();
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -341,6 +353,7 @@ export class ChannelManager {
 
   /** A turn started or ended in one of a running channel's chats: its typing indicator, reactions. */
   private forwardTurn(event: TurnEvent): void {
+    if (event.kind === "turnEnd") this.closePreview(event);
     const entry = this.entries.get(event.channel);
     if (entry?.state !== "running" || !entry.channel.onTurn) return;
     try {
@@ -356,8 +369,20 @@ export class ChannelManager {
 
   private route(msg: OutboundMessage): void {
     const entry = this.entries.get(msg.channel);
+    if (msg.kind === "delta") {
+      if (entry?.state === "running") this.previewFor(entry, msg)?.update(msg.content);
+      return;
+    }
     if (msg.kind === "question") {
       this.enqueue({ msg });
+      return;
+    }
+    // Taken off now, not when its turn comes in the chat's queue (see TurnPreviews.take).
+    const replaces = msg.kind === "progress" || (msg.kind ?? "final") === "final";
+    const preview = replaces ? this.previews.take(msg.turnId, Boolean(msg.media?.length)) : undefined;
+    if (preview && msg.kind === "progress") {
+      // The streamed text before tool calls: it is on screen already, so it stays, as progress.
+      this.enqueue({ msg, preview });
       return;
     }
     if ((msg.kind ?? "final") !== "final") {
@@ -366,7 +391,7 @@ export class ChannelManager {
       return;
     }
     // Every final reply is its own outbox entry, whatever turn it belongs to (or none).
-    this.enqueue({ msg, outboxId: this.opts.journal?.recordOutbound(msg) });
+    this.enqueue({ msg, outboxId: this.opts.journal?.recordOutbound(msg), ...(preview ? { preview } : {}) });
   }
 
   private enqueue(pending: Pending): void {
@@ -393,6 +418,11 @@ export class ChannelManager {
         return;
       }
       try {
+        if (await this.finishPreview(pending)) {
+          if (outboxId) this.opts.journal?.markSent(outboxId);
+          this.opts.meter?.delivered(msg);
+          return;
+        }
         const sent = await entry.channel.send(msg);
         if (msg.question && sent) this.opts.questions?.delivered(msg.question.id, sent.ref);
         if (outboxId) this.opts.journal?.markSent(outboxId);
@@ -430,6 +460,46 @@ export class ChannelManager {
         }
       }
     }
+  }
+
+  /** The turn's live preview, made on its first delta when the channel and the config stream. */
+  private previewFor(entry: Entry, msg: OutboundMessage): LivePreview | undefined {
+    const turnId = msg.turnId;
+    if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
+    return this.previews.forDelta(turnId, () => {
+      const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
+      const surface = entry.channel.previewSurface?.(target);
+      const intervalMs = entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? 1000;
+      return surface ? new LivePreview(surface, { intervalMs }) : undefined;
+    });
+  }
+
+  /**
+   * A final (or the progress text before tool calls) of a turn with a live preview replaces the
+   * preview in place. False when there is none or it could not be replaced: the message is then
+   * sent as usual, so the user gets it exactly once either way.
+   */
+  private async finishPreview(pending: Pending): Promise<boolean> {
+    const { msg, preview } = pending;
+    if (!preview) return false;
+    pending.preview = undefined; // once: a retried send goes out as a new message
+    const replaced = await preview.finish(msg.content);
+    if (!replaced && msg.kind === "progress") {
+      // Shown as a preview already; sent again only when progress is wanted.
+      const entry = this.entries.get(msg.channel);
+      return !entry || !wanted(msg, entry.options, this.opts);
+    }
+    return replaced;
+  }
+
+  /** A turn ended with a preview still open (stopped, or no final): it sends nothing more. */
+  private closePreview(event: TurnEvent): void {
+    const preview = this.previews.end(event.turnId);
+    if (!preview) return;
+    // Behind the turn's replies in the chat's queue, so the mark goes on the last text shown.
+    this.sends.push(`${event.channel}:${event.chatId}`, () =>
+      event.outcome === "stopped" ? preview.stop() : preview.close(),
+    );
   }
 
   /** Keeps a final reply for a channel that is not running; the oldest goes when too many wait. */
@@ -481,5 +551,7 @@ function wanted(msg: OutboundMessage, channel: ChannelOptions, global: ChannelMa
       return channel.sendProgress ?? global.sendProgress;
     case "toolHint":
       return channel.sendToolHints ?? global.sendToolHints;
+    case "delta":
+      return false;
   }
 }

@@ -17,10 +17,10 @@ export interface InboundSink {
    */
   reserve?(msg: InboundMessage): InboundReservation;
   /**
-   * Someone pressed a button under a question (see `Question`). Adapters call this for every press,
-   * before acknowledging it to the platform, and show `notice` to the presser alone (Telegram
-   * answerCallbackQuery text, a Slack or Discord ephemeral message). Synchronous: the answer is
-   * decided at once.
+   * Someone pressed a button under a question (see `Question`). Adapters call this for every press
+   * and show `notice` to the presser alone (Telegram answerCallbackQuery text, a Discord ephemeral
+   * interaction reply, a Slack ephemeral message after the ack Slack wants within 3 s).
+   * Synchronous: the answer is decided at once.
    */
   choose?(click: ChoiceClick): ChoiceOutcome;
 }
@@ -82,4 +82,29 @@ export interface Channel {
   send(msg: OutboundMessage): Promise<SentMessage | void>;
   /** A turn in one of this channel's chats started or ended: typing indicators, receipt reactions. */
   onTurn?(event: TurnEvent): void;
+  /**
+   * Where a streamed reply to this chat is shown while it is written (channels/live-preview.ts drives
+   * it); undefined when this chat cannot show one (the manager then sends only the final).
+   */
+  previewSurface?(target: PreviewTarget): PreviewSurface | undefined;
+}
+
+/** The chat (and turn) a live preview is for. */
+export interface PreviewTarget {
+  chatId: string;
+  turnId: string;
+  /** The chat's inbound metadata (thread ids ...), so the preview goes where the reply would. */
+  metadata?: Record<string, unknown>;
+}
+
+/** What a platform gives the streaming engine (channels/live-preview.ts) for one reply. */
+export interface PreviewSurface {
+  /** The longest text one message holds. */
+  readonly maxChars: number;
+  /** Posts a new message; `formatted` texts come from `finalParts`, others are plain preview text. */
+  post(text: string, formatted: boolean): Promise<string>;
+  /** Rewrites the message `ref`. A rewrite that changes nothing must succeed. */
+  edit(ref: string, text: string, formatted: boolean): Promise<void>;
+  /** The final answer as the platform would send it: formatted parts, each within its limits. */
+  finalParts(content: string): string[];
 }

@@ -1,6 +1,7 @@
 /** `palaver config check` and `palaver config schema`. */
 import type { Command } from "commander";
 import { configJsonSchema } from "../config/load.js";
+import { approvalRuleProblems } from "../approvals/policy.js";
 import { platformProblems } from "../channels/registry.js";
 import { maskSecrets } from "../config/secrets.js";
 import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";
@@ -21,7 +22,10 @@ export function registerConfigCommand(program: Command): Command {
       const loaded = loadForCli(cmd, { logWarnings: false });
       // Valid JSON of the right types can still not work (an enabled platform without its token):
       // reported the same way, so a script or a person sees one kind of failure.
-      const problems = platformProblems(loaded.config);
+      const problems = [
+        ...platformProblems(loaded.config),
+        ...approvalRuleProblems(loaded.config.tools.approval),
+      ];
       if (problems.length > 0) {
         exitOnConfigError(new ConfigError(`invalid configuration in ${loaded.path}`, problems), loaded.path);
       }

@@ -7,7 +7,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type {
   ChatCompletionContentPartText,
-  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParams,
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
 import { z } from "zod";
@@ -20,6 +20,7 @@ import { backoffDelay, sleep } from "../util/backoff.js";
 import { BoundedMap } from "../util/bounded-map.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
+import { StreamAssembler } from "./stream.js";
 import { stripThink } from "./think.js";
 import { explainCutOffArguments } from "./cut-off.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
@@ -320,15 +321,16 @@ export class OpenAIProvider implements Provider {
   }
 
   /** The request body for `req`, without what its model refuses (exported through the class for tests). */
-  buildBody(req: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+  buildBody(req: ChatRequest): ChatCompletionCreateParams {
     const model = req.model ?? this.model;
-    const body: ChatCompletionCreateParamsNonStreaming = {
+    const body: ChatCompletionCreateParams = {
       model,
       messages: req.messages.map(toApiMessage),
       ...(req.tools?.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
       max_tokens: req.maxTokens ?? this.opts.maxTokens,
       temperature: req.temperature ?? this.opts.temperature,
       ...(this.opts.reasoningEffort ? { reasoning_effort: this.opts.reasoningEffort } : {}),
+      ...(req.onText ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
     return withoutRefused(body, this.refusals(model));
   }
@@ -343,7 +345,7 @@ export class OpenAIProvider implements Provider {
    * model refuses it and say so. Each parameter is learned once per model and
    * is then absent from the body, so this can succeed only a bounded number of times.
    */
-  private learnRefusal(body: ChatCompletionCreateParamsNonStreaming, failure: LlmError): boolean {
+  private learnRefusal(body: ChatCompletionCreateParams, failure: LlmError): boolean {
     if (failure.kind !== "bad_request" || !(failure.cause instanceof APIError)) return false;
     const apiErr = failure.cause as APIError;
     const param = refusedParam(body, { param: apiErr.param, message: apiErr.message });
@@ -366,7 +368,7 @@ export class OpenAIProvider implements Provider {
       if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
       let failure: LlmError;
       try {
-        return await this.attempt(body, signal);
+        return await this.attempt(body, signal, req.onText);
       } catch (err) {
         // attempt() only ever throws classified LlmErrors.
         failure = err as LlmError;
@@ -403,10 +405,11 @@ export class OpenAIProvider implements Provider {
     }
   }
 
-  /** One HTTP call with its own deadline, linked to the caller's signal. */
+  /** One HTTP call with its own deadline (the whole streamed body included), linked to the caller's signal. */
   private async attempt(
-    body: ChatCompletionCreateParamsNonStreaming,
+    body: ChatCompletionCreateParams,
     signal?: AbortSignal,
+    onText?: (textSoFar: string) => void,
   ): Promise<ChatResponse> {
     const controller = new AbortController();
     const state: AttemptState = { callerAborted: false, timedOut: false, timeoutMs: this.opts.timeoutMs };
@@ -419,15 +422,23 @@ export class OpenAIProvider implements Provider {
       controller.abort(new Error(`timed out after ${this.opts.timeoutMs} ms`));
     }, this.opts.timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
+    const options = { signal: controller.signal, timeout: this.opts.timeoutMs, maxRetries: 0 };
+    const assembler = new StreamAssembler();
     try {
-      const completion: unknown = await this.client.chat.completions.create(body, {
-        signal: controller.signal,
-        timeout: this.opts.timeoutMs,
-        maxRetries: 0,
-      });
-      return parseCompletion(completion);
+      if (!body.stream) return parseCompletion(await this.client.chat.completions.create(body, options));
+      for await (const chunk of await this.client.chat.completions.create(body, options)) {
+        if (assembler.push(chunk)) onText?.(assembler.visible);
+      }
+      return parseCompletion(assembler.result());
     } catch (err) {
-      throw classifyLlmError(err, state);
+      const failure = classifyLlmError(err, state);
+      // Once text is on the user's screen a retry would show it twice: keep it, say it broke off.
+      if (!assembler.visible || failure.kind === "aborted") throw failure;
+      throw new LlmError(`the answer broke off mid-way: ${failure.message}`, failure.kind, false, {
+        cause: failure.cause,
+        status: failure.status,
+        partialText: assembler.visible.trimEnd(),
+      });
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -449,6 +460,7 @@ export class OpenAIProvider implements Provider {
       attempts,
       provider: this.opts.name,
       detail: serverDetail(err),
+      ...(err.partialText ? { partialText: err.partialText } : {}),
     });
   }
 }

@@ -7,9 +7,9 @@
  * that refuses two user messages in a row (the runtime context is one) gets
  * them merged into one.
  */
-import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
+import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
 
-type Body = ChatCompletionCreateParamsNonStreaming;
+type Body = ChatCompletionCreateParams;
 type Message = Body["messages"][number];
 type UserContent = Extract<Message, { role: "user" }>["content"];
 
@@ -22,6 +22,8 @@ const ADJUSTABLE = [
   "tool_choice",
   "parallel_tool_calls",
   "stream_options",
+  // Streaming itself: a model that refuses it answers in one piece (no live preview).
+  "stream",
   "strict",
   // Not a parameter: two user messages in a row, refused by strict chat templates.
   "consecutive_user_messages",
@@ -87,6 +89,8 @@ export function withoutRefused(body: Body, refused: ReadonlySet<AdjustableParam>
   if (refused.size === 0) return body;
   const out: Record<string, unknown> = { ...body };
   for (const param of refused) delete out[param];
+  // stream_options without stream is itself an error on OpenAI.
+  if (refused.has("stream")) delete out.stream_options;
   if (refused.has("consecutive_user_messages")) out.messages = mergeConsecutiveUsers(body.messages);
   const limit = body.max_tokens ?? body.max_completion_tokens;
   if (limit != null) {

@@ -119,6 +119,11 @@ export class ResilientProvider implements Provider {
         return response;
       } catch (err) {
         if (!(err instanceof LlmError) || err.kind === "aborted" || signal?.aborted) throw err;
+        if (err.partialText) {
+          // Part of the answer is on screen: another model would start it over beside it.
+          breaker?.failure();
+          throw err;
+        }
         if (!worthFallingBack(err)) {
           breaker?.success(); // the model answered; the request itself is the problem
           throw err;

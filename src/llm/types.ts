@@ -51,6 +51,11 @@ export interface ChatRequest {
   model?: string;
   maxTokens?: number;
   temperature?: number;
+  /**
+   * Asks for a streamed answer: called with the visible text so far (think blocks removed) each
+   * time it grows. A model that refuses streaming answers in one piece and this is never called.
+   */
+  onText?: (textSoFar: string) => void;
 }
 
 export interface Usage {

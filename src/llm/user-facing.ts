@@ -16,6 +16,10 @@ export function userFacingLlmError(err: unknown): string {
     return "Sorry — something went wrong while talking to the language model. Please try again.";
   }
   const { provider, attempts } = err;
+  if (err.partialText) {
+    const why = err.kind in REASONS ? REASONS[err.kind as keyof typeof REASONS] : "the provider ended it";
+    return `${err.partialText}\n\n(The answer broke off here: ${why}. Ask me to continue.)`;
+  }
   switch (err.kind) {
     case "aborted":
       return "Stopped.";

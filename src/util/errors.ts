@@ -79,6 +79,8 @@ export interface LlmErrorOptions extends ErrorOptions {
   provider?: string;
   /** The server's own error text, already redacted, for messages to the user. */
   detail?: string;
+  /** A streamed answer broke off after this much was shown: it is kept, not retried. */
+  partialText?: string;
 }
 
 export class LlmError extends PalaverError {
@@ -88,6 +90,7 @@ export class LlmError extends PalaverError {
   readonly attempts: number;
   readonly provider: string | undefined;
   readonly detail: string | undefined;
+  readonly partialText: string | undefined;
 
   constructor(
     message: string,
@@ -102,6 +105,7 @@ export class LlmError extends PalaverError {
     this.attempts = options?.attempts ?? 1;
     this.provider = options?.provider;
     this.detail = options?.detail;
+    this.partialText = options?.partialText;
   }
 }
 

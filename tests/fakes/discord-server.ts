@@ -22,7 +22,12 @@
  *
  * REST: GET /gateway/bot, /users/@me, /channels/:id, /channels/:id/messages/:id;
  * POST /channels/:id/messages (JSON or multipart with files; >2000 chars is a
- * 400 like Discord's), /channels/:id/typing; PUT /applications/:id/commands;
+ * 400 like Discord's; `components`: action rows of buttons, checked against
+ * Discord's limits and kept on the message), /channels/:id/typing;
+ * PATCH /channels/:id/messages/:id (content and components; an unknown
+ * message is 404 code 10008, somebody else's 403 code 50005; the same text
+ * again is a plain 200, as on Discord; MESSAGE_UPDATE follows);
+ * PUT /applications/:id/commands;
  * POST /interactions/:id/:token/callback; PATCH /webhooks/:app/:token/messages/@original;
  * POST /webhooks/:app/:token (follow-ups). A wrong bot token is a 401.
  * rateLimitNext() makes the next matching requests 429s with retry_after and
@@ -31,6 +36,12 @@
  * voiceMessage() sends a voice message (flag IS_VOICE_MESSAGE, audio/ogg).
  * An OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  * Messages the bot sends are echoed back as MESSAGE_CREATE, as Discord does.
+ * pressButton() is a person clicking a button under a message: INTERACTION_CREATE
+ * type 3 (MESSAGE_COMPONENT); what the bot answers is in callbacksOf(id)
+ * (type 4 with flags 64 is the ephemeral notice only the presser sees).
+ * botMessages() and buttonsOf() show what the chat shows now (after edits);
+ * botMessage() posts as the bot outside the adapter (an older version's
+ * buttons); deleteMessage() deletes one (MESSAGE_DELETE).
  */
 import {
   createServer,
@@ -106,8 +117,27 @@ export interface FakeMessage {
   mentions: FakeUser[];
   message_reference?: { type?: number; message_id: string; channel_id: string; guild_id?: string };
   referenced_message?: FakeMessage | null;
+  /** Action rows of buttons, as the bot posted them. */
+  components?: FakeActionRow[];
   [key: string]: unknown;
 }
+
+export interface FakeButton {
+  type: 2;
+  style: number;
+  label?: string;
+  custom_id?: string;
+  url?: string;
+  disabled?: boolean;
+}
+
+export interface FakeActionRow {
+  type: 1;
+  components: FakeButton[];
+}
+
+/** Message flag of a reply only its addressee sees (an ephemeral interaction response). */
+export const EPHEMERAL = 1 << 6;
 
 export interface RecordedRequest {
   method: string;
@@ -465,9 +495,91 @@ export class FakeDiscord {
 
   /** A user runs a slash command: dispatched as INTERACTION_CREATE. */
   slashCommand(opts: { name: string; user: FakeUser; channelId: string }): { id: string; token: string } {
+    const command = this.commands.find((c) => c.name === opts.name);
+    return this.interaction(opts.channelId, opts.user, {
+      type: 2,
+      data: { id: command?.id ?? this.nextId(), name: opts.name, type: 1 },
+    });
+  }
+
+  /**
+   * A person clicks the button labelled `label` under a message: INTERACTION_CREATE type 3
+   * (MESSAGE_COMPONENT) carrying the button's custom_id and the message. Throws when the message
+   * shows no such button (nobody can click what is not there).
+   */
+  pressButton(opts: { user: FakeUser; messageId: string; label: string }): { id: string; token: string } {
+    const message = this.messages.get(opts.messageId);
+    if (!message) throw new Error(`no message ${opts.messageId}`);
+    const button = (message.components ?? [])
+      .flatMap((row) => row.components)
+      .find((b) => b.label === opts.label && b.custom_id !== undefined && !b.disabled);
+    if (!button) throw new Error(`message ${opts.messageId} shows no button "${opts.label}"`);
+    return this.interaction(message.channel_id, opts.user, {
+      type: 3,
+      data: { custom_id: button.custom_id, component_type: 2 },
+      message: this.messageEvent(message),
+    });
+  }
+
+  /** What the bot answered to an interaction (callback bodies: type 4 a message, 6 a silent acknowledgement ...). */
+  callbacksOf(interactionId: string): unknown[] {
+    return this.interactions.get(interactionId)?.callbacks ?? [];
+  }
+
+  /** A message as it is now (after edits). */
+  message(id: string): FakeMessage | undefined {
+    return this.messages.get(id);
+  }
+
+  /** The messages of the bot everybody sees (ephemeral replies left out), in the order they were posted. */
+  botMessages(): FakeMessage[] {
+    return [...this.messages.values()].filter(
+      (m) => m.author.id === this.bot.id && (((m.flags as number | undefined) ?? 0) & EPHEMERAL) === 0,
+    );
+  }
+
+  /** Someone deletes a message (a moderator, the user in a DM): gone, MESSAGE_DELETE dispatched. */
+  deleteMessage(id: string): void {
+    const message = this.messages.get(id);
+    if (!message) throw new Error(`no message ${id}`);
+    this.messages.delete(id);
+    this.dispatch("MESSAGE_DELETE", {
+      id,
+      channel_id: message.channel_id,
+      ...(message.guild_id ? { guild_id: message.guild_id } : {}),
+    });
+  }
+
+  /** Labels of the buttons under a message, as it shows them now. */
+  buttonsOf(messageId: string): string[] {
+    const message = this.messages.get(messageId);
+    return (message?.components ?? []).flatMap((row) => row.components.map((b) => b.label ?? ""));
+  }
+
+  /**
+   * A message of the bot posted outside the adapter, e.g. by an older version of it, with whatever
+   * components it had then. Stored and dispatched as MESSAGE_CREATE.
+   */
+  botMessage(opts: { channelId: string; content: string; components?: FakeActionRow[] }): FakeMessage {
     const channel = this.channels.get(opts.channelId);
     if (!channel) throw new Error(`no channel ${opts.channelId}`);
-    const command = this.commands.find((c) => c.name === opts.name);
+    const message = this.buildMessage(channel, this.bot, {
+      content: opts.content,
+      mentions: [],
+      attachments: [],
+    });
+    if (opts.components) message.components = opts.components;
+    this.dispatch("MESSAGE_CREATE", this.messageEvent(message));
+    return message;
+  }
+
+  private interaction(
+    channelId: string,
+    user: FakeUser,
+    body: Record<string, unknown>,
+  ): { id: string; token: string } {
+    const channel = this.channels.get(channelId);
+    if (!channel) throw new Error(`no channel ${channelId}`);
     const id = this.nextId();
     const token = `itoken-${randomBytes(8).toString("hex")}`;
     this.interactions.set(id, {
@@ -481,23 +593,22 @@ export class FakeDiscord {
     this.dispatch("INTERACTION_CREATE", {
       id,
       application_id: this.applicationId,
-      type: 2,
-      data: { id: command?.id ?? this.nextId(), name: opts.name, type: 1 },
+      ...body,
       channel_id: channel.id,
       channel: this.channelPayload(channel),
       ...(inGuild
         ? {
             guild_id: channel.guild_id,
-            member: { ...this.memberPayload(opts.user), permissions: "1071698660929" },
+            member: { ...this.memberPayload(user), permissions: "1071698660929" },
           }
-        : { user: opts.user }),
+        : { user }),
       token,
       version: 1,
       app_permissions: "1071698660929",
       locale: "en-US",
       ...(inGuild ? { guild_locale: "en-US" } : {}),
       entitlements: [],
-      authorizing_integration_owners: inGuild ? { "0": channel.guild_id } : { "1": opts.user.id },
+      authorizing_integration_owners: inGuild ? { "0": channel.guild_id } : { "1": user.id },
       context: inGuild ? 0 : 1,
     });
     return { id, token };
@@ -760,6 +871,30 @@ export class FakeDiscord {
         ? this.reply(res, record, 200, message)
         : this.reply(res, record, 404, { message: "Unknown Message", code: 10008 });
     }
+    if ((m = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path)) && method === "PATCH") {
+      const message = this.messages.get(m[2]!);
+      if (!message || message.channel_id !== m[1])
+        return this.reply(res, record, 404, { message: "Unknown Message", code: 10008 });
+      if (message.author.id !== this.bot.id)
+        return this.reply(res, record, 403, {
+          message: "Cannot edit a message authored by another user",
+          code: 50005,
+        });
+      const content = typeof body.content === "string" ? body.content : message.content;
+      const components = Array.isArray(body.components)
+        ? (body.components as FakeActionRow[])
+        : (message.components ?? []);
+      // An edit may not leave the message empty (no text, no files, no components).
+      const invalid =
+        invalidMessageBody({ content }, message.attachments.length + components.length) ??
+        invalidComponents(body.components);
+      if (invalid) return this.reply(res, record, 400, invalid);
+      message.content = content;
+      message.components = components;
+      message.edited_timestamp = new Date().toISOString();
+      this.dispatch("MESSAGE_UPDATE", this.messageEvent(message));
+      return this.reply(res, record, 200, message);
+    }
     if ((m = /^\/channels\/(\d+)\/typing$/.exec(path)) && method === "POST") {
       if (!this.channels.has(m[1]!))
         return this.reply(res, record, 404, { message: "Unknown Channel", code: 10003 });
@@ -768,7 +903,7 @@ export class FakeDiscord {
     if ((m = /^\/channels\/(\d+)\/messages$/.exec(path)) && method === "POST") {
       const channel = this.channels.get(m[1]!);
       if (!channel) return this.reply(res, record, 404, { message: "Unknown Channel", code: 10003 });
-      const invalid = invalidMessageBody(body, record.files.length);
+      const invalid = invalidMessageBody(body, record.files.length) ?? invalidComponents(body.components);
       if (invalid) return this.reply(res, record, 400, invalid);
       const reference = body.message_reference as { message_id?: string } | undefined;
       const message = this.buildMessage(channel, this.bot, {
@@ -777,6 +912,8 @@ export class FakeDiscord {
         attachments: this.storeUploads(record),
         replyTo: reference?.message_id,
       });
+      const components = body.components as FakeActionRow[] | undefined;
+      if (components?.length) message.components = components;
       this.recordSent("channel", message, record);
       if (this.opts.echoOwnMessages !== false) this.dispatch("MESSAGE_CREATE", this.messageEvent(message));
       return this.reply(res, record, 200, message, {
@@ -820,6 +957,7 @@ export class FakeDiscord {
           content: typeof data?.content === "string" ? data.content : "",
           mentions: [],
           attachments: [],
+          flags: typeof data?.flags === "number" ? data.flags : 0,
         });
         this.recordSent("interaction-original", interaction.original, record, interaction.id);
       }
@@ -1091,6 +1229,36 @@ function invalidMessageBody(body: Record<string, unknown>, files: number): Recor
     };
   }
   if (content.trim() === "" && files === 0) return { message: "Cannot send an empty message", code: 50006 };
+  return null;
+}
+
+/** Discord's checks on message components: at most 5 action rows of 1 to 5 buttons, labels ≤ 80, custom_ids ≤ 100 and unique. */
+function invalidComponents(components: unknown): Record<string, unknown> | null {
+  if (components === undefined) return null;
+  const invalid = (why: string) => ({
+    message: "Invalid Form Body",
+    code: 50035,
+    errors: { components: { _errors: [{ code: "COMPONENT_INVALID", message: why }] } },
+  });
+  if (!Array.isArray(components) || components.length > 5) return invalid("at most 5 action rows");
+  const ids = new Set<string>();
+  for (const row of components as { type?: unknown; components?: unknown }[]) {
+    if (row.type !== 1 || !Array.isArray(row.components))
+      return invalid("top-level components must be action rows");
+    if (row.components.length < 1 || row.components.length > 5)
+      return invalid("1 to 5 buttons per action row");
+    for (const button of row.components as Partial<FakeButton>[]) {
+      if (button.type !== 2) return invalid("only buttons are supported by this fake");
+      if (typeof button.label !== "string" || button.label.length > 80)
+        return invalid("label: at most 80 characters");
+      const id = button.custom_id;
+      if (typeof id !== "string" || id.length < 1 || id.length > 100)
+        return invalid("custom_id: 1 to 100 characters");
+      if (ids.has(id)) return invalid("custom_id must be unique");
+      ids.add(id);
+      if (![1, 2, 3, 4].includes(button.style ?? 0)) return invalid("style: 1 to 4 with a custom_id");
+    }
+  }
   return null;
 }
 

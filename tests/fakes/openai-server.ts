@@ -54,6 +54,12 @@ export interface FakeReply {
   rawBody?: unknown;
   /** Model name reported back (default: the requested model). */
   model?: string;
+  /** Streaming: wait this long before each content piece (a model writing at its own pace). */
+  pieceDelayMs?: number;
+  /** Streaming: content arrives in pieces of this many characters (default 5). */
+  pieceChars?: number;
+  /** Streaming: the connection breaks after this many content pieces (a stream cut mid-way). */
+  breakAfterPieces?: number;
 }
 
 /** The request body as the SDK sent it; loosely typed on purpose. */
@@ -309,7 +315,7 @@ export class FakeOpenAI {
       return;
     }
     const id = `chatcmpl-fake-${++this.seq}`;
-    if (body.stream) this.sendStream(res, id, body, reply, headers);
+    if (body.stream) await this.sendStream(res, id, body, reply, headers);
     else sendJson(res, status, completion(id, body, reply), headers);
   }
 
@@ -330,13 +336,13 @@ export class FakeOpenAI {
     });
   }
 
-  private sendStream(
+  private async sendStream(
     res: ServerResponse,
     id: string,
     body: FakeChatBody,
     reply: FakeReply,
     headers: Record<string, string>,
-  ): void {
+  ): Promise<void> {
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...headers });
     const model = reply.model ?? body.model;
     const created = Math.floor(Date.now() / 1000);
@@ -351,7 +357,16 @@ export class FakeOpenAI {
     res.write(chunk({ role: "assistant", content: "" }));
     if (reply.reasoning) for (const p of pieces(reply.reasoning)) res.write(chunk({ reasoning_content: p }));
     const content = contentOf(reply);
-    if (content) for (const p of pieces(content)) res.write(chunk({ content: p }));
+    let sent = 0;
+    for (const p of content ? pieces(content, reply.pieceChars) : []) {
+      if (reply.pieceDelayMs && (await this.wait(reply.pieceDelayMs, res))) return;
+      if (sent++ === reply.breakAfterPieces) {
+        res.socket?.destroy();
+        return;
+      }
+      // Flushed before the next step, so a break after it cuts the stream exactly here.
+      await new Promise<void>((resolve) => res.write(chunk({ content: p }), () => resolve()));
+    }
     (reply.toolCalls ?? []).forEach((tc, i) => {
       const args = typeof tc.arguments === "string" ? tc.arguments : JSON.stringify(tc.arguments);
       res.write(

@@ -11,6 +11,8 @@
  *   slack.callsTo("chat.postMessage")[0].params.text
  *   slack.rateLimit("chat.postMessage", 1);             // next call: 429, Retry-After: 1
  *   slack.failNext("chat.postMessage", "channel_not_found"); // next call: { ok: false, error }
+ *   await slack.pressButton("U1", "D1", ts, "Approve");  // a block_actions interaction, resolves with the ack
+ *   slack.ephemerals                                    // chat.postEphemeral: what one person alone saw
  *   await slack.closeSocket();                          // the client must reconnect
  *   await slack.close();
  *
@@ -52,6 +54,33 @@ export interface StoredMessage {
   user?: string;
   bot_id?: string;
   text?: string;
+  thread_ts?: string;
+  /** Block Kit blocks, as posted or last updated (chat.update with `blocks: []` removes them). */
+  blocks?: Block[];
+  /** The ts of the last chat.update. */
+  edited?: string;
+}
+
+/** A Block Kit block as the fake reads it: sections and actions with buttons. */
+export interface Block {
+  type: string;
+  block_id?: string;
+  text?: { type: string; text: string };
+  elements?: { type: string; action_id?: string; value?: string; style?: string; text?: { text: string } }[];
+}
+
+/** A chat.postEphemeral that Slack accepted: shown to `user` alone. */
+export interface Ephemeral {
+  channel: string;
+  user: string;
+  text: string;
+  thread_ts?: string;
+}
+
+/** A bot message as chat.postMessage accepted it. */
+export interface Delivery {
+  channel: string;
+  text: string;
   thread_ts?: string;
 }
 
@@ -97,6 +126,8 @@ export class FakeSlack {
   /** Messages per channel, for conversations.replies (posted ones are added too). */
   readonly messages = new Map<string, StoredMessage[]>();
   readonly users = new Map<string, { name: string; real_name?: string; team_id?: string }>();
+  /** chat.postEphemeral calls Slack accepted, in order. */
+  readonly ephemerals: Ephemeral[] = [];
   /** How many Socket Mode connections said hello so far. */
   connections = 0;
   /** What the transcription endpoint answers. */
@@ -116,7 +147,9 @@ export class FakeSlack {
   private readonly rateLimits = new Map<string, { retryAfter: string; times: number }>();
   private readonly failures = new Map<string, { error: string; times: number }>();
   private readonly queue: Pending[] = [];
-  private readonly deliveries: { channel: string; text: string; thread_ts?: string }[] = [];
+  private readonly deliveries: Delivery[] = [];
+  /** Where each accepted post is, in order: the messages themselves change with edits. */
+  private readonly posts: { channel: string; ts: string }[] = [];
   private readonly inFlight = new Map<string, Pending>();
   private readonly waiters = new Set<() => void>();
   private current: WebSocket | undefined;
@@ -185,8 +218,34 @@ export class FakeSlack {
   }
 
   /** The messages chat.postMessage accepted (failed and rate-limited calls are not among them), in order. */
-  delivered(): { channel: string; text: string; thread_ts?: string }[] {
+  delivered(): Delivery[] {
     return this.deliveries.slice();
+  }
+
+  /** The bot's accepted posts in order, each as Slack holds it now (edits applied). */
+  botMessages(): { channel: string; message: StoredMessage }[] {
+    return this.posts.flatMap(({ channel, ts }) => {
+      const message = this.message(channel, ts);
+      return message ? [{ channel, message }] : [];
+    });
+  }
+
+  /** A message as Slack holds it now (edits applied), if there is one at that ts. */
+  message(channel: string, ts: string): StoredMessage | undefined {
+    return this.messages.get(channel)?.find((m) => m.ts === ts);
+  }
+
+  /** The button labels under a message, as Slack shows them now. */
+  buttonsOf(message: StoredMessage | undefined): string[] {
+    return buttons(message).map((b) => b.text?.text ?? "");
+  }
+
+  /** What a message shows: its sections' text when it has blocks, else its text. */
+  shownText(message: StoredMessage | undefined): string {
+    const sections = (message?.blocks ?? []).flatMap((b) =>
+      b.type === "section" && b.text ? [b.text.text] : [],
+    );
+    return sections.length ? sections.join("\n") : (message?.text ?? "");
   }
 
   /** The next `times` calls of `method` get HTTP 429 with this Retry-After (seconds). */
@@ -297,6 +356,69 @@ export class FakeSlack {
         response_url: `${this.baseUrl}/commands/response`,
         trigger_id: `trigger-${this.nextId++}`,
       },
+    });
+  }
+
+  /**
+   * The block_actions payload Slack sends when `user` presses the button labelled `label` under the
+   * message at `ts` (for Socket Mode, pressButton; for HTTP, POST it as `payload=` to the events URL).
+   */
+  blockActions(user: string, channel: string, ts: string, label: string): Record<string, unknown> {
+    const message = this.message(channel, ts);
+    if (!message) throw new Error(`fake Slack: no message ${ts} in ${channel}`);
+    const block = (message.blocks ?? []).find((b) =>
+      b.elements?.some((e) => e.type === "button" && e.text?.text === label),
+    );
+    const button = block?.elements?.find((e) => e.type === "button" && e.text?.text === label);
+    if (!block || !button) throw new Error(`fake Slack: no button "${label}" under message ${ts}`);
+    const name = this.users.get(user)?.name ?? "someone";
+    const actionTs = `${Date.now() / 1000}`;
+    return {
+      type: "block_actions",
+      user: { id: user, username: name, name, team_id: TEAM_ID },
+      api_app_id: "A1",
+      token: "verification-token",
+      container: {
+        type: "message",
+        message_ts: ts,
+        channel_id: channel,
+        is_ephemeral: false,
+        ...(message.thread_ts ? { thread_ts: message.thread_ts } : {}),
+      },
+      trigger_id: `trigger-${this.nextId++}`,
+      team: { id: TEAM_ID, domain: "fake" },
+      enterprise: null,
+      is_enterprise_install: false,
+      channel: { id: channel, name: channel.startsWith("D") ? "directmessage" : "general" },
+      message: { type: "message", ...message },
+      state: { values: {} },
+      response_url: `${this.baseUrl}/actions/response`,
+      actions: [
+        {
+          type: "button",
+          action_id: button.action_id,
+          block_id: block.block_id,
+          text: { type: "plain_text", text: label, emoji: true },
+          ...(button.value !== undefined ? { value: button.value } : {}),
+          ...(button.style ? { style: button.style } : {}),
+          action_ts: actionTs,
+        },
+      ],
+    };
+  }
+
+  /** `user` presses a button over Socket Mode (an "interactive" envelope); resolves with the client's ack. */
+  pressButton(user: string, channel: string, ts: string, label: string): Promise<Ack> {
+    return this.pushInteraction(this.blockActions(user, channel, ts, label));
+  }
+
+  /** Pushes any interactivity payload (block_actions, view_submission ...) over Socket Mode. */
+  pushInteraction(payload: Record<string, unknown>): Promise<Ack> {
+    return this.push({
+      envelope_id: randomUUID(),
+      type: "interactive",
+      accepts_response_payload: false,
+      payload,
     });
   }
 
@@ -482,17 +604,60 @@ export class FakeSlack {
       case "chat.postMessage": {
         const channel = str("channel");
         if (!channel) return { ok: false, error: "channel_not_found" };
-        if (!str("text") && !p.blocks) return { ok: false, error: "no_text" };
+        const blocks = parseBlocks(p.blocks);
+        if (blocks === "invalid") return { ok: false, error: "invalid_blocks" };
+        if (!str("text") && !blocks?.length) return { ok: false, error: "no_text" };
         const ts = this.ts();
         const message: StoredMessage = { ts, bot_id: BOT_ID, user: BOT_USER_ID, text: str("text") };
         const thread = str("thread_ts");
         if (thread) message.thread_ts = thread;
+        if (blocks?.length) message.blocks = withBlockIds(blocks);
         this.addMessage(channel, message);
-        this.deliveries.push({ channel, text: str("text") ?? "", ...(thread ? { thread_ts: thread } : {}) });
+        this.posts.push({ channel, ts });
+        this.deliveries.push({
+          channel,
+          text: str("text") ?? "",
+          ...(thread ? { thread_ts: thread } : {}),
+        });
         return { ok: true, channel, ts, message: { type: "message", ...message } };
       }
-      case "chat.update":
-        return { ok: true, channel: str("channel"), ts: str("ts"), text: str("text") };
+      case "chat.update": {
+        const channel = str("channel") ?? "";
+        const message = this.message(channel, str("ts") ?? "");
+        if (!message) return { ok: false, error: "message_not_found" };
+        if (message.bot_id !== BOT_ID) return { ok: false, error: "cant_update_message" };
+        const blocks = parseBlocks(p.blocks);
+        if (blocks === "invalid") return { ok: false, error: "invalid_blocks" };
+        // Slack keeps the blocks an update does not mention; an empty list removes them.
+        if (!str("text") && !blocks?.length && !message.blocks?.length)
+          return { ok: false, error: "no_text" };
+        if (str("text") !== undefined) message.text = str("text");
+        if (blocks) message.blocks = blocks.length ? withBlockIds(blocks) : undefined;
+        message.edited = this.ts();
+        // No "not modified" error on Slack: the same content again is just another successful update.
+        return {
+          ok: true,
+          channel,
+          ts: message.ts,
+          text: message.text ?? "",
+          message: { type: "message", ...message },
+        };
+      }
+      case "chat.postEphemeral": {
+        const channel = str("channel");
+        const user = str("user");
+        if (!channel) return { ok: false, error: "channel_not_found" };
+        if (!user) return { ok: false, error: "user_not_found" };
+        if (!str("text") && !p.blocks) return { ok: false, error: "no_text" };
+        const thread = str("thread_ts");
+        this.ephemerals.push({
+          channel,
+          user,
+          text: str("text") ?? "",
+          ...(thread ? { thread_ts: thread } : {}),
+        });
+        return { ok: true, message_ts: this.ts() };
+      }
       case "reactions.add": {
         const key = `${str("channel")}:${str("timestamp")}`;
         const set = this.reactions.get(key) ?? new Set<string>();
@@ -684,6 +849,47 @@ async function parseParams(req: IncomingMessage, body: Buffer): Promise<Record<s
     return out;
   }
   return Object.fromEntries(new URLSearchParams(body.toString()));
+}
+
+/** The buttons of a message's actions blocks. */
+function buttons(message: StoredMessage | undefined): NonNullable<Block["elements"]> {
+  return (message?.blocks ?? []).flatMap((b) =>
+    b.type === "actions" ? (b.elements ?? []).filter((e) => e.type === "button") : [],
+  );
+}
+
+/**
+ * A `blocks` parameter (a JSON string in a form-encoded call, an array in a JSON one), checked
+ * against the Block Kit limits Slack enforces with invalid_blocks; undefined when not given.
+ */
+function parseBlocks(raw: unknown): Block[] | "invalid" | undefined {
+  if (raw === undefined) return undefined;
+  let blocks: unknown;
+  try {
+    blocks = typeof raw === "string" ? JSON.parse(raw) : raw;
+  } catch {
+    return "invalid";
+  }
+  if (!Array.isArray(blocks) || blocks.length > 50) return "invalid";
+  for (const block of blocks as Block[]) {
+    if (block.type === "section" && (!block.text?.text || block.text.text.length > 3000)) return "invalid";
+    if (block.type === "actions") {
+      const elements = block.elements ?? [];
+      if (elements.length === 0 || elements.length > 25) return "invalid";
+      for (const e of elements) {
+        if (e.type !== "button") continue;
+        const label = e.text?.text ?? "";
+        if (!label || label.length > 75 || (e.action_id ?? "").length > 255) return "invalid";
+        if (e.style !== undefined && e.style !== "primary" && e.style !== "danger") return "invalid";
+      }
+    }
+  }
+  return blocks as Block[];
+}
+
+/** Slack gives every block without one a block_id. */
+function withBlockIds(blocks: Block[]): Block[] {
+  return blocks.map((b, i) => ({ ...b, block_id: b.block_id ?? `b${i}` }));
 }
 
 /** Headers Slack signs an HTTP request with (v0 HMAC-SHA256 of `v0:timestamp:body`). */

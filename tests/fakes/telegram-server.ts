@@ -17,6 +17,11 @@
  * getUpdates ends an older one with 409, as Telegram does). sendMessage
  * checks HTML the way Telegram does (allowed tags, nesting, entities, 4096
  * characters after parsing) and answers 400 "can't parse entities".
+ * Inline keyboards are kept per message; editMessageText rewrites a message
+ * in place with Telegram's errors ("message is not modified", "message to
+ * edit not found", "message can't be edited"); pressButton delivers a
+ * callback_query update and answerCallbackQuery records what the presser
+ * was shown (each query answered at most once, text at most 200 characters).
  * GET /file/bot<token>/<path> serves files registered with addFile; an
  * OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  */
@@ -48,7 +53,15 @@ export interface RecordedCall {
   at: number;
 }
 
-/** A message the bot sent (sendMessage, editMessageText and the send<Media> methods). */
+/** One inline keyboard button as the bot sent it. */
+export interface FakeButton {
+  text: string;
+  callback_data?: string;
+  url?: string;
+  style?: string;
+}
+
+/** A message the bot sent (sendMessage and the send<Media> methods); editMessageText changes it in place. */
 export interface SentMessage {
   method: string;
   messageId: number;
@@ -60,7 +73,18 @@ export interface SentMessage {
   replyTo?: number;
   silent: boolean;
   file?: FakeFile;
+  /** The inline keyboard under it now (empty rows: none). */
+  buttons: FakeButton[][];
+  /** How many times editMessageText changed it. */
+  edits: number;
   at: number;
+}
+
+/** What answerCallbackQuery showed the presser. */
+export interface CallbackAnswer {
+  queryId: string;
+  text?: string;
+  showAlert: boolean;
 }
 
 export interface ScriptedError {
@@ -104,6 +128,8 @@ export class FakeTelegram {
   token: string;
   readonly bot: FakeUser;
   webhook: { url: string; secret_token?: string; allowed_updates?: unknown } | null = null;
+  /** Answers to callback queries, in the order they came. */
+  readonly callbackAnswers: CallbackAnswer[] = [];
 
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
@@ -116,6 +142,11 @@ export class FakeTelegram {
   private readonly drops = new Map<string, number>();
   private readonly files = new Map<string, { path: string; data: Buffer; uniqueId: string }>();
   private readonly waiters = new Set<() => void>();
+  /** Callback queries delivered and not answered yet. */
+  private readonly openQueries = new Set<string>();
+  private nextQueryId = 1;
+  /** Messages Telegram no longer lets the bot edit (deleted ones leave `sent` instead). */
+  private readonly uneditable = new Set<number>();
 
   private constructor(opts: { token?: string; bot?: Partial<FakeUser> }) {
     this.token = opts.token ?? TOKEN_DEFAULT;
@@ -210,6 +241,39 @@ export class FakeTelegram {
     };
     this.pushUpdate({ message });
     return message;
+  }
+
+  /**
+   * `from` presses the button with `data` under the bot's message `messageId`, as Telegram delivers
+   * it: a callback_query update carrying that message (as the bot sent it, with its keyboard).
+   * Returns the query id, which answerCallbackQuery names.
+   */
+  pressButton(from: Partial<FakeUser>, messageId: number, data: string): string {
+    const sent = this.sent.find((m) => m.messageId === messageId);
+    if (!sent) throw new Error(`FakeTelegram: no message ${messageId} to press a button under`);
+    const id = `${this.nextQueryId++}${Date.now()}`;
+    this.openQueries.add(id);
+    this.pushUpdate({
+      callback_query: {
+        id,
+        from: { id: 42, is_bot: false, first_name: "Ada", ...from },
+        message: this.messageObject(sent),
+        chat_instance: `ci${String(sent.chatId)}`,
+        data,
+      },
+    });
+    return id;
+  }
+
+  /** The user deletes the bot's message: editing it then fails with "message to edit not found". */
+  userDeletes(messageId: number): void {
+    const at = this.sent.findIndex((m) => m.messageId === messageId);
+    if (at >= 0) this.sent.splice(at, 1);
+  }
+
+  /** The message can no longer be edited (too old, say). */
+  freezeMessage(messageId: number): void {
+    this.uneditable.add(messageId);
   }
 
   /** Resolves with fn()'s value once it is truthy (re-checked on every request), or rejects after timeoutMs. */
@@ -343,12 +407,31 @@ export class FakeTelegram {
           file_path: f.path,
         });
       }
-      case "sendMessage":
-      case "editMessageText": {
+      case "sendMessage": {
         const text = typeof p.text === "string" ? p.text : "";
-        const problem = checkText(text, p.parse_mode);
+        const problem = checkText(text, p.parse_mode) ?? checkKeyboard(p.reply_markup);
         if (problem) return fail(res, { code: 400, description: `Bad Request: ${problem}` });
         return ok(res, this.record(method, p, { text }));
+      }
+      case "editMessageText":
+        return this.editText(p, res);
+      case "answerCallbackQuery": {
+        const queryId = String(p.callback_query_id);
+        if (!this.openQueries.delete(queryId)) {
+          return fail(res, {
+            code: 400,
+            description: "Bad Request: query is too old and response timeout expired or query ID is invalid",
+          });
+        }
+        const text = typeof p.text === "string" ? p.text : undefined;
+        if (text !== undefined && text.length > 200)
+          return fail(res, { code: 400, description: "Bad Request: MESSAGE_TOO_LONG" });
+        this.callbackAnswers.push({
+          queryId,
+          ...(text !== undefined ? { text } : {}),
+          showAlert: p.show_alert === true,
+        });
+        return ok(res, true);
       }
       case "sendPhoto":
       case "sendDocument":
@@ -392,18 +475,67 @@ export class FakeTelegram {
       ...(typeof p.message_thread_id === "number" ? { threadId: p.message_thread_id } : {}),
       ...(reply?.message_id !== undefined ? { replyTo: reply.message_id } : {}),
       silent: p.disable_notification === true,
+      buttons: keyboardOf(p.reply_markup) ?? [],
+      edits: 0,
       at: Date.now(),
       ...extra,
     };
     this.sent.push(sent);
+    return this.messageObject(sent);
+  }
+
+  /** The Message object Telegram returns for a message of the bot (and puts in callback queries). */
+  private messageObject(sent: SentMessage): Json {
+    const keyboard = sent.buttons.some((row) => row.length > 0);
     return {
       message_id: sent.messageId,
-      date: Math.floor(Date.now() / 1000),
+      date: Math.floor(sent.at / 1000),
       chat: { id: Number(sent.chatId), type: Number(sent.chatId) < 0 ? "supergroup" : "private" },
       from: this.bot,
+      ...(sent.threadId !== undefined ? { message_thread_id: sent.threadId, is_topic_message: true } : {}),
       ...(sent.text !== undefined ? { text: stripTags(sent.text, sent.parseMode) } : {}),
       ...(sent.caption !== undefined ? { caption: sent.caption } : {}),
+      ...(sent.edits > 0 ? { edit_date: Math.floor(Date.now() / 1000) } : {}),
+      ...(keyboard ? { reply_markup: { inline_keyboard: sent.buttons } } : {}),
     };
+  }
+
+  /**
+   * editMessageText as Telegram answers it: the message must exist in that chat and be editable, and
+   * the edit must change something (the visible text or the keyboard). Without reply_markup the
+   * keyboard goes, as on Telegram.
+   */
+  private editText(p: Json, res: ServerResponse): void {
+    const sent = this.sent.find(
+      (m) => m.messageId === p.message_id && String(m.chatId) === String(p.chat_id),
+    );
+    if (!sent) return fail(res, { code: 400, description: "Bad Request: message to edit not found" });
+    if (this.uneditable.has(sent.messageId))
+      return fail(res, { code: 400, description: "Bad Request: message can't be edited" });
+    if (sent.text === undefined)
+      return fail(res, { code: 400, description: "Bad Request: there is no text in the message to edit" });
+    const text = typeof p.text === "string" ? p.text : "";
+    const parseMode = typeof p.parse_mode === "string" ? p.parse_mode : undefined;
+    const problem = checkText(text, parseMode) ?? checkKeyboard(p.reply_markup);
+    if (problem) return fail(res, { code: 400, description: `Bad Request: ${problem}` });
+    const buttons = keyboardOf(p.reply_markup) ?? [];
+    const sameText = stripTags(text, parseMode) === stripTags(sent.text, sent.parseMode);
+    const sameButtons =
+      JSON.stringify(buttons.filter((r) => r.length)) ===
+      JSON.stringify(sent.buttons.filter((r) => r.length));
+    if (sameText && sameButtons) {
+      return fail(res, {
+        code: 400,
+        description:
+          "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+      });
+    }
+    sent.text = text;
+    if (parseMode !== undefined) sent.parseMode = parseMode;
+    else delete sent.parseMode;
+    sent.buttons = buttons;
+    sent.edits++;
+    ok(res, this.messageObject(sent));
   }
 
   private getUpdates(p: Json, res: ServerResponse): void {
@@ -688,6 +820,39 @@ export function parseTelegramHtml(html: string): string | { error: string } {
   if (stack.length > 0)
     return { error: `Can't find end tag corresponding to start tag "${stack[stack.length - 1]}"` };
   return visible;
+}
+
+/** The text of a message as the user sees it (tags gone, entities decoded). */
+export function visibleText(m: Pick<SentMessage, "text" | "caption" | "parseMode">): string {
+  return stripTags(m.text ?? m.caption ?? "", m.parseMode);
+}
+
+/** The inline keyboard of a reply_markup, or undefined when there is none. */
+function keyboardOf(markup: unknown): FakeButton[][] | undefined {
+  const rows = (markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+  return Array.isArray(rows) ? (rows as FakeButton[][]) : undefined;
+}
+
+/** Telegram's checks of an inline keyboard: rows of buttons with text and callback data of 1–64 bytes. */
+function checkKeyboard(markup: unknown): string | null {
+  if (markup === undefined) return null;
+  const rows = keyboardOf(markup);
+  if (!rows) return "object expected as reply markup";
+  for (const row of rows) {
+    if (!Array.isArray(row))
+      return 'field "inline_keyboard" of the InlineKeyboardMarkup must be an Array of Arrays';
+    for (const button of row) {
+      if (typeof button.text !== "string" || button.text === "")
+        return "text buttons are unallowed in the inline keyboard";
+      if (button.callback_data !== undefined) {
+        const bytes = Buffer.byteLength(button.callback_data);
+        if (bytes < 1 || bytes > 64) return "BUTTON_DATA_INVALID";
+      } else if (button.url === undefined) return "text buttons are unallowed in the inline keyboard";
+      if (button.style !== undefined && !["danger", "success", "primary"].includes(button.style))
+        return "BUTTON_STYLE_INVALID";
+    }
+  }
+  return null;
 }
 
 function stripTags(text: string, parseMode: string | undefined): string {

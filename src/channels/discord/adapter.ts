@@ -12,6 +12,9 @@
  * Slash commands (/new /stop /help /status) are registered at ready (bulk
  * overwrite) and answered through the interaction: deferred at once, the
  * first reply edits the deferred response, further chunks are follow-ups.
+ *
+ * Questions (approvals, ask_human), their edits and button presses are
+ * question-io.ts's business; the adapter routes them there.
  */
 import {
   Client,
@@ -36,11 +39,12 @@ import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, InboundSink, SentMessage } from "../types.js";
 import { incomingFiles } from "./attachments.js";
 import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
 import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";
+import { DiscordQuestions } from "./question-io.js";
 import {
   admitInteraction,
   admitMessage,
@@ -128,10 +132,13 @@ export class DiscordChannel implements Channel {
   private interactions = new BoundedMap<string, PendingInteraction>(MAX_INTERACTIONS, INTERACTION_TTL_MS);
   /** Slash commands taken by the inbound path, deferred once the gate let them in. */
   private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
+  /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
+  private readonly questions: DiscordQuestions;
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
     this.sender = new DiscordSender(() => this.client);
+    this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
       signal: (chatId) => this.sender.typing(chatId),
       intervalMs: opts.typingIntervalMs ?? TYPING_INTERVAL_MS,
@@ -155,7 +162,9 @@ export class DiscordChannel implements Channel {
       signal: this.life.signal,
       maxMediaBytes: this.opts.maxMediaBytes,
       transcriber: this.opts.transcriber ?? null,
-      notify: (msg, text) => this.sender.toChannel(msg.chatId, outgoingMessages(discordChunks(text), [])),
+      notify: async (msg, text) => {
+        await this.sender.toChannel(msg.chatId, outgoingMessages(discordChunks(text), []));
+      },
       onAccepted: (msg) => this.deferInteraction(msg),
       log: this.log,
     });
@@ -208,24 +217,34 @@ export class DiscordChannel implements Channel {
     return this.typing.isActive(chatId);
   }
 
-  async send(msg: OutboundMessage): Promise<void> {
+  async send(msg: OutboundMessage): Promise<SentMessage | void> {
     if (!this.client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
-    const final = (msg.kind ?? "final") === "final";
+    const kind = msg.kind ?? "final";
+    const final = kind === "final";
     // A typing signal still out would land after this message and show "typing…" under it.
     await this.typing.settle(msg.chatId);
-    const messages = await outgoing(msg.content, msg.media ?? []);
-    if (messages.length === 0) return;
+    let sent: SentMessage | undefined;
+    if (kind === "question") sent = await this.questions.ask(msg);
+    else if (kind === "edit") await this.questions.edit(msg);
+    else if (!(await this.post(msg, final))) return;
+    // Discord hides "typing…" when the bot posts: show it again while a turn still runs here,
+    // unless this is that turn's own reply (its turnEnd follows at once).
+    if (!final || msg.turnId === undefined) this.typing.renew(msg.chatId);
+    return sent;
+  }
 
+  /** A reply, progress or hint; false when there was nothing to post. */
+  private async post(msg: OutboundMessage, final: boolean): Promise<boolean> {
+    const messages = await outgoing(msg.content, msg.media ?? []);
+    if (messages.length === 0) return false;
     const pending = this.pendingInteraction(msg.metadata);
     if (pending && (await this.sender.toInteraction(pending, messages))) {
       if (final) this.interactions.delete(pending.interaction.id);
     } else {
       const replyTo = final && this.opts.config.replyToMessage ? msg.replyTo : undefined;
-      await this.sender.toChannel(msg.chatId, messages, replyTo);
+      await this.sender.toChannel(msg.chatId, messages, { replyTo });
     }
-    // Discord hides "typing…" when the bot posts: show it again while a turn still runs here,
-    // unless this is that turn's own reply (its turnEnd follows at once).
-    if (!final || msg.turnId === undefined) this.typing.renew(msg.chatId);
+    return true;
   }
 
   private clientOptions(): ClientOptions {
@@ -318,6 +337,7 @@ export class DiscordChannel implements Channel {
   }
 
   private async onInteraction(client: Client, interaction: Interaction): Promise<void> {
+    if (interaction.isButton()) return this.questions.press(interaction, this.sink);
     if (!interaction.isChatInputCommand()) return;
     const policy = this.policy(client);
     if (!policy) return;

@@ -22,6 +22,10 @@ const PERMANENT_CODES: ReadonlyMap<number, string> = new Map([
   [10013, "Unknown User"],
   // A server admin took away Send Messages (or Attach Files ...): only a person can give it back.
   [50013, "Missing Permissions"],
+  // An edit of a message that was deleted (or never was in that channel): it cannot come back.
+  [10008, "Unknown Message"],
+  // An edit of a message somebody else wrote: only its author may change it.
+  [50005, "Cannot edit a message authored by another user"],
 ]);
 
 /** The ChannelError for a failed Discord call (`method` names it: "createMessage", "triggerTyping"). */

@@ -141,7 +141,7 @@ export function sessionKeyFor(place: DiscordPlaceView): string {
   return `${CHANNEL}:${place.channelId}`;
 }
 
-function placeMetadata(place: DiscordPlaceView): Record<string, unknown> {
+export function placeMetadata(place: DiscordPlaceView): Record<string, unknown> {
   return {
     channelId: place.channelId,
     guildId: place.guildId,
@@ -150,7 +150,7 @@ function placeMetadata(place: DiscordPlaceView): Record<string, unknown> {
   };
 }
 
-function senderMetadata(user: DiscordUserView): Record<string, unknown> {
+export function senderMetadata(user: DiscordUserView): { senderName: string; senderAliases: string[] } {
   return {
     senderName: user.displayName || user.username,
     // Usernames are unique on Discord, so allowFrom may name them instead of ids; an all-digit

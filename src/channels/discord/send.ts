@@ -6,11 +6,12 @@
  */
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
-import type { ChatInputCommandInteraction, Client } from "discord.js";
+import type { ChatInputCommandInteraction, Client, SendableChannels } from "discord.js";
 import { ChannelError } from "../../util/errors.js";
 import { classifyDiscordError } from "./errors.js";
 import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
 import { CHANNEL } from "./mapping.js";
+import type { ButtonRow } from "./questions.js";
 
 /** A slash command deferred at once ("thinking…"), waiting for its answer. */
 export interface PendingInteraction {
@@ -32,26 +33,58 @@ export class DiscordSender {
     }
   }
 
-  /** Posts the messages to a channel, DM or thread, the first one optionally as a reply. */
-  async toChannel(chatId: string, messages: readonly OutgoingMessage[], replyTo?: string): Promise<void> {
+  /**
+   * Posts the messages to a channel, DM or thread, the first one optionally as a reply and the last
+   * one with `components` (a question's buttons go under its last part). Returns the posted ids.
+   */
+  async toChannel(
+    chatId: string,
+    messages: readonly OutgoingMessage[],
+    opts: { replyTo?: string; components?: readonly ButtonRow[] } = {},
+  ): Promise<string[]> {
+    const channel = await this.sendable(chatId, "createMessage");
+    const ids: string[] = [];
+    for (const [i, message] of messages.entries()) {
+      const last = i === messages.length - 1;
+      const id = await this.call("createMessage", async () => {
+        const sent = await channel.send({
+          ...(message.content ? { content: message.content } : {}),
+          files: attachmentsOf(message),
+          ...(i === 0 && opts.replyTo
+            ? { reply: { messageReference: opts.replyTo, failIfNotExists: false } }
+            : {}),
+          ...(last && opts.components ? { components: [...opts.components] } : {}),
+        });
+        return sent.id;
+      });
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  /**
+   * Rewrites one of the bot's messages and takes its buttons away (`components: []`). Discord has no
+   * "not modified" error: the same text again is a plain success. A message that is gone (10008) or
+   * not the bot's (50005) fails permanently (errors.ts).
+   */
+  async editMessage(chatId: string, messageId: string, content: string | undefined): Promise<void> {
+    const channel = await this.sendable(chatId, "editMessage");
+    await this.call("editMessage", () =>
+      channel.messages.edit(messageId, { ...(content ? { content } : {}), components: [] }),
+    );
+  }
+
+  private async sendable(chatId: string, method: string): Promise<SendableChannels> {
     const channel = await this.call("fetchChannel", () => this.connected().channels.fetch(chatId));
     if (!channel?.isSendable()) {
       // A category or voice channel never takes messages: retrying cannot help.
       throw new ChannelError(`Discord channel ${chatId} does not take messages`, {
         platform: CHANNEL,
-        method: "createMessage",
+        method,
         permanent: true,
       });
     }
-    for (const [i, message] of messages.entries()) {
-      await this.call("createMessage", async () => {
-        await channel.send({
-          ...(message.content ? { content: message.content } : {}),
-          files: attachmentsOf(message),
-          ...(i === 0 && replyTo ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {}),
-        });
-      });
-    }
+    return channel;
   }
 
   /** Answers a deferred slash command; false when it cannot be used (deferring failed). */

@@ -3,9 +3,16 @@
  * The only network here is fetching the message a reply refers to, when
  * Discord did not send it along.
  */
-import { MessageFlags, type ChatInputCommandInteraction, type Message, type User } from "discord.js";
+import {
+  MessageFlags,
+  type ButtonInteraction,
+  type ChatInputCommandInteraction,
+  type Message,
+  type User,
+} from "discord.js";
 import { withTimeout } from "../../util/timeout.js";
 import type { DiscordInteractionView, DiscordMessageView, DiscordUserView } from "./mapping.js";
+import type { DiscordButtonView } from "./questions.js";
 
 const REFERENCE_FETCH_TIMEOUT_MS = 5000;
 
@@ -59,6 +66,17 @@ export function interactionView(interaction: ChatInputCommandInteraction): Disco
     id: interaction.id,
     commandName: interaction.commandName,
     args: "",
+    channelId: interaction.channelId,
+    guildId: interaction.guildId ?? null,
+    threadParentId: channel?.isThread() ? channel.parentId : null,
+    user: userView(interaction.user),
+  };
+}
+
+export function buttonView(interaction: ButtonInteraction): DiscordButtonView {
+  const channel = interaction.channel;
+  return {
+    customId: interaction.customId,
     channelId: interaction.channelId,
     guildId: interaction.guildId ?? null,
     threadParentId: channel?.isThread() ? channel.parentId : null,

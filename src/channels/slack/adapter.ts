@@ -3,8 +3,10 @@
  * shared inbound path gates, downloads (files.ts) and transcribes them, the
  * receipt reaction is the shared typing indicator, and every post, upload and
  * reaction goes out through one send point that turns Slack's failures into
- * ChannelErrors (errors.ts). What to take and how to write it is decided in
- * mapping.ts and format.ts.
+ * ChannelErrors (errors.ts). Questions are Block Kit buttons; a press goes to
+ * the sink's choose and its notice back to the presser alone (an ephemeral
+ * message). What to take and how to write it is decided in mapping.ts,
+ * format.ts and questions.ts.
  */
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
@@ -14,11 +16,12 @@ import { parseCommand } from "../../bus/commands.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
+import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, ChoiceClick, InboundSink, SentMessage } from "../types.js";
 import { TypingIndicator } from "../typing.js";
 import { slackProblems, type SlackConfig } from "./config.js";
 import { slackChannelError } from "./errors.js";
@@ -26,6 +29,13 @@ import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";
 import { CHANNEL_NAME, threadTsFrom, type MappedMessage, type SlackPolicy } from "./mapping.js";
 import { formatSlackMessage } from "./format.js";
+import {
+  editParts,
+  noticeText,
+  questionMessage,
+  type QuestionMessage,
+  type SlackPress,
+} from "./questions.js";
 import { SlackReceiver, type ReceiverTuning, type WebClient } from "./receiver.js";
 
 type RetryOptions = NonNullable<ConstructorParameters<typeof webApi.WebClient>[1]>["retryConfig"];
@@ -70,6 +80,9 @@ const DEFAULT_RETRY: RetryOptions = {
  */
 const MID_REPLY_WAIT_MS = 30_000;
 const STOP_WAIT_MS = 5000;
+/** Question ids → the ts of their message, for edits that do not name it. */
+const REMEMBERED_QUESTIONS = 500;
+const NO_DESK_NOTICE = "This can't be answered here.";
 
 /** The registry's factory: `slack: async (ctx) => (await import("./slack/adapter.js")).createSlackChannel(ctx)`. */
 export async function createSlackChannel(
@@ -102,6 +115,7 @@ export class SlackChannel implements Channel {
   private readonly receiver: SlackReceiver;
   private readonly typing: TypingIndicator<ReceiptTarget>;
   private readonly fileOptions: SlackFileOptions;
+  private readonly questionRefs = new BoundedMap<string, string>(REMEMBERED_QUESTIONS);
   private sink: InboundSink | undefined;
   private inbound: InboundPath | undefined;
   private lifetime = new AbortController();
@@ -139,6 +153,7 @@ export class SlackChannel implements Channel {
       reads: new webApi.WebClient(config.botToken, clientOptions),
       log: this.log,
       onMessage: (msg) => this.take(msg),
+      onChoice: (click, press) => this.choose(click, press),
     });
     this.fileOptions = {
       botToken: config.botToken,
@@ -206,7 +221,14 @@ export class SlackChannel implements Channel {
     }));
   }
 
-  async send(msg: OutboundMessage): Promise<void> {
+  async send(msg: OutboundMessage): Promise<SentMessage | void> {
+    if (msg.kind === "question" && msg.question)
+      return this.ask(msg, questionMessage(msg.content, msg.question));
+    if (msg.kind === "edit" && msg.edit) return this.edit(msg, msg.edit);
+    return this.reply(msg);
+  }
+
+  private async reply(msg: OutboundMessage): Promise<void> {
     const channel = msg.chatId;
     const threadTs = threadTsFrom(msg.metadata);
     const parts = formatSlackMessage(msg.content);
@@ -235,6 +257,61 @@ export class SlackChannel implements Channel {
   }
 
   // ---------------------------------------------------------------------------
+  // Questions
+
+  /** Posts the question with its buttons; its ts is the ref an edit names. */
+  private async ask(msg: OutboundMessage, question: QuestionMessage): Promise<SentMessage | void> {
+    const channel = msg.chatId;
+    const threadTs = threadTsFrom(msg.metadata);
+    const ts = await this.post(channel, threadTs, question.text, question.blocks);
+    if (!ts) return;
+    this.receiver.noteBotThread(channel, threadTs ?? ts);
+    this.questionRefs.set(msg.question!.id, ts);
+    return { ref: ts };
+  }
+
+  /**
+   * Rewrites a question's message and takes its buttons away (`blocks: []`). Slack has no "not
+   * modified" error: the same text again simply succeeds. A message that is gone or past the
+   * workspace's edit window fails for good (errors.ts), so the manager does not try again.
+   */
+  private async edit(msg: OutboundMessage, edit: NonNullable<OutboundMessage["edit"]>): Promise<void> {
+    const ts = edit.ref ?? this.questionRefs.get(edit.questionId);
+    // Not sent by this run and not named: the outcome is still worth telling, as a message of its own.
+    if (!ts) return this.reply(msg);
+    const channel = msg.chatId;
+    const { text, rest } = editParts(msg.content);
+    await this.call("chat.update", () => this.writes.chat.update({ channel, ts, text, blocks: [] }));
+    const threadTs = threadTsFrom(msg.metadata);
+    for (const part of rest) await this.postWaitingOutShortLimits(channel, threadTs, part);
+  }
+
+  /** A press (acknowledged already): the desk decides, the presser alone sees what it says. */
+  private async choose(click: ChoiceClick, press: SlackPress): Promise<void> {
+    const outcome = this.sink?.choose?.(click) ?? { accepted: false, notice: NO_DESK_NOTICE };
+    this.log.debug(
+      {
+        chatId: click.chatId,
+        senderId: click.senderId,
+        questionId: click.questionId,
+        accepted: outcome.accepted,
+      },
+      "Slack button pressed",
+    );
+    const text = noticeText(outcome.notice);
+    if (!text) return;
+    const { chatId: channel, userId: user, threadTs } = press;
+    try {
+      await this.call("chat.postEphemeral", () =>
+        this.writes.chat.postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}) }),
+      );
+    } catch (err) {
+      // Best effort: the press counted whatever the presser gets to see.
+      this.log.warn({ err, channel, user }, "could not show the presser the outcome of their press");
+    }
+  }
+
+  // ---------------------------------------------------------------------------
   // Receiving
 
   private take(msg: MappedMessage): void {
@@ -256,14 +333,20 @@ export class SlackChannel implements Channel {
   // ---------------------------------------------------------------------------
   // Sending: every Web API write goes through call()
 
-  /** Posts one message; resolves with its ts. */
+  /** Posts one message (with blocks: a question); resolves with its ts. */
   private async post(
     channel: string,
     threadTs: string | undefined,
     text: string,
+    blocks?: QuestionMessage["blocks"],
   ): Promise<string | undefined> {
     const res = await this.call("chat.postMessage", () =>
-      this.writes.chat.postMessage({ channel, text, ...(threadTs ? { thread_ts: threadTs } : {}) }),
+      this.writes.chat.postMessage({
+        channel,
+        text,
+        ...(blocks ? { blocks } : {}),
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+      }),
     );
     return res.ts;
   }

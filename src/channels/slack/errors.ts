@@ -45,6 +45,10 @@ const PERMANENT = new Set([
   "too_many_attachments",
   "invalid_arguments",
   "invalid_thread_ts",
+  // An edit of a message that is gone, not the bot's, or past the workspace's edit window.
+  "message_not_found",
+  "cant_update_message",
+  "edit_window_closed",
 ]);
 
 /** HTTP statuses that answer the request itself, not a passing condition (429 and 5xx are passing). */

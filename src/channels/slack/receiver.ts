@@ -19,6 +19,7 @@ import { ChannelError, errorMessage } from "../../util/errors.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
 import { settleWithin, TimeoutError, withTimeout } from "../../util/timeout.js";
+import type { ChoiceClick } from "../types.js";
 import type { SlackConfig } from "./config.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
 import { slackLogger } from "./logger.js";
@@ -36,6 +37,7 @@ import {
   type SlackMessageEvent,
   type SlackPolicy,
 } from "./mapping.js";
+import { clickOf, pressOf, type SlackPress } from "./questions.js";
 
 export type WebClient = InstanceType<typeof webApi.WebClient>;
 
@@ -65,6 +67,8 @@ export interface SlackReceiverOptions {
   log: Logger;
   /** A message for the bot (routed, its thread checked, its sender named), in order per Slack channel. */
   onMessage(msg: MappedMessage): void;
+  /** A press on one of palaver's buttons, already acknowledged to Slack, its presser named. */
+  onChoice(click: ChoiceClick, press: SlackPress): Promise<void>;
 }
 
 const STOP_WAIT_MS = 5000;
@@ -200,6 +204,12 @@ export class SlackReceiver {
     app.command(/.*/, async ({ command, ack }) => {
       await ack();
       this.onCommand(command);
+    });
+    // Every interaction is acknowledged first (Slack shows the presser an error after 3 s without);
+    // those that are not presses on a question's buttons are then ignored.
+    app.action(/.*/, async ({ ack, body }) => {
+      await ack();
+      this.onAction(body);
     });
     app.error((err) => {
       this.opts.log.error({ err }, "Slack event handling failed");
@@ -357,6 +367,25 @@ export class SlackReceiver {
       const senderName = await this.userName(cmd.user_id);
       this.opts.onMessage(mapCommand(cmd, recent, senderName));
     });
+  }
+
+  private onAction(payload: unknown): void {
+    const press = pressOf(payload);
+    if (!press) {
+      this.opts.log.debug("Slack interaction that is not a question's button; ignored");
+      return;
+    }
+    void this.tasks.add(
+      this.handOnPress(press).catch((err: unknown) =>
+        this.opts.log.error({ err, channel: press.chatId }, "handling a Slack button press failed"),
+      ),
+    );
+  }
+
+  private async handOnPress(press: SlackPress): Promise<void> {
+    // Named like a message's sender (the payload's username is not trusted), for allowFrom and approvers.
+    const senderName = await this.userName(press.userId);
+    await this.opts.onChoice(clickOf(press, senderName), press);
   }
 
   private inOrder(channel: string, work: () => Promise<void>): void {

@@ -9,9 +9,14 @@
  * journal, download, transcribe, publish, in order per chat) so a slow
  * download never holds up polling or other chats. "typing…" is the shared
  * TypingIndicator, driven by turn events (onTurn), never by replies.
+ *
+ * Questions go out with an inline keyboard (send.ts, questions.ts); a press
+ * arrives as a callback query, is handed to the sink's `choose` (which does
+ * the access check) and always answered, with the sink's notice shown to the
+ * presser alone.
  */
 import type { Bot } from "grammy";
-import type { Message } from "grammy/types";
+import type { CallbackQuery, Message } from "grammy/types";
 import { COMMANDS, parseCommand } from "../../bus/commands.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { logger, type Logger } from "../../log.js";
@@ -22,7 +27,7 @@ import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, InboundSink, SentMessage } from "../types.js";
 import { chatIdParam, createBot, gs } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
@@ -37,6 +42,7 @@ import {
   type ReplyTarget,
 } from "./mapping.js";
 import { Polling } from "./polling.js";
+import { callbackNotice, choiceClickOf } from "./questions.js";
 import { TelegramSender } from "./send.js";
 import { DEFAULT_TUNING, seconds, type TelegramTuning } from "./tuning.js";
 import { WebhookServer } from "./webhook.js";
@@ -79,6 +85,9 @@ const COMMAND_MENU = (["new", "stop", "help", "status"] as const).map((name) => 
 }));
 /** Update ids remembered to drop a redelivered update (a webhook retry, polling restarted before confirming). */
 const SEEN_UPDATES = 1000;
+/** Question messages remembered for edits that name only the question (after a restart the desk gives the ref). */
+const QUESTION_REFS = 500;
+const NOT_HERE = "This can't be answered here.";
 
 export class TelegramChannel implements Channel {
   readonly name = CHANNEL;
@@ -94,6 +103,8 @@ export class TelegramChannel implements Channel {
   private readonly albums: AlbumCollector;
   private readonly downloads: DownloadContext;
   private readonly seenUpdates = new BoundedMap<number, true>(SEEN_UPDATES);
+  /** questionId → the message_id of the message carrying its buttons. */
+  private readonly questionRefs = new BoundedMap<string, number>(QUESTION_REFS);
   private me: BotIdentity | null = null;
   private sink: InboundSink | null = null;
   private inbound: InboundPath | null = null;
@@ -140,6 +151,7 @@ export class TelegramChannel implements Channel {
       await next();
     });
     this.bot.on("message", (ctx) => this.onMessage(ctx.message));
+    this.bot.on("callback_query", (ctx) => this.onPress(ctx.callbackQuery));
     this.typing = new TypingIndicator<ReplyTarget>({
       signal: async (target) => {
         const thread = target.threadId !== undefined ? { message_thread_id: target.threadId } : {};
@@ -213,17 +225,56 @@ export class TelegramChannel implements Channel {
     this.typing.onTurn(event, conversationKey(target.chatId, target.threadId), () => target);
   }
 
-  async send(msg: OutboundMessage): Promise<void> {
+  async send(msg: OutboundMessage): Promise<SentMessage | void> {
     const target = replyTarget(msg, this.cfg.replyToMessage);
     const key = conversationKey(target.chatId, target.threadId);
     // A typing call still out would land after this message and show "typing…" under it.
     await this.typing.settle(key);
     const kind = msg.kind ?? "final";
+    let sent: SentMessage | undefined;
     if (kind === "final") await this.sender.reply(target, msg);
+    else if (kind === "question") sent = await this.ask(target, msg);
+    else if (kind === "edit") await this.rewrite(target, msg);
     else await this.sender.aside(target, msg.content);
     // Telegram hides "typing…" when a message arrives: show it again while a turn still runs there,
     // unless this is that turn's own reply (its turnEnd follows at once).
     if (kind !== "final" || msg.turnId === undefined) this.typing.renew(key);
+    return sent;
+  }
+
+  /** A question: its text with the choices as buttons; the ref is the message carrying them. */
+  private async ask(target: ReplyTarget, msg: OutboundMessage): Promise<SentMessage> {
+    const question = msg.question;
+    if (!question || question.choices.length === 0) {
+      throw new ChannelError("a question message came without choices to show", {
+        platform: CHANNEL,
+        method: "sendMessage",
+        permanent: true,
+      });
+    }
+    const messageId = await this.sender.question(target, msg.content, question);
+    this.questionRefs.set(question.id, messageId);
+    return { ref: String(messageId) };
+  }
+
+  /**
+   * An edit: rewrites the question's message (by the ref given, else the one remembered) and takes
+   * its buttons away. With neither, the text goes out as a new message, so the chat still learns it.
+   */
+  private async rewrite(target: ReplyTarget, msg: OutboundMessage): Promise<void> {
+    const given = Number(msg.edit?.ref);
+    const messageId =
+      Number.isInteger(given) && given > 0
+        ? given
+        : msg.edit
+          ? this.questionRefs.get(msg.edit.questionId)
+          : undefined;
+    if (messageId === undefined) {
+      const { replyTo: _noQuote, ...where } = target;
+      await this.sender.reply(where, { ...msg, kind: "final" });
+      return;
+    }
+    await this.sender.edit(target, messageId, msg.content);
   }
 
   private describe(err: unknown): string {
@@ -256,6 +307,38 @@ export class TelegramChannel implements Channel {
     await this.inbound?.settle(stopTimeoutMs);
     this.inbound = null;
     this.sink = null;
+  }
+
+  /**
+   * A button press. Telegram shows a spinner on the button until the query is answered, so every one
+   * is answered: with the sink's notice, with nothing for data that is not ours. The answer goes out
+   * in the background so a slow call never holds up the next updates.
+   */
+  private onPress(query: CallbackQuery): void {
+    const notice = this.decide(query);
+    const other = notice ? { text: callbackNotice(notice) } : {};
+    void this.bot.api
+      .answerCallbackQuery(query.id, other, gs(this.lifetime.signal))
+      .catch((err: unknown) =>
+        this.log.warn({ err: this.describe(err) }, "could not answer a button press (answerCallbackQuery)"),
+      );
+  }
+
+  /** What the presser is told: the sink's notice, or undefined for a press that is not an answer of ours. */
+  private decide(query: CallbackQuery): string | undefined {
+    const click = choiceClickOf(query);
+    if (!click) {
+      this.log.debug({ data: query.data }, "a button press that is not one of our questions; ignored");
+      return undefined;
+    }
+    const sink = this.sink;
+    if (!sink?.choose) return NOT_HERE;
+    try {
+      return sink.choose(click).notice;
+    } catch (err) {
+      this.log.error({ err, questionId: click.questionId }, "answering a button press failed");
+      return "Something went wrong with that answer; please try again.";
+    }
   }
 
   private onMessage(msg: Message): void {

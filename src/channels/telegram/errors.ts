@@ -88,3 +88,10 @@ export function isFileTooBig(err: unknown): boolean {
 export function isBadRequest(err: unknown): boolean {
   return err instanceof GrammyError && err.error_code === 400;
 }
+
+/** An edit that would change nothing (same text, no buttons already): the message already says it. */
+export function isNotModified(err: unknown): boolean {
+  return (
+    err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description)
+  );
+}

@@ -12,7 +12,8 @@ import { gs } from "./api.js";
 import type { TelegramConfig } from "./config.js";
 import type { TelegramTuning } from "./tuning.js";
 
-export const ALLOWED_UPDATES = ["message"] as const;
+/** What palaver asks Telegram for: messages, and presses on the buttons under its questions. */
+export const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 
 export interface PollingOptions {
   bot: Bot;

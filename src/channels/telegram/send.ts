@@ -1,7 +1,8 @@
 /**
  * Outbound: a reply becomes Telegram messages (formatted, chunked, files by
  * type, a short reply as the first file's caption), all through one send
- * point, `post`. It retries in another form where Telegram says how (plain
+ * point, `post`; a question carries an inline keyboard under its last chunk,
+ * and an edit rewrites it without buttons (editMessageText, same errors). It retries in another form where Telegram says how (plain
  * text when the HTML is refused, the General topic when the thread is gone,
  * the new chat of an upgraded group) and turns every other failure into a
  * ChannelError that says whether a retry can ever succeed.
@@ -9,13 +10,23 @@
 import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import { InputFile, type Bot } from "grammy";
-import type { OutboundMessage } from "../../bus/types.js";
+import type { InlineKeyboardMarkup } from "grammy/types";
+import type { OutboundMessage, Question } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { errorMessage } from "../../util/errors.js";
 import { chatIdParam } from "./api.js";
-import { isBadRequest, isParseError, isThreadGone, migratedTo, sendFailure } from "./errors.js";
+import {
+  isBadRequest,
+  isNotModified,
+  isParseError,
+  isThreadGone,
+  migratedTo,
+  sendFailure,
+} from "./errors.js";
 import { formatForTelegram, splitPlain, TELEGRAM_MAX_CAPTION, type TelegramChunk } from "./format.js";
 import type { ReplyTarget } from "./mapping.js";
+import { inlineKeyboard, NO_BUTTONS } from "./questions.js";
+import { choicesAsText } from "../questions.js";
 
 type MediaMethod = "sendPhoto" | "sendVoice" | "sendAudio" | "sendVideo" | "sendAnimation" | "sendDocument";
 
@@ -50,6 +61,8 @@ export interface TextOptions {
   /** No HTML: progress, tool hints and notices are sent as they are. */
   plainOnly?: boolean;
   silent?: boolean;
+  /** Buttons under the message (a question's). */
+  markup?: InlineKeyboardMarkup;
 }
 
 export class TelegramSender {
@@ -62,13 +75,7 @@ export class TelegramSender {
   /** A final reply: formatted chunks and files; only the first message quotes the user's. */
   async reply(target: ReplyTarget, msg: OutboundMessage): Promise<void> {
     const chunks = formatForTelegram(msg.content);
-    const { replyTo: firstQuote, ...where } = target;
-    let quote = firstQuote;
-    const nextTarget = (): ReplyTarget => {
-      const t = quote !== undefined ? { ...where, replyTo: quote } : where;
-      quote = undefined;
-      return t;
-    };
+    const nextTarget = quoteOnce(target);
     const { found: media, missing } = await existingFiles(msg.media ?? []);
     // A short reply with files rides along as the first file's caption.
     const captioned =
@@ -83,6 +90,58 @@ export class TelegramSender {
     }
   }
 
+  /**
+   * A question: formatted like a reply, its choices as an inline keyboard under the last chunk (a
+   * long text is split, and the buttons belong under its end). Returns that message's id, which an
+   * edit names.
+   */
+  async question(target: ReplyTarget, content: string, question: Question): Promise<number> {
+    const found = formatForTelegram(content);
+    // Telegram refuses an empty text, and buttons need a message to hang under.
+    const chunks = found.length > 0 ? found : [plainChunk(choicesAsText(question))];
+    const nextTarget = quoteOnce(target);
+    let last: number | undefined;
+    for (const [i, chunk] of chunks.entries()) {
+      const markup = i === chunks.length - 1 ? inlineKeyboard(question) : undefined;
+      last = await this.text(nextTarget(), chunk, markup ? { markup } : {});
+    }
+    // Every chunk has text (formatForTelegram drops blank ones), so the last send gave an id.
+    if (last === undefined) throw new Error("a question was sent without a message to carry its buttons");
+    return last;
+  }
+
+  /**
+   * Rewrites a question's message to `content` and takes its buttons away. "Not modified" (the same
+   * text, buttons already gone) is success; a message that is gone or too old to edit is Telegram's
+   * 400, a permanent ChannelError. A text too long for one message goes on in new messages.
+   */
+  async edit(target: ReplyTarget, messageId: number, content: string): Promise<void> {
+    const [first, ...rest] = formatForTelegram(content);
+    const chunk = first ?? plainChunk("(answered)");
+    const chatId = chatIdParam(target.chatId);
+    const editTo = (text: string, html: boolean) =>
+      this.bot.api.editMessageText(chatId, messageId, text, {
+        ...(html ? { parse_mode: "HTML" as const } : {}),
+        reply_markup: NO_BUTTONS,
+      });
+    try {
+      try {
+        await editTo(chunk.html, true);
+      } catch (err) {
+        if (!isParseError(err)) throw err;
+        this.log.warn(
+          { err: errorMessage(err) },
+          "Telegram refused the formatted edit; editing to plain text",
+        );
+        await editTo(chunk.plain, false);
+      }
+    } catch (err) {
+      if (!isNotModified(err)) throw sendFailure(err, "editMessageText", target.chatId, this.apiRoot);
+    }
+    const { replyTo: _noQuote, ...where } = target;
+    for (const more of rest) await this.text(where, more);
+  }
+
   /** Progress and tool hints: small, plain, silent, unquoted. */
   async aside(target: ReplyTarget, content: string): Promise<void> {
     const { replyTo: _noQuote, ...where } = target;
@@ -91,28 +150,37 @@ export class TelegramSender {
   }
 
   /** A plain message of our own (a greeting, "too large"). */
-  notice(target: ReplyTarget, text: string): Promise<void> {
-    return this.text(target, { html: text, plain: text }, { plainOnly: true });
+  async notice(target: ReplyTarget, text: string): Promise<void> {
+    await this.text(target, plainChunk(text), { plainOnly: true });
   }
 
-  /** Sends one chunk as HTML, falling back to plain text when Telegram cannot parse it. */
-  private async text(target: ReplyTarget, chunk: TelegramChunk, opts: TextOptions = {}): Promise<void> {
-    if (!chunk.plain.trim()) return;
-    await this.post(target, "sendMessage", async (t) => {
-      const base = replyOptions(t, opts.silent);
-      if (opts.plainOnly) {
-        await this.bot.api.sendMessage(chatIdParam(t.chatId), chunk.plain, base);
-        return;
-      }
+  /**
+   * Sends one chunk as HTML, falling back to plain text when Telegram cannot parse it. Returns the
+   * message's id (undefined for a blank chunk, which is not sent).
+   */
+  private async text(
+    target: ReplyTarget,
+    chunk: TelegramChunk,
+    opts: TextOptions = {},
+  ): Promise<number | undefined> {
+    if (!chunk.plain.trim()) return undefined;
+    return this.post(target, "sendMessage", async (t) => {
+      const base = {
+        ...replyOptions(t, opts.silent),
+        ...(opts.markup ? { reply_markup: opts.markup } : {}),
+      };
+      const chatId = chatIdParam(t.chatId);
+      if (opts.plainOnly) return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
       try {
-        await this.bot.api.sendMessage(chatIdParam(t.chatId), chunk.html, { ...base, parse_mode: "HTML" });
+        return (await this.bot.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" }))
+          .message_id;
       } catch (err) {
         if (!isParseError(err)) throw err;
         this.log.warn(
           { err: errorMessage(err) },
           "Telegram refused the formatted reply; sending it as plain text",
         );
-        await this.bot.api.sendMessage(chatIdParam(t.chatId), chunk.plain, base);
+        return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
       }
     });
   }
@@ -148,31 +216,46 @@ export class TelegramSender {
    * The single send point. Retries in the General topic when the forum topic is gone, and in the new
    * chat when a group was upgraded; any other failure leaves as a ChannelError (permanent or not).
    */
-  private async post(
+  private async post<T>(
     target: ReplyTarget,
     method: string,
-    send: (t: ReplyTarget) => Promise<void>,
-  ): Promise<void> {
+    send: (t: ReplyTarget) => Promise<T>,
+  ): Promise<T> {
     try {
       try {
-        await send(target);
+        return await send(target);
       } catch (err) {
         const migrated = migratedTo(err);
         if (isThreadGone(err) && target.threadId !== undefined) {
           const { threadId: _gone, ...rest } = target;
-          await send(rest);
+          return await send(rest);
         } else if (migrated !== undefined) {
           this.log.warn(
             { from: target.chatId, to: migrated },
             "the group became a supergroup; sending there",
           );
-          await send({ ...target, chatId: String(migrated) });
+          return await send({ ...target, chatId: String(migrated) });
         } else throw err;
       }
     } catch (err) {
       throw sendFailure(err, method, target.chatId, this.apiRoot);
     }
   }
+}
+
+function plainChunk(text: string): TelegramChunk {
+  return { html: text, plain: text };
+}
+
+/** Targets for a run of messages where only the first quotes the user's message. */
+function quoteOnce(target: ReplyTarget): () => ReplyTarget {
+  const { replyTo: firstQuote, ...where } = target;
+  let quote = firstQuote;
+  return () => {
+    const t = quote !== undefined ? { ...where, replyTo: quote } : where;
+    quote = undefined;
+    return t;
+  };
 }
 
 function replyOptions(target: ReplyTarget, silent = false) {

@@ -5,7 +5,7 @@
  */
 import { DiscordChannel, discordOptionsFrom } from "../../../src/channels/discord/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { FakeDiscord, type FakeUser } from "../../fakes/discord-server.js";
+import { EPHEMERAL, FakeDiscord, type FakeUser } from "../../fakes/discord-server.js";
 import { captureLog } from "../../helpers/log.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
@@ -60,6 +60,28 @@ export const discordDriver: PlatformDriver = {
         fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/typing")).length,
       typingActive: () => channel.isTyping(chatId),
       texts: () => fake.sent.map((m) => m.content),
+      buttons() {
+        const latest = fake.botMessages().at(-1);
+        return latest ? fake.buttonsOf(latest.id) : [];
+      },
+      async press(from, label) {
+        const user = people.get(from);
+        const latest = fake.botMessages().at(-1);
+        if (!user || !latest) throw new Error(`no fake user ${from}, or no message of the bot`);
+        const { id } = fake.pressButton({ user, messageId: latest.id, label });
+        const [answer] = await fake.waitFor(
+          () => {
+            const callbacks = fake.callbacksOf(id);
+            return callbacks.length > 0 && callbacks;
+          },
+          undefined,
+          "the press acknowledged",
+        );
+        // Type 4 with flags 64: a message only the presser sees; anything else shows them nothing.
+        const { type, data } = answer as { type: number; data?: { content?: string; flags?: number } };
+        return type === 4 && data?.flags === EPHEMERAL ? (data.content ?? "") : "";
+      },
+      currentTexts: () => fake.botMessages().map((m) => m.content),
       failNextSend(kind) {
         if (kind === "permanent") {
           // The user closed their DMs to the bot.

@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { dmEvent, FakeSlack } from "../../fakes/slack-server.js";
+import { waitFor } from "../../helpers/wait.js";
 import { FAST } from "../slack/helpers.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
@@ -32,6 +33,8 @@ export const slackDriver: PlatformDriver = {
         },
       },
     });
+    /** The bot's latest message as Slack holds it now. */
+    const latest = () => fake.botMessages().at(-1);
     const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
     return {
       channel,
@@ -61,6 +64,21 @@ export const slackDriver: PlatformDriver = {
       typingSignals: () => fake.callsTo("reactions.add").length,
       typingActive: () => [...fake.reactions.values()].some((names) => names.has(RECEIPT)),
       texts: () => fake.delivered().map((m) => m.text),
+      buttons: () => fake.buttonsOf(latest()?.message),
+      async press(from, label) {
+        const last = latest();
+        if (!last) throw new Error("the bot has posted nothing to press");
+        const seen = fake.ephemerals.length;
+        await fake.pressButton(from, last.channel, last.message.ts, label);
+        // Acknowledged first, then the notice goes to the presser as an ephemeral message.
+        await waitFor(
+          () => fake.ephemerals.slice(seen).some((e) => e.user === from),
+          undefined,
+          "the ephemeral notice",
+        );
+        return fake.ephemerals.slice(seen).find((e) => e.user === from)!.text;
+      },
+      currentTexts: () => fake.botMessages().map((m) => fake.shownText(m.message)),
       failNextSend(kind) {
         if (kind === "permanent") fake.failNext("chat.postMessage", "channel_not_found");
         else fake.rateLimit("chat.postMessage", 1);

@@ -1,7 +1,7 @@
 /** The contract driver for Telegram: the real adapter (real grammy) against FakeTelegram. */
 import { createTelegramChannel } from "../../../src/channels/telegram/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { FakeTelegram, visibleText } from "../../fakes/telegram-server.js";
 import { captureLog } from "../../helpers/log.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
@@ -55,6 +55,25 @@ export const telegramDriver: PlatformDriver = {
       typingSignals: () => fake.callsTo("sendChatAction").length,
       typingActive: () => channel.isTyping(ALLOWED),
       texts: () => fake.sent.flatMap((m) => m.text ?? m.caption ?? []),
+      buttons: () => (fake.sent.at(-1)?.buttons ?? []).flat().map((b) => b.text),
+      async press(from, label) {
+        const latest = fake.sent.at(-1);
+        const button = latest?.buttons.flat().find((b) => b.text === label);
+        if (!latest || button?.callback_data === undefined)
+          throw new Error(`no button "${label}" under the bot's latest message`);
+        const queryId = fake.pressButton(
+          { id: Number(from), first_name: `user ${from}` },
+          latest.messageId,
+          button.callback_data,
+        );
+        const answer = await fake.waitFor(
+          () => fake.callbackAnswers.find((a) => a.queryId === queryId),
+          5000,
+          "the press answered",
+        );
+        return answer.text ?? "";
+      },
+      currentTexts: () => fake.sent.map(visibleText),
       failNextSend(kind) {
         if (kind === "permanent")
           fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });

@@ -6,6 +6,7 @@ import { pino } from "pino";
 import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { isAllowed } from "../../../src/channels/access.js";
 import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
+import type { InboundSink } from "../../../src/channels/types.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { SlackConfigSchema } from "../../../src/channels/slack/config.js";
 import { FakeSlack } from "../../fakes/slack-server.js";
@@ -48,7 +49,14 @@ export interface SlackRig {
 
 export async function slackRig(
   config: Record<string, unknown> = {},
-  opts: { tuning?: SlackTuning; maxMediaBytes?: number; fake?: FakeSlack; transcriber?: Transcriber } = {},
+  opts: {
+    tuning?: SlackTuning;
+    maxMediaBytes?: number;
+    fake?: FakeSlack;
+    transcriber?: Transcriber;
+    /** The sink's answer to button presses (none: the sink has no choose). */
+    choose?: InboundSink["choose"];
+  } = {},
 ): Promise<SlackRig> {
   const fake = opts.fake ?? (await FakeSlack.start());
   const workspace = await mkdtemp(join(tmpdir(), "palaver-slack-"));
@@ -108,6 +116,7 @@ export async function slackRig(
             reserved.push(draft);
             return { publish: publishInbound, cancel: () => undefined };
           },
+          ...(opts.choose ? { choose: opts.choose } : {}),
         },
         abort.signal,
       );

@@ -1,0 +1,89 @@
+/**
+ * `palaver approvals list|revoke`: the "Always allow this in this chat" rules
+ * kept in `<config folder>/approvals/rules.json`. A running gateway rereads
+ * the file when it changes, so a revoke takes effect at its next tool call.
+ */
+import type { Command } from "commander";
+import { FileChatRules } from "../approvals/chat-rules.js";
+import type { ChatRule } from "../approvals/types.js";
+import { approvalRulesPath } from "../config/paths.js";
+import { formatTime } from "../cron/schedule.js";
+import { errorMessage } from "../util/errors.js";
+import { addCommonOptions, loadForCli } from "./common.js";
+
+export function registerApprovalsCommand(program: Command): void {
+  const approvals = program
+    .command("approvals")
+    .description('list and revoke the "Always allow this in this chat" approval rules');
+
+  const list = approvals
+    .command("list")
+    .description("list the rules, oldest first")
+    .option("--json", "print the rules as JSON (as stored)")
+    .action((opts: { json?: boolean }) =>
+      guarded(() => {
+        const rules = open(list).list();
+        if (opts.json) process.stdout.write(`${JSON.stringify(rules, null, 2)}\n`);
+        else process.stdout.write(`${formatRuleTable(rules)}\n`);
+      }),
+    );
+
+  const revoke = approvals
+    .command("revoke")
+    .description("remove a rule: its tool (or program) is asked again in that chat")
+    .argument("<id>", "the rule id (see `palaver approvals list`)")
+    .action((id: string) =>
+      guarded(() => {
+        const store = open(revoke);
+        const rule = store.list().find((r) => r.id === id);
+        if (!rule || !store.revoke(id)) {
+          throw new Error(`no approval rule with id ${id} (\`palaver approvals list\` shows them)`);
+        }
+        process.stdout.write(
+          `Revoked rule ${id}: ${what(rule)} is asked again in ${rule.channel}:${rule.chatId}\n`,
+        );
+      }),
+    );
+
+  for (const cmd of [list, revoke]) addCommonOptions(cmd);
+}
+
+function open(cmd: Command): FileChatRules {
+  // Info logs would land between the lines this command prints; --verbose brings them back.
+  const loaded = loadForCli(cmd, { level: "warn" });
+  return new FileChatRules(approvalRulesPath(loaded.path));
+}
+
+/** A failure is one line on stderr and exit code 1, not a stack trace. */
+function guarded(fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+function what(rule: ChatRule): string {
+  return rule.program ? `${rule.tool} ${rule.program}` : rule.tool;
+}
+
+/** Pure: the rules as a table for `palaver approvals list`. */
+export function formatRuleTable(rules: ChatRule[], tz?: string): string {
+  if (rules.length === 0) {
+    return 'No approval rules. "Always allow this in this chat" on an approval prompt adds one.';
+  }
+  const header = ["ID", "CHAT", "TOOL", "PROGRAM", "ADDED BY", "WHEN"];
+  const rows = rules.map((r) => [
+    r.id,
+    `${r.channel}:${r.chatId}`,
+    r.tool,
+    r.program ?? "-",
+    r.addedBy || "-",
+    formatTime(r.addedAt, tz),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows]
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "))
+    .join("\n");
+}

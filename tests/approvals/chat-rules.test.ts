@@ -1,0 +1,103 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileChatRules } from "../../src/approvals/chat-rules.js";
+import { captureLog } from "../helpers/log.js";
+
+let dir: string;
+let path: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-chat-rules-"));
+  path = join(dir, "state", "approvals", "rules.json");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const gitRule = { channel: "telegram", chatId: "42", tool: "exec", program: "git", addedBy: "ann (7)" };
+
+describe("FileChatRules", () => {
+  it("starts empty without a file and creates it 0600 in a 0700 folder on the first add", () => {
+    const store = new FileChatRules(path);
+    expect(store.list()).toEqual([]);
+    const added = store.add(gitRule);
+    expect(added.id).toMatch(/^[0-9a-f]{8}$/);
+    expect(added.addedAt).toBeGreaterThan(0);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "state", "approvals")).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ version: 1, rules: [added] });
+    // No temp files left beside it.
+    expect(readdirSync(join(dir, "state", "approvals"))).toEqual(["rules.json"]);
+  });
+
+  it("keeps rules across instances, per chat, and revokes by id", () => {
+    const a = new FileChatRules(path);
+    const git = a.add(gitRule);
+    const write = a.add({ channel: "slack", chatId: "C1", tool: "write_file", addedBy: "bob" });
+    expect(write).not.toHaveProperty("program");
+    const b = new FileChatRules(path);
+    expect(b.list()).toEqual([git, write]);
+    expect(b.forChat("telegram", "42")).toEqual([git]);
+    expect(b.forChat("telegram", "43")).toEqual([]);
+    expect(b.revoke("nope")).toBe(false);
+    expect(b.revoke(git.id)).toBe(true);
+    expect(b.list()).toEqual([write]);
+    expect(new FileChatRules(path).list()).toEqual([write]);
+  });
+
+  it("sees another process's changes at its next read (no restart)", () => {
+    const gateway = new FileChatRules(path);
+    const rule = gateway.add(gitRule);
+    expect(gateway.forChat("telegram", "42")).toHaveLength(1);
+    // `palaver approvals revoke` in another process: another instance on the same file.
+    const cli = new FileChatRules(path);
+    expect(cli.revoke(rule.id)).toBe(true);
+    expect(gateway.forChat("telegram", "42")).toEqual([]);
+    // And an edit by hand, written in place.
+    const handAdded = { ...rule, id: "abcd1234" };
+    writeFileSync(path, JSON.stringify({ version: 1, rules: [handAdded] }));
+    expect(gateway.list()).toEqual([handAdded]);
+  });
+
+  it("moves a corrupt file aside with a warning and starts empty", () => {
+    const { log, lines } = captureLog();
+    mkdirSync(join(dir, "state", "approvals"), { recursive: true });
+    writeFileSync(path, "{ not json");
+    const store = new FileChatRules(path, log);
+    expect(store.list()).toEqual([]);
+    const files = readdirSync(join(dir, "state", "approvals"));
+    const aside = files.find((f) => /^rules\.json\.corrupt-\d+$/.test(f));
+    expect(aside).toBeDefined();
+    expect(readFileSync(join(dir, "state", "approvals", aside!), "utf8")).toBe("{ not json");
+    expect(lines.some((l) => l.level === 40 && /moved it aside/.test(l.msg ?? ""))).toBe(true);
+    // The store still works and writes a good file.
+    store.add(gitRule);
+    expect(new FileChatRules(path).list()).toHaveLength(1);
+  });
+
+  it("treats a file of the wrong shape as corrupt", () => {
+    const { log, lines } = captureLog();
+    mkdirSync(join(dir, "state", "approvals"), { recursive: true });
+    writeFileSync(path, JSON.stringify({ version: 2, rules: [{ id: 1 }] }));
+    expect(new FileChatRules(path, log).list()).toEqual([]);
+    expect(lines[0]).toMatchObject({ level: 40, path });
+    expect(String(lines[0]!.problem)).toMatch(/version/);
+  });
+
+  it("keeps the rules it has when the file cannot be read, and refuses to write over it", () => {
+    const { log, lines } = captureLog();
+    const store = new FileChatRules(path, log);
+    const rule = store.add(gitRule);
+    // Something that is not a readable file where the rules should be (root reads any file mode).
+    rmSync(path);
+    mkdirSync(path);
+    expect(store.list()).toEqual([rule]);
+    expect(store.forChat("telegram", "42")).toEqual([rule]);
+    expect(lines.filter((l) => l.msg === "cannot read the approval rules file")).toHaveLength(1);
+    expect(() => store.add(gitRule)).toThrow(/EISDIR/);
+    expect(statSync(path).isDirectory()).toBe(true);
+  });
+});
