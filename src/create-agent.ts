@@ -167,6 +167,7 @@ export function createAgent({
               chatRules,
               restrictToWorkspace: config.tools.restrictToWorkspace,
               denyPatterns: config.tools.exec.denyPatterns,
+              stateDir,
             }),
           desk: questions,
           chatRules,

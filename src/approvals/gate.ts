@@ -8,6 +8,7 @@ import type { ApproveCall } from "../agent/runner.js";
 import type { ToolContext } from "../agent/tools/types.js";
 import type { ToolCall } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
+import { describeCall } from "./describe.js";
 import { formatWait, type Answer, type AskRequest, type DeskChoice } from "./questions.js";
 import type { ApprovalDecision, ApprovalPolicy, ChatRuleStore } from "./types.js";
 
@@ -131,7 +132,7 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
 }
 
 function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDecision): AskRequest {
-  const summary = describe(call);
+  const summary = describeCall(call.name, call.arguments);
   return {
     kind: "approval",
     channel: ctx.channel,
@@ -143,11 +144,6 @@ function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDec
     choices: decision.always ? [APPROVE, DENY, ALWAYS] : [APPROVE, DENY],
     signal: ctx.signal,
   };
-}
-
-/** What the call will do, for the prompt. (The lead switches this to approvals/describe.ts describeCall.) */
-function describe(call: ToolCall): string {
-  return `${call.name} ${shortArgs(call.arguments)}`;
 }
 
 /** The arguments as JSON, cut to a length that fits a log line and a chat prompt. */

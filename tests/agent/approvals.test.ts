@@ -125,7 +125,7 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
     h.send("c1", "clean the build");
     await question();
     const status = await h.ask("c1", "/status");
-    expect(status.content).toContain('Waiting for your answer: exec {"command":"echo stopped"}');
+    expect(status.content).toContain("Waiting for your answer: Run the shell command: `echo stopped`");
     const stopped = await h.ask("c1", "/stop");
     expect(stopped.content).toBe(
       "Stopped the running reply. The question waiting for an answer is closed; nothing it asked about ran.",

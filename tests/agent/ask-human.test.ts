@@ -176,10 +176,14 @@ describe("questions in the terminal", { timeout: 60_000 }, () => {
     expect(printed).toContain("💬 user: Blue");
     // /status while asked is answered at once; it is not an answer either.
     input.write("/status\n");
-    await waitFor(() => printed.includes("Waiting for your answer: exec"), undefined, "/status");
+    await waitFor(
+      () => printed.includes("Waiting for your answer: Run the shell command"),
+      undefined,
+      "/status",
+    );
     input.write("y\n");
     await waitFor(() => printed.includes("Painted it blue."), undefined, "the reply");
-    expect(printed).toContain("✅ Approved by user: exec");
+    expect(printed).toContain("✅ Approved by user: Run the shell command: `echo painted`");
     const last = h.fake!.requests[2]!.body.messages.filter((m) => m.role === "tool");
     expect(String(last[0]!.content)).toBe("The user answered: Blue");
     expect(String(last[1]!.content)).toContain("painted");

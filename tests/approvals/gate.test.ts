@@ -99,7 +99,7 @@ describe("approval gate", () => {
     const { gate, ctx, call, counted, lines, asked, press } = setup();
     const result = gate(call("exec", { command: "rm -rf build" }), ctx, readOnly);
     const q = await asked();
-    expect(q.content).toContain('exec {"command":"rm -rf build"}');
+    expect(q.content).toContain("Run the shell command: `rm -rf build`");
     expect(q.content).toContain("runs a shell command");
     expect(q.question!.choices.map((c) => c.id)).toEqual(["approve", "deny", "always"]);
     expect(await press("approve")).toEqual({ accepted: true, notice: "Approved." });

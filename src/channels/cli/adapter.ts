@@ -120,7 +120,7 @@ export class TerminalChannel implements Channel {
         break;
       case "edit":
         if (msg.edit) this.asking.delete(msg.edit.questionId);
-        this.print(dim(msg.content, color));
+        this.print(dim(renderMarkdown(msg.content, { color: false }), color));
         if (!this.busy) this.rl?.prompt();
         break;
       case "final":
