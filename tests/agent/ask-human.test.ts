@@ -183,7 +183,7 @@ describe("questions in the terminal", { timeout: 60_000 }, () => {
     );
     input.write("y\n");
     await waitFor(() => printed.includes("Painted it blue."), undefined, "the reply");
-    expect(printed).toContain("✅ Approved by user: Run the shell command: `echo painted`");
+    expect(printed).toContain("✅ Approved by user: Run the shell command: echo painted");
     const last = h.fake!.requests[2]!.body.messages.filter((m) => m.role === "tool");
     expect(String(last[0]!.content)).toBe("The user answered: Blue");
     expect(String(last[1]!.content)).toContain("painted");

@@ -123,6 +123,9 @@ export class TerminalChannel implements Channel {
         this.print(dim(renderMarkdown(msg.content, { color: false }), color));
         if (!this.busy) this.rl?.prompt();
         break;
+      case "delta":
+        // A reply streamed so far: the terminal prints replies whole, when final.
+        break;
       case "final":
         if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
         else this.print(renderMarkdown(msg.content, { color }));
