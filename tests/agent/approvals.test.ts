@@ -12,7 +12,13 @@ import { createDefaultTools } from "../../src/agent/tools/index.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
-import { FakeOpenAI, toolCall, type FakeMessage } from "../fakes/openai-server.js";
+import {
+  FakeOpenAI,
+  lastUserText,
+  toolCall,
+  type FakeMessage,
+  type RecordedRequest,
+} from "../fakes/openai-server.js";
 import { fakeProvider } from "../helpers/fake-provider.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
@@ -161,6 +167,48 @@ describe("approvals in the agent loop", { timeout: 60_000 }, () => {
     const reply = h.ask("c1", "go");
     press(await question(), "approve");
     expect((await reply).content).toBe("Ran it.");
+  });
+
+  it("a subagent asks in the chat that spawned it, answered by an admin (it has no sender)", async () => {
+    h = running = await startHarness({
+      config: { tools: { approval: { mode: "risky" }, exec: { sandbox: "off" } } },
+      agent: { approvalPolicy: askForExec, adminsOf: () => ["boss"] },
+    });
+    const system = (req: RecordedRequest) => {
+      const content = req.body.messages[0]?.content;
+      return typeof content === "string" ? content : "";
+    };
+    const hasTool = (req: RecordedRequest) => req.body.messages.some((m) => m.role === "tool");
+    h.fake!.setHandler((req) => {
+      if (system(req).startsWith("# Subagent"))
+        return hasTool(req)
+          ? { content: "sub done" }
+          : { toolCalls: [toolCall("exec", { command: "echo sub-ran" })] };
+      if (lastUserText(req).includes("[Subagent")) return { content: "The task is done." };
+      return hasTool(req)
+        ? { content: "Started." }
+        : { toolCalls: [toolCall("spawn", { task: "run echo" })] };
+    });
+    expect((await h.ask("c1", "do it in the background")).content).toBe("Started.");
+    const q = await question();
+    expect(q).toMatchObject({ channel: "test", chatId: "c1" });
+    // The person who spawned it is not its sender: only the admin may answer.
+    expect(press(q, "approve")).toEqual({ accepted: false, notice: "Only boss can answer this." });
+    const done = new Promise<OutboundMessage>((resolve) =>
+      h.bus.onOutbound((m) => m.content === "The task is done." && resolve(m)),
+    );
+    expect(
+      h.questions.choose({
+        channel: "test",
+        chatId: "c1",
+        senderId: "boss",
+        questionId: q.question!.id,
+        choiceId: "approve",
+      }),
+    ).toEqual({ accepted: true, notice: "Approved." });
+    await done;
+    const sub = h.fake!.requests.find((r) => system(r).startsWith("# Subagent") && hasTool(r))!;
+    expect(String(sub.body.messages.find((m) => m.role === "tool")!.content)).toContain("sub-ran");
   });
 
   it("background work with nobody to ask (no sender, no admins): denied at once", async () => {
