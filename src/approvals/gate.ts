@@ -116,12 +116,20 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
       return null;
     }
     if (choiceId === ALWAYS.id && decision.always) {
-      opts.chatRules.add({
-        channel: ctx.channel,
-        chatId: ctx.chatId,
-        ...decision.always,
-        addedBy: answer.by,
-      });
+      try {
+        opts.chatRules.add({
+          channel: ctx.channel,
+          chatId: ctx.chatId,
+          ...decision.always,
+          addedBy: answer.by,
+        });
+      } catch (err) {
+        // The person approved this call; only the "from now on" part could not be kept.
+        log.warn(
+          { ...fields, err },
+          "could not save the chat's always-allow rule; this call runs, the next asks",
+        );
+      }
       done("approved", answer.by);
       return null;
     }
