@@ -250,6 +250,7 @@ export function createAgent({
       maxToolIterations: defaults.maxToolIterations,
       maxConcurrentTurns: defaults.maxConcurrentTurns,
       toolResultMaxChars: config.tools.toolResultMaxChars,
+      streaming: config.channels.streaming,
     },
   });
 

@@ -105,6 +105,7 @@ export class Gateway {
       bus: this.bus,
       sendProgress: config.channels.sendProgress,
       sendToolHints: config.channels.sendToolHints,
+      streaming: config.channels.streaming,
       journal: this.journal,
       meter: this.metrics,
       questions: this.agent.questions,
@@ -160,7 +161,7 @@ export class Gateway {
       this.opts.platforms ?? PLATFORMS,
     );
     if (stopped.aborted) return;
-    for (const { channel, allowFrom } of enabled) this.channels.add(channel, { allowFrom });
+    for (const { channel, options } of enabled) this.channels.add(channel, options);
     if (enabled.length === 0) {
       // Enabled but refused (config problems, a failing adapter) is said above; "enable one" would mislead.
       const refused = (Object.keys(PLATFORMS) as PlatformName[]).some(
@@ -223,7 +224,7 @@ export class Gateway {
         { [name]: platforms[name] },
       );
       // Replies kept for it while it was off go out as soon as it runs (the manager holds them).
-      if (created) await this.channels.replace(created.channel, { allowFrom: created.allowFrom });
+      if (created) await this.channels.replace(created.channel, created.options);
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
     const needRestart = Object.keys(after).filter(

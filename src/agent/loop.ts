@@ -42,6 +42,8 @@ export interface AgentSettings {
   maxToolIterations: number;
   maxConcurrentTurns: number;
   toolResultMaxChars: number;
+  /** Publish each reply as it is written ("delta"s) for channels that show it live (channels.streaming). */
+  streaming?: boolean;
 }
 
 export interface AgentLoopDeps {
@@ -399,6 +401,10 @@ export class AgentLoop {
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),
         onToolHint: (hint) => this.reply(turn, hint, "toolHint"),
+        // Not for background work: a heartbeat's "nothing to report" must not show while it is written.
+        ...(settings.streaming && msg.channel !== SYSTEM_CHANNEL
+          ? { onText: (text: string) => this.reply(turn, text, "delta") }
+          : {}),
         replay: this.deps.toolJournal?.forTurn(msg),
         ...(this.deps.approve ? { approve: this.deps.approve } : {}),
       });

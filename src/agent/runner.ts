@@ -26,6 +26,8 @@ export interface RunTurnOptions {
   onProgress?: (text: string) => void;
   /** A short description of the tool calls about to run, e.g. `read_file("notes.md")`. */
   onToolHint?: (hint: string) => void;
+  /** Streams each model call: its visible text so far (see ChatRequest.onText). */
+  onText?: (textSoFar: string) => void;
   /** The turn's recorded tool calls: a replay after a crash reuses their results (agent/tool-replay.ts). */
   replay?: TurnCallRecord;
   /**
@@ -63,7 +65,11 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
   for (let iteration = 0; iteration < opts.maxIterations; iteration++) {
     ctx.signal.throwIfAborted();
     const response = await provider.chat(
-      { messages: prompt, tools: definitions.length ? definitions : undefined },
+      {
+        messages: prompt,
+        tools: definitions.length ? definitions : undefined,
+        ...(opts.onText ? { onText: opts.onText } : {}),
+      },
       ctx.signal,
     );
 

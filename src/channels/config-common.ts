@@ -30,4 +30,15 @@ export const channelBase = {
   admins: idList.describe(
     "Owners: may answer any approval prompt in any chat here (besides the person who started the turn).",
   ),
+  streaming: z
+    .boolean()
+    .optional()
+    .describe("Show replies here while they are written; default: channels.streaming."),
+  streamIntervalMs: z
+    .number()
+    .int()
+    .min(250)
+    .max(60_000)
+    .optional()
+    .describe("At most one preview update per this many ms (default: the platform's own pace)."),
 };

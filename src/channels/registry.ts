@@ -16,6 +16,7 @@ import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
 import type { Channel } from "./types.js";
+import type { ChannelOptions } from "./manager.js";
 
 export interface ChannelFactoryContext {
   config: Config;
@@ -72,7 +73,8 @@ function sectionProblems(platform: Pick<Platform, "problems">, section: { enable
 
 export interface EnabledChannel {
   channel: Channel;
-  allowFrom: string[];
+  /** Who may talk to it, and how it streams, from its config section. */
+  options: ChannelOptions;
 }
 
 /**
@@ -113,7 +115,12 @@ export async function createEnabledChannels(
       );
     }
     try {
-      enabled.push({ channel: await platform.create(ctx), allowFrom: section.allowFrom });
+      const options: ChannelOptions = {
+        allowFrom: section.allowFrom,
+        ...(section.streaming !== undefined ? { streaming: section.streaming } : {}),
+        ...(section.streamIntervalMs !== undefined ? { streamIntervalMs: section.streamIntervalMs } : {}),
+      };
+      enabled.push({ channel: await platform.create(ctx), options });
     } catch (err) {
       // A broken platform (SDK failing to load, a setting only the adapter can judge) must not take the others down.
       ctx.log.error({ channel: name, err }, `channel ${name} could not be created`);

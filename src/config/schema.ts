@@ -210,6 +210,10 @@ const platformSections = Object.fromEntries(
 export const ChannelsSchema = z.object({
   sendProgress: z.boolean().default(true),
   sendToolHints: z.boolean().default(false),
+  streaming: z
+    .boolean()
+    .default(true)
+    .describe("Show replies while the model writes them, where the platform can (a live preview)."),
   maxMediaBytes: z
     .number()
     .int()

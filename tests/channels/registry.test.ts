@@ -41,7 +41,7 @@ describe("createEnabledChannels", () => {
     );
 
     expect(loaded).toEqual(["telegram", "discord"]); // slack is disabled: never loaded
-    expect(channels.map((c) => [c.channel.name, c.allowFrom])).toEqual([["telegram", ["1"]]]);
+    expect(channels.map((c) => [c.channel.name, c.options.allowFrom])).toEqual([["telegram", ["1"]]]);
     expect(lines.map((l) => l.msg)).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/channels\.discord\.allowFrom is empty/),
@@ -62,7 +62,7 @@ describe("createEnabledChannels", () => {
 describe("the platform list", () => {
   it("is what the config schema, the factory table and the checks are derived from", () => {
     // The schema knows exactly the listed platforms, each with the descriptor's own section schema.
-    const shared = ["sendProgress", "sendToolHints", "maxMediaBytes"];
+    const shared = ["sendProgress", "sendToolHints", "streaming", "maxMediaBytes"];
     expect(Object.keys(ChannelsSchema.shape)).toEqual([...shared, ...PLATFORM_NAMES]);
     expect(PLATFORM_NAMES).toEqual(["telegram", "slack", "discord"]);
     for (const platform of PLATFORM_LIST) {

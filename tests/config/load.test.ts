@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { findJsonError } from "../../src/config/json-errors.js";
 import { configJsonSchema, loadConfig, type LoadConfigOptions } from "../../src/config/load.js";
-import { defaultConfig } from "../../src/config/schema.js";
+import { ConfigSchema, defaultConfig } from "../../src/config/schema.js";
 import { ConfigError } from "../../src/util/errors.js";
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "nanobot", "config.json");
@@ -456,4 +456,21 @@ describe("configJsonSchema", () => {
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });
+});
+
+describe("the settings every platform shares", () => {
+  it.each(["telegram", "slack", "discord"] as const)(
+    "%s keeps admins and its streaming overrides through parsing",
+    (platform) => {
+      const config = ConfigSchema.parse({
+        channels: { [platform]: { admins: ["9"], streaming: false, streamIntervalMs: 2500 } },
+      });
+      expect(config.channels[platform]).toMatchObject({
+        admins: ["9"],
+        streaming: false,
+        streamIntervalMs: 2500,
+      });
+      expect(config.channels.streaming).toBe(true);
+    },
+  );
 });

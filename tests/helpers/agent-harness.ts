@@ -31,7 +31,11 @@ export interface Harness extends Agent {
 export interface HarnessOptions {
   provider?: Provider;
   /** Deep-merged into the config (agents.defaults gets the temp workspace). */
-  config?: { agents?: { defaults?: Record<string, unknown> }; tools?: Record<string, unknown> };
+  config?: {
+    agents?: { defaults?: Record<string, unknown> };
+    tools?: Record<string, unknown>;
+    channels?: Record<string, unknown>;
+  };
   /** Passed on to createAgent (an approval policy, admins ...). */
   agent?: Partial<Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf">>;
 }
@@ -52,6 +56,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     providers: fake ? { custom: { apiKey: "test-key", apiBase: fake.baseURL } } : {},
     // Approvals off unless a test turns them on: a question would wait for a person who is not there.
     tools: { approval: { mode: "off" }, ...opts.config?.tools },
+    // No deltas unless a test streams: the outbound list then holds only what a chat keeps.
+    channels: { streaming: false, ...opts.config?.channels },
   });
   const bus = new MessageBus();
   const agent = createAgent({

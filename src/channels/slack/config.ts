@@ -67,6 +67,9 @@ export const SlackConfigSchema = z
   .transform((c) => ({
     enabled: c.enabled,
     allowFrom: c.allowFrom,
+    admins: c.admins,
+    ...(c.streaming !== undefined ? { streaming: c.streaming } : {}),
+    ...(c.streamIntervalMs !== undefined ? { streamIntervalMs: c.streamIntervalMs } : {}),
     mode: c.mode,
     botToken: c.botToken,
     appToken: c.appToken,
