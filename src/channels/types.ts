@@ -107,4 +107,10 @@ export interface PreviewSurface {
   edit(ref: string, text: string, formatted: boolean): Promise<void>;
   /** The final answer as the platform would send it: formatted parts, each within its limits. */
   finalParts(content: string): string[];
+  /**
+   * /stop: leaves `text` (the last text shown, with a "stopped" mark) as the message `ref` for good.
+   * Default: `edit(ref, text, false)`. A platform whose previews vanish on their own (Telegram
+   * drafts) posts it instead.
+   */
+  stopped?(ref: string, text: string): Promise<void>;
 }
