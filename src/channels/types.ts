@@ -101,6 +101,8 @@ export interface PreviewTarget {
 export interface PreviewSurface {
   /** The longest text one message holds. */
   readonly maxChars: number;
+  /** The platform's own pace for preview updates (its edit rate limits), unless the config sets one. */
+  readonly intervalMs?: number;
   /** Posts a new message; `formatted` texts come from `finalParts`, others are plain preview text. */
   post(text: string, formatted: boolean): Promise<string>;
   /** Rewrites the message `ref`. A rewrite that changes nothing must succeed. */
