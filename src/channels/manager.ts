@@ -470,7 +470,8 @@ export class ChannelManager {
       const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
       const surface = entry.channel.previewSurface?.(target);
       if (!surface) return undefined;
-      const intervalMs = entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
+      const intervalMs =
+        entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
       return new LivePreview(surface, { intervalMs });
     });
   }
