@@ -28,7 +28,7 @@ import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
-import { chatIdParam, createBot, gs } from "./api.js";
+import { chatIdParam, createBot, createPreviewApi, gs } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -99,6 +99,8 @@ export class TelegramChannel implements Channel {
   private readonly log: Logger;
   private readonly typing: TypingIndicator<ReplyTarget>;
   private readonly sender: TelegramSender;
+  /** Sends previews: a 429 comes back to live-preview.ts, which coalesces instead of resending stale text. */
+  private readonly previewSender: TelegramSender;
   private readonly drafts: DraftSupport;
   private readonly polling: Polling;
   private readonly webhook: WebhookServer;
@@ -136,7 +138,9 @@ export class TelegramChannel implements Channel {
       describe: (e) => this.describe(e),
     });
     this.webhook = new WebhookServer(this.bot, this.cfg, log);
-    this.sender = new TelegramSender(this.bot, apiRoot, log);
+    this.sender = new TelegramSender(this.bot.api, apiRoot, log);
+    const previewApi = createPreviewApi({ config: this.cfg, apiRoot, tuning, log, onPoll: () => undefined });
+    this.previewSender = new TelegramSender(previewApi, apiRoot, log);
     this.drafts = new DraftSupport(log);
     this.downloads = {
       bot: this.bot,
@@ -254,7 +258,7 @@ export class TelegramChannel implements Channel {
     const where = replyTarget(target, this.cfg.replyToMessage);
     const drafts = isPrivateChat(where.chatId, target.metadata) && this.drafts.allowed(where.chatId);
     return new TelegramPreview({
-      sender: this.sender,
+      sender: this.previewSender,
       target: where,
       drafts: drafts ? this.drafts : undefined,
       onFirstText: () => this.typing.end(target.turnId),

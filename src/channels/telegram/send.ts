@@ -9,7 +9,7 @@
  */
 import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import { InputFile, type Bot } from "grammy";
+import { InputFile, type Api } from "grammy";
 import type { InlineKeyboardMarkup } from "grammy/types";
 import type { OutboundMessage, Question } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
@@ -68,7 +68,7 @@ export interface TextOptions {
 
 export class TelegramSender {
   constructor(
-    private readonly bot: Bot,
+    private readonly api: Api,
     private readonly apiRoot: string,
     private readonly log: Logger,
   ) {}
@@ -135,7 +135,7 @@ export class TelegramSender {
   ): Promise<void> {
     const chatId = chatIdParam(target.chatId);
     const editTo = (text: string, html: boolean) =>
-      this.bot.api.editMessageText(chatId, messageId, text, {
+      this.api.editMessageText(chatId, messageId, text, {
         ...(html ? { parse_mode: "HTML" as const } : {}),
         ...(opts.markup ? { reply_markup: opts.markup } : {}),
       });
@@ -168,7 +168,7 @@ export class TelegramSender {
     const chatId = chatIdParam(target.chatId);
     if (typeof chatId !== "number") return false; // drafts go to a user, never to an @channel
     try {
-      await this.bot.api.sendMessageDraft(chatId, draftId, text, {
+      await this.api.sendMessageDraft(chatId, draftId, text, {
         ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
       });
       return true;
@@ -219,9 +219,9 @@ export class TelegramSender {
         ...(opts.markup ? { reply_markup: opts.markup } : {}),
       };
       const chatId = chatIdParam(t.chatId);
-      if (opts.plainOnly) return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
+      if (opts.plainOnly) return (await this.api.sendMessage(chatId, chunk.plain, base)).message_id;
       try {
-        return (await this.bot.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" }))
+        return (await this.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" }))
           .message_id;
       } catch (err) {
         if (!isParseError(err)) throw err;
@@ -229,7 +229,7 @@ export class TelegramSender {
           { err: errorMessage(err) },
           "Telegram refused the formatted reply; sending it as plain text",
         );
-        return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
+        return (await this.api.sendMessage(chatId, chunk.plain, base)).message_id;
       }
     });
   }
@@ -248,7 +248,7 @@ export class TelegramSender {
             : {}),
         };
         // The method is picked at run time; the raw API takes its payload as-is.
-        await (this.bot.api.raw[m] as (p: Record<string, unknown>) => Promise<unknown>)(payload);
+        await (this.api.raw[m] as (p: Record<string, unknown>) => Promise<unknown>)(payload);
       };
       try {
         await send(method, "html");
