@@ -31,7 +31,9 @@ function clientOptions(opts: BotOptions): ApiClientOptions {
   return {
     apiRoot,
     timeoutSeconds: tuning.requestTimeoutSeconds,
-    ...(config.proxy ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } } : {}),
+    ...(config.proxy
+      ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } }
+      : {}),
   };
 }
 

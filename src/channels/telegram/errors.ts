@@ -103,5 +103,8 @@ export function isNotModified(err: unknown): boolean {
 export function isDraftRefused(err: unknown): boolean {
   if (!(err instanceof GrammyError)) return false;
   if (err.error_code === 404) return true;
-  return err.error_code === 400 && /TEXTDRAFT|method not found|not (supported|allowed|available)/i.test(err.description);
+  return (
+    err.error_code === 400 &&
+    /TEXTDRAFT|method not found|not (supported|allowed|available)/i.test(err.description)
+  );
 }

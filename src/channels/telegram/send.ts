@@ -221,8 +221,7 @@ export class TelegramSender {
       const chatId = chatIdParam(t.chatId);
       if (opts.plainOnly) return (await this.api.sendMessage(chatId, chunk.plain, base)).message_id;
       try {
-        return (await this.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" }))
-          .message_id;
+        return (await this.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" })).message_id;
       } catch (err) {
         if (!isParseError(err)) throw err;
         this.log.warn(

@@ -128,7 +128,7 @@ describe("Telegram streamed replies", () => {
     expect(fake.shown).toEqual(["The answer", "The answer is **42**", visibleText(fake.sent[0]!)]);
   });
 
-  it("a final that looks as the last preview is finalized: Telegram's \"not modified\" is success", async () => {
+  it('a final that looks as the last preview is finalized: Telegram\'s "not modified" is success', async () => {
     const { fake } = await started();
     const preview = previewIn(TOPIC);
     await grow(preview, ["fish & chips"]);
