@@ -3,7 +3,7 @@
  * (429 retry_after up to a bound, 5xx) and our transformer: long polls get a
  * deadline of their own (a dead connection must not hang polling) and tell
  * the watchdog they finished; other calls are retried a few times on
- * network errors. Live previews use an Api without auto-retry
+ * network errors. Live previews use an Api whose 429s are not retried
  * (`createPreviewApi`): a rate-limited edit is not worth sending again once
  * newer text exists, so live-preview.ts waits and sends the newest instead.
  */
@@ -51,9 +51,13 @@ export function createBot(opts: BotOptions): Bot {
   return bot;
 }
 
-/** The same client without auto-retry: a 429 reaches the caller with its retry_after (live previews). */
+/**
+ * The same client for live previews: a 429 reaches the caller with its retry_after (live-preview.ts
+ * waits and sends the newest text, not the stale one); a Telegram 5xx is still tried once more.
+ */
 export function createPreviewApi(opts: BotOptions): Api {
   const api = new Api(opts.config.token.trim(), clientOptions(opts));
+  api.config.use(autoRetry({ maxDelaySeconds: 0, maxRetryAttempts: 1, rethrowHttpErrors: true }));
   api.config.use(guard(opts));
   return api;
 }

@@ -21,7 +21,7 @@ import type { ReplyTarget } from "./mapping.js";
 import type { TelegramSender } from "./send.js";
 
 /** Telegram allows about one edit a second per message before it answers 429. */
-export const PREVIEW_INTERVAL_MS = 1000;
+const PREVIEW_INTERVAL_MS = 1000;
 
 const DRAFT_PREFIX = "d:";
 

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { TurnEvent } from "../../../src/bus/types.js";
 import { LivePreview, STOPPED_MARK } from "../../../src/channels/live-preview.js";
 import { formatForTelegram } from "../../../src/channels/telegram/format.js";
+import { isPrivateChat } from "../../../src/channels/telegram/preview.js";
 import type { PreviewTarget } from "../../../src/channels/types.js";
 import { visibleText } from "../../fakes/telegram-server.js";
 import { captureLog } from "../../helpers/log.js";
@@ -212,6 +213,24 @@ describe("Telegram streamed replies", () => {
     await preview.finish("Hello there");
     expect(fake.callsTo("sendChatAction").length).toBe(signals);
     channel.onTurn({ ...turn, kind: "turnEnd", outcome: "done" });
+  });
+
+  it("a private chat's topic: the drafts and the final stay in the topic", async () => {
+    const { fake } = await started();
+    const preview = previewIn({ ...PRIVATE, metadata: { ...PRIVATE.metadata, threadId: 3 } });
+    await grow(preview, ["The answer"]);
+    expect(await preview.finish(ANSWER)).toBe(true);
+    expect(fake.drafts.map((d) => d.threadId)).toEqual([3]);
+    expect(fake.sent).toHaveLength(1);
+    expect(fake.sent[0]).toMatchObject({ threadId: 3, text: ANSWER_HTML });
+  });
+
+  it("private chats are told by their type, else by their id (groups and channels are negative)", () => {
+    expect(isPrivateChat("-100123", { chatType: "private" })).toBe(true);
+    expect(isPrivateChat("42", { chatType: "group" })).toBe(false);
+    expect(isPrivateChat("42")).toBe(true);
+    expect(isPrivateChat("-100123")).toBe(false);
+    expect(isPrivateChat("@news")).toBe(false);
   });
 
   it("no preview while the channel is not running", async () => {
