@@ -77,7 +77,7 @@ export const telegramDriver: PlatformDriver = {
       currentTexts: () => fake.sent.map(visibleText),
       previews: () => [...fake.shown],
       failNextEdit: () =>
-        // What Telegram says of a message deleted meanwhile; a draft has no such state, so the same.
+        // The next edit or draft update, whichever comes first, fails as for a message deleted meanwhile.
         fake.failNextEdit({ code: 400, description: "Bad Request: message to edit not found" }),
       failNextSend(kind) {
         if (kind === "permanent")
