@@ -157,6 +157,8 @@ export class LivePreview {
     if (this.broken || last < 0) return;
     const marked = this.shown[last]! + STOPPED_MARK;
     if (marked.length > this.surface.maxChars) return;
-    await this.surface.edit(this.refs[last]!, marked, false).catch(() => undefined);
+    const ref = this.refs[last]!;
+    const leave = this.surface.stopped?.(ref, marked) ?? this.surface.edit(ref, marked, false);
+    await leave.catch(() => undefined);
   }
 }

@@ -469,8 +469,10 @@ export class ChannelManager {
     return this.previews.forDelta(turnId, () => {
       const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
       const surface = entry.channel.previewSurface?.(target);
-      const intervalMs = entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? 1000;
-      return surface ? new LivePreview(surface, { intervalMs }) : undefined;
+      if (!surface) return undefined;
+      const intervalMs =
+        entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
+      return new LivePreview(surface, { intervalMs });
     });
   }
 

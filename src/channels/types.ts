@@ -101,10 +101,18 @@ export interface PreviewTarget {
 export interface PreviewSurface {
   /** The longest text one message holds. */
   readonly maxChars: number;
+  /** The platform's own pace for preview updates (its edit rate limits), unless the config sets one. */
+  readonly intervalMs?: number;
   /** Posts a new message; `formatted` texts come from `finalParts`, others are plain preview text. */
   post(text: string, formatted: boolean): Promise<string>;
   /** Rewrites the message `ref`. A rewrite that changes nothing must succeed. */
   edit(ref: string, text: string, formatted: boolean): Promise<void>;
   /** The final answer as the platform would send it: formatted parts, each within its limits. */
   finalParts(content: string): string[];
+  /**
+   * /stop: leaves `text` (the last text shown, with a "stopped" mark) as the message `ref` for good.
+   * Default: `edit(ref, text, false)`. A platform whose previews vanish on their own (Telegram
+   * drafts) posts it instead.
+   */
+  stopped?(ref: string, text: string): Promise<void>;
 }

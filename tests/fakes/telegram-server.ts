@@ -22,6 +22,12 @@
  * edit not found", "message can't be edited"); pressButton delivers a
  * callback_query update and answerCallbackQuery records what the presser
  * was shown (each query answered at most once, text at most 200 characters).
+ * sendMessageDraft (Bot API 9.3) records a private chat's draft (`drafts`;
+ * 400 TEXTDRAFT_PEER_INVALID elsewhere, 404 with `draftsSupported` off);
+ * `shown` lists every text the chats showed (posts, edits, drafts). With
+ * `minEditIntervalMs` set, an edit or draft update of one message or draft
+ * sooner than that after its last change gets Telegram's 429 with
+ * retry_after (counted in `rateLimited`).
  * GET /file/bot<token>/<path> serves files registered with addFile; an
  * OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  */
@@ -80,6 +86,16 @@ export interface SentMessage {
   at: number;
 }
 
+/** A draft the bot showed in a private chat (sendMessageDraft); each update is one entry. */
+export interface FakeDraft {
+  chatId: number;
+  draftId: number;
+  text: string;
+  parseMode?: string;
+  threadId?: number;
+  at: number;
+}
+
 /** What answerCallbackQuery showed the presser. */
 export interface CallbackAnswer {
   queryId: string;
@@ -130,6 +146,16 @@ export class FakeTelegram {
   webhook: { url: string; secret_token?: string; allowed_updates?: unknown } | null = null;
   /** Answers to callback queries, in the order they came. */
   readonly callbackAnswers: CallbackAnswer[] = [];
+  /** Every draft update, in order. */
+  readonly drafts: FakeDraft[] = [];
+  /** Every text a chat showed, in order, as the user sees it: each post, each edit, each draft update. */
+  readonly shown: string[] = [];
+  /** Off: sendMessageDraft is "method not found", as on a Bot API older than 9.3. */
+  draftsSupported = true;
+  /** Edits (and draft updates) of one message (draft) closer together than this get 429 (0: never). */
+  minEditIntervalMs = 0;
+  /** How many edits and draft updates were refused with 429 for coming too fast. */
+  rateLimited = 0;
 
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
@@ -147,6 +173,10 @@ export class FakeTelegram {
   private nextQueryId = 1;
   /** Messages Telegram no longer lets the bot edit (deleted ones leave `sent` instead). */
   private readonly uneditable = new Set<number>();
+  /** When each message or draft last changed ("m:<chat>:<id>", "d:<chat>:<id>"), for minEditIntervalMs. */
+  private readonly changedAt = new Map<string, number>();
+  /** The next edit or draft update (whichever comes first) fails with this. */
+  private editFailure: ScriptedError | undefined;
 
   private constructor(opts: { token?: string; bot?: Partial<FakeUser> }) {
     this.token = opts.token ?? TOKEN_DEFAULT;
@@ -265,6 +295,11 @@ export class FakeTelegram {
     return id;
   }
 
+  /** The next editMessageText or sendMessageDraft, whichever comes first, fails with `error`. */
+  failNextEdit(error: ScriptedError): void {
+    this.editFailure = error;
+  }
+
   /** The user deletes the bot's message: editing it then fails with "message to edit not found". */
   userDeletes(messageId: number): void {
     const at = this.sent.findIndex((m) => m.messageId === messageId);
@@ -352,6 +387,11 @@ export class FakeTelegram {
       if (token !== this.token) return fail(res, { code: 401, description: "Unauthorized" });
       const scripted = this.scripted.get(method)?.shift();
       if (scripted) return fail(res, scripted);
+      if (this.editFailure && (method === "editMessageText" || method === "sendMessageDraft")) {
+        const failure = this.editFailure;
+        this.editFailure = undefined;
+        return fail(res, failure);
+      }
       await this.dispatch(method, call, res);
     } catch (err) {
       send(res, 500, { ok: false, error_code: 500, description: `Internal Server Error: ${String(err)}` });
@@ -415,6 +455,8 @@ export class FakeTelegram {
       }
       case "editMessageText":
         return this.editText(p, res);
+      case "sendMessageDraft":
+        return this.draft(p, res);
       case "answerCallbackQuery": {
         const queryId = String(p.callback_query_id);
         if (!this.openQueries.delete(queryId)) {
@@ -481,7 +523,53 @@ export class FakeTelegram {
       ...extra,
     };
     this.sent.push(sent);
+    this.changedAt.set(`m:${String(sent.chatId)}:${sent.messageId}`, sent.at);
+    if (sent.text !== undefined) this.shown.push(visibleText(sent));
     return this.messageObject(sent);
+  }
+
+  /**
+   * sendMessageDraft as Telegram answers it: only in private chats, a non-zero draft_id, a text
+   * Telegram accepts; true. Nothing stays: the draft is gone once a message arrives.
+   */
+  private draft(p: Json, res: ServerResponse): void {
+    if (!this.draftsSupported) return fail(res, { code: 404, description: "Not Found: method not found" });
+    const chatId = typeof p.chat_id === "number" ? p.chat_id : Number(p.chat_id);
+    if (!Number.isInteger(chatId) || chatId <= 0)
+      return fail(res, { code: 400, description: "Bad Request: TEXTDRAFT_PEER_INVALID" });
+    const draftId = p.draft_id;
+    if (typeof draftId !== "number" || !Number.isInteger(draftId) || draftId === 0)
+      return fail(res, { code: 400, description: "Bad Request: invalid draft_id specified" });
+    const text = typeof p.text === "string" ? p.text : "";
+    const parseMode = typeof p.parse_mode === "string" ? p.parse_mode : undefined;
+    const problem = checkText(text, parseMode);
+    if (problem) return fail(res, { code: 400, description: `Bad Request: ${problem}` });
+    if (this.tooSoon(`d:${chatId}:${draftId}`, res)) return;
+    const draft: FakeDraft = {
+      chatId,
+      draftId,
+      text,
+      ...(parseMode !== undefined ? { parseMode } : {}),
+      ...(typeof p.message_thread_id === "number" ? { threadId: p.message_thread_id } : {}),
+      at: Date.now(),
+    };
+    this.drafts.push(draft);
+    this.shown.push(stripTags(text, parseMode));
+    ok(res, true);
+  }
+
+  /** A change of `key` sooner than minEditIntervalMs after its last one: answered 429, as Telegram does. */
+  private tooSoon(key: string, res: ServerResponse): boolean {
+    const last = this.changedAt.get(key);
+    const wait = last === undefined ? 0 : last + this.minEditIntervalMs - Date.now();
+    if (this.minEditIntervalMs <= 0 || wait <= 0) {
+      this.changedAt.set(key, Date.now());
+      return false;
+    }
+    this.rateLimited++;
+    const retryAfter = Math.max(1, Math.ceil(wait / 1000));
+    fail(res, { code: 429, description: `Too Many Requests: retry after ${retryAfter}`, retryAfter });
+    return true;
   }
 
   /** The Message object Telegram returns for a message of the bot (and puts in callback queries). */
@@ -530,11 +618,13 @@ export class FakeTelegram {
           "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
       });
     }
+    if (this.tooSoon(`m:${String(sent.chatId)}:${sent.messageId}`, res)) return;
     sent.text = text;
     if (parseMode !== undefined) sent.parseMode = parseMode;
     else delete sent.parseMode;
     sent.buttons = buttons;
     sent.edits++;
+    this.shown.push(visibleText(sent));
     ok(res, this.messageObject(sent));
   }
 

@@ -27,8 +27,8 @@ import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
-import type { Channel, InboundSink, SentMessage } from "../types.js";
-import { chatIdParam, createBot, gs } from "./api.js";
+import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
+import { chatIdParam, createBot, createPreviewApi, gs } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -42,6 +42,7 @@ import {
   type ReplyTarget,
 } from "./mapping.js";
 import { Polling } from "./polling.js";
+import { DraftSupport, isPrivateChat, TelegramPreview } from "./preview.js";
 import { callbackNotice, choiceClickOf } from "./questions.js";
 import { TelegramSender } from "./send.js";
 import { DEFAULT_TUNING, seconds, type TelegramTuning } from "./tuning.js";
@@ -98,6 +99,9 @@ export class TelegramChannel implements Channel {
   private readonly log: Logger;
   private readonly typing: TypingIndicator<ReplyTarget>;
   private readonly sender: TelegramSender;
+  /** Sends previews: a 429 comes back to live-preview.ts, which coalesces instead of resending stale text. */
+  private readonly previewSender: TelegramSender;
+  private readonly drafts: DraftSupport;
   private readonly polling: Polling;
   private readonly webhook: WebhookServer;
   private readonly albums: AlbumCollector;
@@ -134,7 +138,10 @@ export class TelegramChannel implements Channel {
       describe: (e) => this.describe(e),
     });
     this.webhook = new WebhookServer(this.bot, this.cfg, log);
-    this.sender = new TelegramSender(this.bot, apiRoot, log);
+    this.sender = new TelegramSender(this.bot.api, apiRoot, log);
+    const previewApi = createPreviewApi({ config: this.cfg, apiRoot, tuning, log, onPoll: () => undefined });
+    this.previewSender = new TelegramSender(previewApi, apiRoot, log);
+    this.drafts = new DraftSupport(log);
     this.downloads = {
       bot: this.bot,
       apiRoot,
@@ -240,6 +247,22 @@ export class TelegramChannel implements Channel {
     // unless this is that turn's own reply (its turnEnd follows at once).
     if (kind !== "final" || msg.turnId === undefined) this.typing.renew(key);
     return sent;
+  }
+
+  /**
+   * A streamed reply (preview.ts): drafts in a private chat, an edited message elsewhere. None while
+   * the channel is not running. "typing…" runs until the first text shows, then ends for the turn.
+   */
+  previewSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.sink) return undefined;
+    const where = replyTarget(target, this.cfg.replyToMessage);
+    const drafts = isPrivateChat(where.chatId, target.metadata) && this.drafts.allowed(where.chatId);
+    return new TelegramPreview({
+      sender: this.previewSender,
+      target: where,
+      drafts: drafts ? this.drafts : undefined,
+      onFirstText: () => this.typing.end(target.turnId),
+    });
   }
 
   /** A question: its text with the choices as buttons; the ref is the message carrying them. */

@@ -3,10 +3,12 @@
  * (429 retry_after up to a bound, 5xx) and our transformer: long polls get a
  * deadline of their own (a dead connection must not hang polling) and tell
  * the watchdog they finished; other calls are retried a few times on
- * network errors.
+ * network errors. Live previews use an Api whose 429s are not retried
+ * (`createPreviewApi`): a rate-limited edit is not worth sending again once
+ * newer text exists, so live-preview.ts waits and sends the newest instead.
  */
 import { autoRetry } from "@grammyjs/auto-retry";
-import { Bot, HttpError, type Transformer } from "grammy";
+import { Api, Bot, HttpError, type ApiClientOptions, type Transformer } from "grammy";
 import type { Logger } from "../../log.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { errorMessage } from "../../util/errors.js";
@@ -24,17 +26,20 @@ export interface BotOptions {
   onPoll(): void;
 }
 
-export function createBot(opts: BotOptions): Bot {
+function clientOptions(opts: BotOptions): ApiClientOptions {
   const { config, apiRoot, tuning } = opts;
-  const bot = new Bot(config.token.trim(), {
-    client: {
-      apiRoot,
-      timeoutSeconds: tuning.requestTimeoutSeconds,
-      ...(config.proxy
-        ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } }
-        : {}),
-    },
-  });
+  return {
+    apiRoot,
+    timeoutSeconds: tuning.requestTimeoutSeconds,
+    ...(config.proxy
+      ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } }
+      : {}),
+  };
+}
+
+export function createBot(opts: BotOptions): Bot {
+  const { config, tuning } = opts;
+  const bot = new Bot(config.token.trim(), { client: clientOptions(opts) });
   bot.api.config.use(
     autoRetry({
       maxRetryAttempts: 3,
@@ -44,6 +49,17 @@ export function createBot(opts: BotOptions): Bot {
   );
   bot.api.config.use(guard(opts));
   return bot;
+}
+
+/**
+ * The same client for live previews: a 429 reaches the caller with its retry_after (live-preview.ts
+ * waits and sends the newest text, not the stale one); a Telegram 5xx is still tried once more.
+ */
+export function createPreviewApi(opts: BotOptions): Api {
+  const api = new Api(opts.config.token.trim(), clientOptions(opts));
+  api.config.use(autoRetry({ maxDelaySeconds: 0, maxRetryAttempts: 1, rethrowHttpErrors: true }));
+  api.config.use(guard(opts));
+  return api;
 }
 
 function guard(opts: BotOptions): Transformer {

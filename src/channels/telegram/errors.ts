@@ -95,3 +95,16 @@ export function isNotModified(err: unknown): boolean {
     err instanceof GrammyError && err.error_code === 400 && /message is not modified/i.test(err.description)
   );
 }
+
+/**
+ * sendMessageDraft refused as such, not for this one text: a Bot API older than 9.3 ("method not
+ * found"), or a chat where drafts cannot be shown (TEXTDRAFT_PEER_INVALID).
+ */
+export function isDraftRefused(err: unknown): boolean {
+  if (!(err instanceof GrammyError)) return false;
+  if (err.error_code === 404) return true;
+  return (
+    err.error_code === 400 &&
+    /TEXTDRAFT|method not found|not (supported|allowed|available)/i.test(err.description)
+  );
+}

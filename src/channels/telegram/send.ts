@@ -9,14 +9,15 @@
  */
 import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import { InputFile, type Bot } from "grammy";
+import { InputFile, type Api } from "grammy";
 import type { InlineKeyboardMarkup } from "grammy/types";
 import type { OutboundMessage, Question } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
-import { errorMessage } from "../../util/errors.js";
+import { ChannelError, errorMessage } from "../../util/errors.js";
 import { chatIdParam } from "./api.js";
 import {
   isBadRequest,
+  isDraftRefused,
   isNotModified,
   isParseError,
   isThreadGone,
@@ -24,7 +25,7 @@ import {
   sendFailure,
 } from "./errors.js";
 import { formatForTelegram, splitPlain, TELEGRAM_MAX_CAPTION, type TelegramChunk } from "./format.js";
-import type { ReplyTarget } from "./mapping.js";
+import { CHANNEL, type ReplyTarget } from "./mapping.js";
 import { inlineKeyboard, NO_BUTTONS } from "./questions.js";
 import { choicesAsText } from "../questions.js";
 
@@ -67,7 +68,7 @@ export interface TextOptions {
 
 export class TelegramSender {
   constructor(
-    private readonly bot: Bot,
+    private readonly api: Api,
     private readonly apiRoot: string,
     private readonly log: Logger,
   ) {}
@@ -117,29 +118,77 @@ export class TelegramSender {
    */
   async edit(target: ReplyTarget, messageId: number, content: string): Promise<void> {
     const [first, ...rest] = formatForTelegram(content);
-    const chunk = first ?? plainChunk("(answered)");
+    await this.rewrite(target, messageId, first ?? plainChunk("(answered)"), { markup: NO_BUTTONS });
+    const { replyTo: _noQuote, ...where } = target;
+    for (const more of rest) await this.text(where, more);
+  }
+
+  /**
+   * Rewrites one message to `chunk` (editMessageText): as HTML, or plain when Telegram cannot parse
+   * it or `plainOnly` says so. "Not modified" is success; anything else is a ChannelError.
+   */
+  async rewrite(
+    target: ReplyTarget,
+    messageId: number,
+    chunk: TelegramChunk,
+    opts: TextOptions = {},
+  ): Promise<void> {
     const chatId = chatIdParam(target.chatId);
     const editTo = (text: string, html: boolean) =>
-      this.bot.api.editMessageText(chatId, messageId, text, {
+      this.api.editMessageText(chatId, messageId, text, {
         ...(html ? { parse_mode: "HTML" as const } : {}),
-        reply_markup: NO_BUTTONS,
+        ...(opts.markup ? { reply_markup: opts.markup } : {}),
       });
     try {
-      try {
-        await editTo(chunk.html, true);
-      } catch (err) {
-        if (!isParseError(err)) throw err;
-        this.log.warn(
-          { err: errorMessage(err) },
-          "Telegram refused the formatted edit; editing to plain text",
-        );
-        await editTo(chunk.plain, false);
+      if (opts.plainOnly) await editTo(chunk.plain, false);
+      else {
+        try {
+          await editTo(chunk.html, true);
+        } catch (err) {
+          if (!isParseError(err)) throw err;
+          this.log.warn(
+            { err: errorMessage(err) },
+            "Telegram refused the formatted edit; editing to plain text",
+          );
+          await editTo(chunk.plain, false);
+        }
       }
     } catch (err) {
       if (!isNotModified(err)) throw sendFailure(err, "editMessageText", target.chatId, this.apiRoot);
     }
-    const { replyTo: _noQuote, ...where } = target;
-    for (const more of rest) await this.text(where, more);
+  }
+
+  /**
+   * Shows `text` (plain) as the draft `draftId` of a private chat (sendMessageDraft): an ephemeral
+   * preview that Telegram animates while the answer is written and drops when a message comes.
+   * False when Telegram does not offer drafts there (an older Bot API, a chat that cannot have
+   * them); any other failure is a ChannelError.
+   */
+  async draft(target: ReplyTarget, draftId: number, text: string): Promise<boolean> {
+    const chatId = chatIdParam(target.chatId);
+    if (typeof chatId !== "number") return false; // drafts go to a user, never to an @channel
+    try {
+      await this.api.sendMessageDraft(chatId, draftId, text, {
+        ...(target.threadId !== undefined ? { message_thread_id: target.threadId } : {}),
+      });
+      return true;
+    } catch (err) {
+      if (isDraftRefused(err)) return false;
+      throw sendFailure(err, "sendMessageDraft", target.chatId, this.apiRoot);
+    }
+  }
+
+  /** One message of a chunk: HTML (plain when refused), or plain with `plainOnly`. Returns its id. */
+  async message(target: ReplyTarget, chunk: TelegramChunk, opts: TextOptions = {}): Promise<number> {
+    const id = await this.text(target, chunk, opts);
+    if (id === undefined) {
+      throw new ChannelError("a blank text cannot be sent to Telegram", {
+        platform: CHANNEL,
+        method: "sendMessage",
+        permanent: true,
+      });
+    }
+    return id;
   }
 
   /** Progress and tool hints: small, plain, silent, unquoted. */
@@ -170,17 +219,16 @@ export class TelegramSender {
         ...(opts.markup ? { reply_markup: opts.markup } : {}),
       };
       const chatId = chatIdParam(t.chatId);
-      if (opts.plainOnly) return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
+      if (opts.plainOnly) return (await this.api.sendMessage(chatId, chunk.plain, base)).message_id;
       try {
-        return (await this.bot.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" }))
-          .message_id;
+        return (await this.api.sendMessage(chatId, chunk.html, { ...base, parse_mode: "HTML" })).message_id;
       } catch (err) {
         if (!isParseError(err)) throw err;
         this.log.warn(
           { err: errorMessage(err) },
           "Telegram refused the formatted reply; sending it as plain text",
         );
-        return (await this.bot.api.sendMessage(chatId, chunk.plain, base)).message_id;
+        return (await this.api.sendMessage(chatId, chunk.plain, base)).message_id;
       }
     });
   }
@@ -199,7 +247,7 @@ export class TelegramSender {
             : {}),
         };
         // The method is picked at run time; the raw API takes its payload as-is.
-        await (this.bot.api.raw[m] as (p: Record<string, unknown>) => Promise<unknown>)(payload);
+        await (this.api.raw[m] as (p: Record<string, unknown>) => Promise<unknown>)(payload);
       };
       try {
         await send(method, "html");

@@ -53,6 +53,13 @@ export interface PlatformRig {
   press(from: string, label: string): Promise<string>;
   /** The current text of every message the bot posted (after edits), in the order they were posted. */
   currentTexts(): string[];
+  /**
+   * Every text the chat showed while a reply was streamed, in order: each draft (Telegram
+   * sendMessageDraft), each post and each edit of a bot message.
+   */
+  previews(): string[];
+  /** The bot's next edit (or draft update) fails for good: the message was deleted, is too old ... */
+  failNextEdit(): void;
   /** The bot's next message post fails: permanently (blocked, chat gone) or transiently (rate limit with retry-after, 5xx). */
   failNextSend(kind: "permanent" | "transient"): void;
   /** Closes the fake (the suite stops the channel first). */
@@ -63,5 +70,7 @@ export interface PlatformDriver {
   name: "telegram" | "slack" | "discord";
   /** "repeats": a typing action renewed while the turn runs; "once": a receipt (reaction) shown once. */
   typing: "repeats" | "once";
+  /** The longest text one message shows (Telegram 4096, Discord 2000 ...): longer replies continue in another. */
+  messageLimit: number;
   create(opts: RigOptions): Promise<PlatformRig>;
 }

@@ -11,6 +11,7 @@ const STRANGER = "7";
 export const telegramDriver: PlatformDriver = {
   name: "telegram",
   typing: "repeats",
+  messageLimit: 4096,
   async create({ workspace }) {
     const fake = await FakeTelegram.start();
     fake.transcript = VOICE_TRANSCRIPT;
@@ -74,6 +75,10 @@ export const telegramDriver: PlatformDriver = {
         return answer.text ?? "";
       },
       currentTexts: () => fake.sent.map(visibleText),
+      previews: () => [...fake.shown],
+      failNextEdit: () =>
+        // The next edit or draft update, whichever comes first, fails as for a message deleted meanwhile.
+        fake.failNextEdit({ code: 400, description: "Bad Request: message to edit not found" }),
       failNextSend(kind) {
         if (kind === "permanent")
           fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });
