@@ -19,7 +19,7 @@ import { CHANNEL_NAME } from "./mapping.js";
 export const SLACK_PREVIEW_INTERVAL_MS = 1500;
 
 /** The Web API writes a preview needs, each failing with the adapter's ChannelError (errors.ts). */
-export interface SlackPreviewWrites {
+interface SlackPreviewWrites {
   /** chat.postMessage in the reply's chat (and thread); resolves with the message's ts. */
   post(text: string): Promise<string | undefined>;
   /** chat.update of the message `ts` with this text. */
@@ -34,7 +34,7 @@ export interface SlackPreviewWrites {
  * Formatted texts come from `finalParts` and are mrkdwn already. Escaping makes a part longer, but
  * parts are cut at SLACK_MESSAGE_LIMIT (3,900), far below the 40,000 characters Slack refuses.
  */
-export function previewText(text: string, formatted: boolean): string {
+function previewText(text: string, formatted: boolean): string {
   return formatted ? text : escapeMrkdwn(text);
 }
 

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { LivePreview } from "../../../src/channels/live-preview.js";
 import { formatSlackMessage, SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
+import { SLACK_PREVIEW_INTERVAL_MS } from "../../../src/channels/slack/preview.js";
 import { BOT_USER_ID, channelMessage, dmEvent, mentionEvent } from "../../fakes/slack-server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { slackRig, turnOf, type SlackRig } from "./helpers.js";
@@ -46,7 +47,7 @@ describe("Slack streamed replies", () => {
     expect(rig.channel.previewSurface({ chatId: "D1", turnId: "t0" })).toBeUndefined();
     await rig.start();
     const surface = rig.channel.previewSurface({ chatId: "D1", turnId: "t0" });
-    expect(surface).toMatchObject({ maxChars: SLACK_MESSAGE_LIMIT, intervalMs: 1500 });
+    expect(surface).toMatchObject({ maxChars: SLACK_MESSAGE_LIMIT, intervalMs: SLACK_PREVIEW_INTERVAL_MS });
   });
 
   it("a 429 on an update waits Retry-After, then sends only the newest text: no queue of stale edits", async () => {
