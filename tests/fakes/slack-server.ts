@@ -11,6 +11,8 @@
  *   slack.callsTo("chat.postMessage")[0].params.text
  *   slack.rateLimit("chat.postMessage", 1);             // next call: 429, Retry-After: 1
  *   slack.failNext("chat.postMessage", "channel_not_found"); // next call: { ok: false, error }
+ *   slack.minUpdateIntervalMs = 1000;                   // chat.update of one message faster: 429
+ *   slack.shown                                         // every text a bot message showed: posts, updates
  *   await slack.pressButton("U1", "D1", ts, "Approve");  // a block_actions interaction, resolves with the ack
  *   slack.ephemerals                                    // chat.postEphemeral: what one person alone saw
  *   await slack.closeSocket();                          // the client must reconnect
@@ -84,6 +86,14 @@ export interface Delivery {
   thread_ts?: string;
 }
 
+/** A text a bot message showed: as posted, or as a chat.update rewrote it. */
+export interface Shown {
+  channel: string;
+  ts: string;
+  text: string;
+  how: "post" | "update";
+}
+
 export interface Upload {
   fileId: string;
   filename: string;
@@ -128,6 +138,16 @@ export class FakeSlack {
   readonly users = new Map<string, { name: string; real_name?: string; team_id?: string }>();
   /** chat.postEphemeral calls Slack accepted, in order. */
   readonly ephemerals: Ephemeral[] = [];
+  /** Every text a bot message showed, in order: each accepted post and update. */
+  readonly shown: Shown[] = [];
+  /**
+   * Slack's rate limit on edits, per message: a chat.update that comes sooner than this after the
+   * message's last accepted post or update gets HTTP 429 with Retry-After (whole seconds, as Slack
+   * sends them). 0 (the default): no limit.
+   */
+  minUpdateIntervalMs = 0;
+  /** How many chat.update calls that limit answered with 429. */
+  updatesLimited = 0;
   /** How many Socket Mode connections said hello so far. */
   connections = 0;
   /** What the transcription endpoint answers. */
@@ -151,6 +171,8 @@ export class FakeSlack {
   /** Where each accepted post is, in order: the messages themselves change with edits. */
   private readonly posts: { channel: string; ts: string }[] = [];
   private readonly inFlight = new Map<string, Pending>();
+  /** `channel:ts` → when that message was last posted or updated (for minUpdateIntervalMs). */
+  private readonly lastWrite = new Map<string, number>();
   private readonly waiters = new Set<() => void>();
   private current: WebSocket | undefined;
   private nextTs = 1_700_000_000;
@@ -561,12 +583,33 @@ export class FakeSlack {
         res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
         return;
       }
+      const wait = method === "chat.update" ? this.updateWait(params) : 0;
+      if (wait > 0) {
+        this.updatesLimited++;
+        const seconds = String(Math.ceil(wait / 1000));
+        res.writeHead(429, { "retry-after": seconds, "content-type": "application/json" });
+        res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
+        return;
+      }
       const result = this.api(method, token, params);
       res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
       res.end(JSON.stringify(result));
       return;
     }
     res.writeHead(404).end();
+  }
+
+  /** How much sooner than minUpdateIntervalMs this chat.update comes (0: in time). */
+  private updateWait(p: Record<string, unknown>): number {
+    if (this.minUpdateIntervalMs <= 0) return 0;
+    const last = this.lastWrite.get(`${String(p.channel)}:${String(p.ts)}`);
+    return last === undefined ? 0 : last + this.minUpdateIntervalMs - Date.now();
+  }
+
+  /** A bot message's text changed: remembered for shown and for the edit rate limit. */
+  private wrote(channel: string, ts: string, text: string, how: Shown["how"]): void {
+    this.shown.push({ channel, ts, text, how });
+    this.lastWrite.set(`${channel}:${ts}`, Date.now());
   }
 
   private api(
@@ -614,6 +657,7 @@ export class FakeSlack {
         if (blocks?.length) message.blocks = withBlockIds(blocks);
         this.addMessage(channel, message);
         this.posts.push({ channel, ts });
+        this.wrote(channel, ts, str("text") ?? "", "post");
         this.deliveries.push({
           channel,
           text: str("text") ?? "",
@@ -634,6 +678,7 @@ export class FakeSlack {
         if (str("text") !== undefined) message.text = str("text");
         if (blocks) message.blocks = blocks.length ? withBlockIds(blocks) : undefined;
         message.edited = this.ts();
+        this.wrote(channel, message.ts, message.text ?? "", "update");
         // No "not modified" error on Slack: the same content again is just another successful update.
         return {
           ok: true,

@@ -5,7 +5,8 @@
  * reaction goes out through one send point that turns Slack's failures into
  * ChannelErrors (errors.ts). Questions are Block Kit buttons; a press goes to
  * the sink's choose and its notice back to the presser alone (an ephemeral
- * message). What to take and how to write it is decided in mapping.ts,
+ * message). A streamed reply is posted, updated and finalized in place
+ * (preview.ts). What to take and how to write it is decided in mapping.ts,
  * format.ts and questions.ts.
  */
 import { readFile } from "node:fs/promises";
@@ -21,7 +22,14 @@ import { ChannelError, errorMessage } from "../../util/errors.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
-import type { Channel, ChoiceClick, InboundSink, SentMessage } from "../types.js";
+import type {
+  Channel,
+  ChoiceClick,
+  InboundSink,
+  PreviewSurface,
+  PreviewTarget,
+  SentMessage,
+} from "../types.js";
 import { TypingIndicator } from "../typing.js";
 import { slackProblems, type SlackConfig } from "./config.js";
 import { slackChannelError } from "./errors.js";
@@ -29,6 +37,7 @@ import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";
 import { CHANNEL_NAME, threadTsFrom, type MappedMessage, type SlackPolicy } from "./mapping.js";
 import { formatSlackMessage } from "./format.js";
+import { slackPreviewSurface } from "./preview.js";
 import {
   editParts,
   noticeText,
@@ -219,6 +228,29 @@ export class SlackChannel implements Channel {
       ts: replyTo!,
       added: false,
     }));
+  }
+
+  /**
+   * A streamed reply: posted where the final would go (its thread too), updated as it grows and
+   * finalized in place. The receipt reaction ends once its first text shows: the reply itself
+   * says the bot is at work from then on. None while the channel is not running.
+   */
+  previewSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.receiver.running) return undefined;
+    const { chatId: channel, turnId } = target;
+    const threadTs = threadTsFrom(target.metadata);
+    return slackPreviewSurface({
+      post: async (text) => {
+        const ts = await this.post(channel, threadTs, text);
+        const thread = threadTs ?? ts;
+        if (thread) this.receiver.noteBotThread(channel, thread);
+        return ts;
+      },
+      update: async (ts, text) => {
+        await this.call("chat.update", () => this.writes.chat.update({ channel, ts, text }));
+      },
+      visible: () => void this.typing.end(turnId),
+    });
   }
 
   async send(msg: OutboundMessage): Promise<SentMessage | void> {

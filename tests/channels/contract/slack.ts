@@ -1,6 +1,7 @@
 /** The contract suite's Slack: the real adapter (Bolt, Socket Mode, Web API client) against the fake Slack. */
 import { pino } from "pino";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
+import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { dmEvent, FakeSlack } from "../../fakes/slack-server.js";
 import { waitFor } from "../../helpers/wait.js";
@@ -16,6 +17,8 @@ const dmOf = (user: string) => `D${user.slice(1)}`;
 export const slackDriver: PlatformDriver = {
   name: "slack",
   typing: "once",
+  // Where the adapter splits a reply (Slack itself takes 40,000 characters but folds long ones).
+  messageLimit: SLACK_MESSAGE_LIMIT,
   async create({ workspace }) {
     const fake = await FakeSlack.start();
     fake.transcript = VOICE_TRANSCRIPT;
@@ -79,6 +82,9 @@ export const slackDriver: PlatformDriver = {
         return fake.ephemerals.slice(seen).find((e) => e.user === from)!.text;
       },
       currentTexts: () => fake.botMessages().map((m) => fake.shownText(m.message)),
+      previews: () => fake.shown.map((s) => s.text),
+      // The message was deleted (or is past the workspace's edit window): Slack says so for good.
+      failNextEdit: () => fake.failNext("chat.update", "message_not_found"),
       failNextSend(kind) {
         if (kind === "permanent") fake.failNext("chat.postMessage", "channel_not_found");
         else fake.rateLimit("chat.postMessage", 1);
