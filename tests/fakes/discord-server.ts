@@ -26,7 +26,9 @@
  * Discord's limits and kept on the message), /channels/:id/typing;
  * PATCH /channels/:id/messages/:id (content and components; an unknown
  * message is 404 code 10008, somebody else's 403 code 50005; the same text
- * again is a plain 200, as on Discord; MESSAGE_UPDATE follows);
+ * again is a plain 200, as on Discord; MESSAGE_UPDATE follows; with `editMinIntervalMs`
+ * set, an edit that comes sooner than that after the message's last change is a 429 whose
+ * retry_after is the time left, like a per-message edit limit: streamed previews meet it);
  * PUT /applications/:id/commands;
  * POST /interactions/:id/:token/callback; PATCH /webhooks/:app/:token/messages/@original;
  * POST /webhooks/:app/:token (follow-ups). A wrong bot token is a 401.
@@ -39,7 +41,8 @@
  * pressButton() is a person clicking a button under a message: INTERACTION_CREATE
  * type 3 (MESSAGE_COMPONENT); what the bot answers is in callbacksOf(id)
  * (type 4 with flags 64 is the ephemeral notice only the presser sees).
- * botMessages() and buttonsOf() show what the chat shows now (after edits);
+ * botMessages() and buttonsOf() show what the chat shows now (after edits); `shown` is every
+ * text a bot message showed in a channel, in order (each post and each accepted edit);
  * botMessage() posts as the bot outside the adapter (an older version's
  * buttons); deleteMessage() deletes one (MESSAGE_DELETE).
  */
@@ -72,6 +75,15 @@ export interface FakeDiscordOptions {
   allowedPrivilegedIntents?: number;
   /** Echo the bot's own messages back over the gateway, as Discord does (default true). */
   echoOwnMessages?: boolean;
+}
+
+/** One text a bot message showed: when it was posted, or an edit Discord accepted. */
+export interface ShownText {
+  messageId: string;
+  channelId: string;
+  content: string;
+  edit: boolean;
+  at: number;
 }
 
 export interface FakeUser {
@@ -234,6 +246,13 @@ export class FakeDiscord {
   readonly frames: GatewayFrame[] = [];
   readonly connections: GatewayConnection[] = [];
   readonly commands: { id: string; name: string; description: string }[] = [];
+  /** Every text the bot's channel messages showed, in order: each post and each accepted edit. */
+  readonly shown: ShownText[] = [];
+  /**
+   * Edits of one message sooner than this many ms after its last change (post or edit) get a 429
+   * with the time left as retry_after. 0 (the default): no such limit.
+   */
+  editMinIntervalMs = 0;
   readonly bot: FakeUser;
   readonly applicationId: string;
   heartbeats = 0;
@@ -256,6 +275,8 @@ export class FakeDiscord {
   private readonly files = new Map<string, { data: Buffer; contentType: string; delayMs: number }>();
   private readonly rateLimits: RateLimitRule[] = [];
   private readonly failures: FailureRule[] = [];
+  /** When each message last changed (posted or edited), for editMinIntervalMs. */
+  private readonly changedAt = new Map<string, number>();
   private readonly sockets = new Set<Socket>();
   private session: Session | null = null;
   private snowflake: bigint;
@@ -819,27 +840,7 @@ export class FakeDiscord {
       return this.reply(res, record, 401, { message: "401: Unauthorized", code: 0 });
     }
     const limited = this.rateLimitFor(method, path);
-    if (limited) {
-      record.status = 429;
-      const body = JSON.stringify({
-        message: "You are being rate limited.",
-        retry_after: limited.retryAfter,
-        global: limited.global,
-      });
-      res.writeHead(429, {
-        "content-type": "application/json",
-        // Discord sends whole seconds here; the fake sends the fraction so tests stay fast.
-        "retry-after": String(limited.retryAfter),
-        "x-ratelimit-limit": "5",
-        "x-ratelimit-remaining": "0",
-        "x-ratelimit-reset-after": String(limited.retryAfter),
-        "x-ratelimit-bucket": "fake-bucket",
-        "x-ratelimit-scope": limited.global ? "global" : "user",
-        ...(limited.global ? { "x-ratelimit-global": "true" } : {}),
-      });
-      res.end(body);
-      return;
-    }
+    if (limited) return this.rateLimited(res, record, limited.retryAfter, limited.global);
     const failure = this.failureFor(method, path);
     if (failure)
       return this.reply(res, record, failure.status, { message: failure.message, code: failure.code });
@@ -889,9 +890,12 @@ export class FakeDiscord {
         invalidMessageBody({ content }, message.attachments.length + components.length) ??
         invalidComponents(body.components);
       if (invalid) return this.reply(res, record, 400, invalid);
+      const wait = this.editWait(message.id);
+      if (wait > 0) return this.rateLimited(res, record, wait, false);
       message.content = content;
       message.components = components;
       message.edited_timestamp = new Date().toISOString();
+      this.changed(message, true);
       this.dispatch("MESSAGE_UPDATE", this.messageEvent(message));
       return this.reply(res, record, 200, message);
     }
@@ -915,6 +919,7 @@ export class FakeDiscord {
       const components = body.components as FakeActionRow[] | undefined;
       if (components?.length) message.components = components;
       this.recordSent("channel", message, record);
+      this.changed(message, false);
       if (this.opts.echoOwnMessages !== false) this.dispatch("MESSAGE_CREATE", this.messageEvent(message));
       return this.reply(res, record, 200, message, {
         "x-ratelimit-limit": "5",
@@ -995,6 +1000,50 @@ export class FakeDiscord {
       return this.reply(res, record, 200, { ...message, webhook_id: this.applicationId });
     }
     return this.reply(res, record, 404, { message: "404: Not Found", code: 0 });
+  }
+
+  /** A 429 as Discord sends it: retry_after (seconds) in the body, the same in the headers. */
+  private rateLimited(
+    res: ServerResponse,
+    record: RecordedRequest,
+    retryAfter: number,
+    global: boolean,
+  ): void {
+    record.status = 429;
+    const body = JSON.stringify({ message: "You are being rate limited.", retry_after: retryAfter, global });
+    res.writeHead(429, {
+      "content-type": "application/json",
+      // Discord sends whole seconds here; the fake sends the fraction so tests stay fast.
+      "retry-after": String(retryAfter),
+      "x-ratelimit-limit": "5",
+      "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset-after": String(retryAfter),
+      "x-ratelimit-bucket": "fake-bucket",
+      "x-ratelimit-scope": global ? "global" : "user",
+      ...(global ? { "x-ratelimit-global": "true" } : {}),
+    });
+    res.end(body);
+  }
+
+  /** Seconds an edit of `messageId` must still wait under editMinIntervalMs; 0 when it may go. */
+  private editWait(messageId: string): number {
+    const last = this.changedAt.get(messageId);
+    if (!this.editMinIntervalMs || last === undefined) return 0;
+    const leftMs = last + this.editMinIntervalMs - Date.now();
+    return leftMs > 0 ? Math.ceil(leftMs) / 1000 : 0;
+  }
+
+  /** A bot message in a channel now shows `message.content`. */
+  private changed(message: FakeMessage, edit: boolean): void {
+    const at = Date.now();
+    this.changedAt.set(message.id, at);
+    this.shown.push({
+      messageId: message.id,
+      channelId: message.channel_id,
+      content: message.content,
+      edit,
+      at,
+    });
   }
 
   private rateLimitFor(method: string, path: string): RateLimitRule | null {

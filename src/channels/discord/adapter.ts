@@ -15,6 +15,10 @@
  *
  * Questions (approvals, ask_human), their edits and button presses are
  * question-io.ts's business; the adapter routes them there.
+ *
+ * Streamed replies post a message and edit it (preview.ts); "typing…" ends for the turn when its
+ * first text shows. A slash command's turn does not stream: its answer edits the deferred
+ * interaction reply once, as it does without streaming (and the commands run no model anyway).
  */
 import {
   Client,
@@ -39,11 +43,12 @@ import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
-import type { Channel, InboundSink, SentMessage } from "../types.js";
+import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { incomingFiles } from "./attachments.js";
 import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
 import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";
+import { discordPreviewSurface, editedMessageId } from "./preview.js";
 import { DiscordQuestions } from "./question-io.js";
 import {
   admitInteraction,
@@ -86,6 +91,8 @@ const MAX_RATE_LIMIT_WAIT_MS = 5000;
 /** Interaction tokens live 15 minutes; stop using them a little earlier. */
 const INTERACTION_TTL_MS = 14 * 60_000;
 const MAX_INTERACTIONS = 1000;
+/** Preview messages remembered so their edits' rate limits come back to the live preview. */
+const MAX_PREVIEW_MESSAGES = 1000;
 const STOP_WAIT_MS = 5000;
 /** 5xx and timeouts: one retry inside discord.js, then the outbox takes over (with its backoff). */
 const REST_RETRIES = 1;
@@ -132,6 +139,8 @@ export class DiscordChannel implements Channel {
   private interactions = new BoundedMap<string, PendingInteraction>(MAX_INTERACTIONS, INTERACTION_TTL_MS);
   /** Slash commands taken by the inbound path, deferred once the gate let them in. */
   private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
+  /** Ids of the messages that show streamed replies (see previewSurface). */
+  private readonly previewMessages = new BoundedMap<string, true>(MAX_PREVIEW_MESSAGES);
   /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
   private readonly questions: DiscordQuestions;
 
@@ -233,6 +242,31 @@ export class DiscordChannel implements Channel {
     return sent;
   }
 
+  /**
+   * Where a streamed reply shows while it is written: a message of the chat (or thread), edited as
+   * the text grows. None for a slash command's turn (see the header) or while disconnected.
+   */
+  previewSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.client || typeof target.metadata?.interactionId === "string") return undefined;
+    const { chatId, turnId } = target;
+    const messageId = target.metadata?.messageId;
+    const replyTo = this.opts.config.replyToMessage && typeof messageId === "string" ? messageId : undefined;
+    return discordPreviewSurface(
+      {
+        post: async (text, quote) => {
+          const id = await this.sender.postText(chatId, text, quote);
+          this.previewMessages.set(id, true);
+          return id;
+        },
+        edit: (id, text) => this.sender.editMessage(chatId, id, text),
+        // Ended (its signal still out waited for) before the post: a signal landing after the
+        // preview would show "typing…" under it for 10 s.
+        beforeFirstPost: () => this.typing.end(turnId),
+      },
+      replyTo,
+    );
+  }
+
   /** A reply, progress or hint; false when there was nothing to post. */
   private async post(msg: OutboundMessage, final: boolean): Promise<boolean> {
     const messages = await outgoing(msg.content, msg.media ?? []);
@@ -259,10 +293,16 @@ export class DiscordChannel implements Channel {
       rest: {
         ...(apiUrl ? { api: apiUrl.replace(/\/+$/, "") } : {}),
         retries: REST_RETRIES,
-        // A short wait is queued inside discord.js; a longer one becomes a RateLimitError at once.
-        rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs,
+        // A short wait is queued inside discord.js; a longer one becomes a RateLimitError at once,
+        // and so does any wait for a preview's edit: the live preview sends newer text after it.
+        rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
       },
     };
+  }
+
+  private isPreviewEdit(limit: { method: string; url: string }): boolean {
+    const id = editedMessageId(limit);
+    return id !== undefined && this.previewMessages.has(id);
   }
 
   private attach(client: Client, connection: ConnectionState): void {

@@ -62,6 +62,13 @@ export class DiscordSender {
     return ids;
   }
 
+  /** Posts one text message (optionally quoting `replyTo`) and returns its id. */
+  async postText(chatId: string, content: string, replyTo?: string): Promise<string> {
+    const [id] = await this.toChannel(chatId, [{ content }], { replyTo });
+    if (id === undefined) throw new ChannelError("Discord returned no message id", { platform: CHANNEL });
+    return id;
+  }
+
   /**
    * Rewrites one of the bot's messages and takes its buttons away (`components: []`). Discord has no
    * "not modified" error: the same text again is a plain success. A message that is gone (10008) or

@@ -10,10 +10,12 @@ import { captureLog } from "../../helpers/log.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
 const MESSAGES = /^\/channels\/\d+\/messages$/;
+const MESSAGE = /^\/channels\/\d+\/messages\/\d+$/;
 
 export const discordDriver: PlatformDriver = {
   name: "discord",
   typing: "repeats",
+  messageLimit: 2000,
   async create({ workspace }) {
     const fake = await FakeDiscord.start();
     fake.transcript = VOICE_TRANSCRIPT;
@@ -82,6 +84,17 @@ export const discordDriver: PlatformDriver = {
         return type === 4 && data?.flags === EPHEMERAL ? (data.content ?? "") : "";
       },
       currentTexts: () => fake.botMessages().map((m) => m.content),
+      previews: () => fake.shown.map((s) => s.content),
+      failNextEdit() {
+        // The user deleted the message being edited.
+        fake.failNext({
+          method: "PATCH",
+          path: MESSAGE,
+          status: 404,
+          code: 10008,
+          message: "Unknown Message",
+        });
+      },
       failNextSend(kind) {
         if (kind === "permanent") {
           // The user closed their DMs to the bot.
