@@ -19,6 +19,7 @@ describe("channels.slack config", () => {
     expect(SlackConfigSchema.parse({})).toEqual({
       enabled: false,
       allowFrom: [],
+      admins: [],
       mode: "socket",
       botToken: "",
       appToken: "",
