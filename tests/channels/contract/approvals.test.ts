@@ -102,7 +102,11 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     expect(await exists(join(workspace, "build"))).toBe(true); // paused at the call
 
     expect(await rig.press(rig.allowedSender, "Approve")).toMatch(/approved/i);
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(false);
     expect(rig.buttons()).toEqual([]);
     expect(shown("rm -rf build")).toMatch(/approved/i);
@@ -117,7 +121,11 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     await rig.userSends(rig.allowedSender, "clean the build folder");
     await promptShown();
     await rig.press(rig.allowedSender, "Deny");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(true);
     expect(String(toolResults(fake.requests.at(-1))[0]!.content)).toMatch(/denied by the user/i);
     expect(shown("rm -rf build")).toMatch(/denied/i);
@@ -132,7 +140,11 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     expect(rig.buttons()).toEqual(["Approve", "Deny", "Always allow this in this chat"]);
     expect(await exists(join(workspace, "build"))).toBe(true);
     await rig.press(rig.allowedSender, "Approve");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(false);
   });
 
@@ -149,7 +161,11 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
       "2nd prompt",
     );
     await rig.press(rig.allowedSender, "Deny");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(false);
     expect(await exists(join(workspace, "dist"))).toBe(true);
     const results = toolResults(fake.requests.at(-1)).map((m) => String(m.content));
@@ -164,18 +180,22 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     await rig.userSends(rig.allowedSender, "clean the build folder");
     await promptShown();
     await rig.press(rig.allowedSender, "Always allow this in this chat");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the first answer");
-    const prompts = rig.texts().filter((t) => t.includes("rm -rf")).length;
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the first answer",
+    );
+    const prompts = rig.currentTexts().filter((t) => t.includes("rm -rf")).length;
 
     modelRuns("rm -rf dist");
     await rig.userSends(rig.allowedSender, "and dist");
     await waitFor(
-      () => rig.texts().filter((t) => t.startsWith("tools said:")).length === 2,
+      () => rig.currentTexts().filter((t) => t.startsWith("tools said:")).length === 2,
       undefined,
       "2nd answer",
     );
     expect(await exists(join(workspace, "dist"))).toBe(false);
-    expect(rig.texts().filter((t) => t.includes("rm -rf")).length).toBe(prompts); // no new prompt
+    expect(rig.currentTexts().filter((t) => t.includes("rm -rf")).length).toBe(prompts); // no new prompt
     expect(rig.buttons()).toEqual([]);
   });
 
@@ -183,7 +203,11 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     await startGateway({ timeoutSeconds: 0.5 });
     modelRuns("rm -rf build");
     await rig.userSends(rig.allowedSender, "clean the build folder");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(true);
     expect(String(toolResults(fake.requests.at(-1))[0]!.content)).toMatch(/no answer/i);
     expect(rig.buttons()).toEqual([]);
@@ -195,20 +219,28 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     await rig.userSends(rig.allowedSender, "clean the build folder");
     await promptShown();
     await rig.userSends(rig.allowedSender, "/stop");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("Stopped")), undefined, "the stop notice");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("Stopped")),
+      undefined,
+      "the stop notice",
+    );
     await waitFor(() => rig.buttons().length === 0, undefined, "the prompt closed");
     expect(shown("rm -rf build")).toMatch(/stopped/i);
     expect(await exists(join(workspace, "build"))).toBe(true);
-    expect(rig.texts().some((t) => t.startsWith("tools said:"))).toBe(false);
+    expect(rig.currentTexts().some((t) => t.startsWith("tools said:"))).toBe(false);
   });
 
   it("mode off never asks", async () => {
     await startGateway({ mode: "off" });
     modelRuns("rm -rf build");
     await rig.userSends(rig.allowedSender, "clean the build folder");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("tools said:")), undefined, "the final answer");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("tools said:")),
+      undefined,
+      "the final answer",
+    );
     expect(await exists(join(workspace, "build"))).toBe(false);
-    expect(rig.texts().filter((t) => t.includes("rm -rf build"))).toEqual([]);
+    expect(rig.currentTexts().filter((t) => t.includes("rm -rf build"))).toEqual([]);
   });
 
   it("ask_human: the question's options are buttons and the press is the tool's result", async () => {
@@ -222,8 +254,12 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
     await waitFor(() => rig.buttons().includes("blue"), undefined, "the question's buttons");
     expect(shown("Which colour?")).toBeDefined();
     await rig.press(rig.allowedSender, "blue");
-    await waitFor(() => rig.texts().some((t) => t.startsWith("you chose:")), undefined, "the final answer");
-    expect(rig.texts().find((t) => t.startsWith("you chose:"))).toContain("blue");
+    await waitFor(
+      () => rig.currentTexts().some((t) => t.startsWith("you chose:")),
+      undefined,
+      "the final answer",
+    );
+    expect(rig.currentTexts().find((t) => t.startsWith("you chose:"))).toContain("blue");
     expect(rig.buttons()).toEqual([]);
   });
 });
