@@ -10,7 +10,11 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { INTERRUPTED_NOTE, interruptPreview } from "../../src/channels/interrupted-previews.js";
 import { LivePreview } from "../../src/channels/live-preview.js";
-import type { PreviewSurface } from "../../src/channels/types.js";
+import { ChannelManager } from "../../src/channels/manager.js";
+import type { PreviewSurface, PreviewTarget } from "../../src/channels/types.js";
+import { MessageBus } from "../../src/bus/bus.js";
+import type { OutboundMessage } from "../../src/bus/types.js";
+import { TestChannel } from "../helpers/test-channel.js";
 import { Journal, type JournalOptions, type OpenPreview } from "../../src/daemon/journal.js";
 import { captureLog } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
@@ -180,5 +184,108 @@ describe("interruptPreview", () => {
     await interruptPreview(surface, ["d:3"]);
     expect(calls).toEqual([]);
     await expect(interruptPreview(surface, ["9"])).rejects.toThrow(/not found/);
+  });
+});
+
+/** A chat that shows previews in memory; edits of refs in `gone` fail (a deleted message). */
+class PreviewChannel extends TestChannel {
+  readonly screen: string[] = [];
+  readonly targets: PreviewTarget[] = [];
+  readonly gone = new Set<string>();
+
+  previewSurface(target: PreviewTarget): PreviewSurface {
+    this.targets.push(target);
+    return {
+      maxChars: 1000,
+      post: (text) => Promise.resolve(String(this.screen.push(text) - 1)),
+      edit: (ref, text) => {
+        if (this.gone.has(ref)) return Promise.reject(new Error("message to edit not found"));
+        this.screen[Number(ref)] = text;
+        return Promise.resolve();
+      },
+      finalParts: (content) => [content],
+    };
+  }
+}
+
+describe("ChannelManager: previews in the journal", () => {
+  const managers: ChannelManager[] = [];
+  afterEach(async () => {
+    for (const m of managers.splice(0)) await m.stop(1000);
+  });
+
+  async function start(journal: Journal, channels: PreviewChannel[]) {
+    const bus = new MessageBus();
+    const { log, lines } = captureLog();
+    const manager = new ChannelManager({
+      bus,
+      sendProgress: false,
+      sendToolHints: false,
+      streaming: true,
+      streamIntervalMs: 0,
+      journal,
+      retryBaseMs: 10,
+      retryMaxMs: 10,
+      log,
+    });
+    managers.push(manager);
+    for (const channel of channels) manager.add(channel, { allowFrom: ["*"] });
+    await manager.start();
+    return { bus, manager, lines };
+  }
+
+  const msg = (kind: OutboundMessage["kind"], content: string): OutboundMessage => ({
+    channel: "chat",
+    chatId: "c1",
+    kind,
+    content,
+    turnId: "t1",
+    metadata: { threadId: 3 },
+  });
+
+  it("journals a streamed preview while it is on screen and closes it with the final", async () => {
+    const journal = new Journal(join(dir, "j.jsonl"));
+    journal.open();
+    const channel = new PreviewChannel("chat");
+    const { bus } = await start(journal, [channel]);
+    bus.publishOutbound(msg("delta", "half an ans"));
+    await waitFor(() => journal.openPreviews().length === 1, 5000, "the preview journaled");
+    expect(journal.openPreviews()[0]).toMatchObject({
+      turnId: "t1",
+      channel: "chat",
+      chatId: "c1",
+      metadata: { threadId: 3 },
+      refs: ["0"],
+    });
+    bus.publishOutbound(msg("final", "the whole answer"));
+    await waitFor(() => journal.openPreviews().length === 0, 5000, "the preview closed");
+    expect(channel.screen).toEqual(["the whole answer"]);
+    journal.close();
+  });
+
+  it("marks previews a crash left open as interrupted, once, failures and unknown channels closed anyway", async () => {
+    const journal = new Journal(join(dir, "j.jsonl"));
+    journal.open();
+    const channel = new PreviewChannel("chat");
+    channel.screen.push("half an ans", "gone one");
+    channel.gone.add("1");
+    // Starts on its second attempt: its previews wait for it.
+    const late = new PreviewChannel("late", { failStarts: 1 });
+    late.screen.push("late half");
+    const left = [
+      { ...preview("a", ["0"]), channel: "chat", chatId: "c1" },
+      { ...preview("b", ["1"]), channel: "chat", chatId: "c1" },
+      { ...preview("c", ["0"]), channel: "elsewhere" },
+      { ...preview("d", ["0"]), channel: "late" },
+    ];
+    for (const p of left) journal.recordPreview(p);
+    const { manager, lines } = await start(journal, [channel, late]);
+    manager.interruptPreviews(journal.openPreviews());
+    await waitFor(() => journal.openPreviews().length === 0, 5000, "every leftover closed");
+    expect(channel.screen).toEqual([INTERRUPTED_NOTE, "gone one"]);
+    expect(late.screen).toEqual([INTERRUPTED_NOTE]);
+    expect(channel.targets[0]).toEqual({ chatId: "c1", turnId: "turn-a", metadata: { messageId: 7 } });
+    expect(lines.some((l) => l.msg === "could not mark an interrupted preview")).toBe(true);
+    journal.close();
   });
 });
