@@ -153,6 +153,8 @@ export class Gateway {
     await this.health.start();
     if (stopped.aborted) return;
     const unfinished = this.journal.open();
+    // Taken now: a preview of this run (a message answered while channels start) is not a leftover.
+    const cutOffPreviews = this.journal.openPreviews();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
     this.agent.loop.start();
 
@@ -179,6 +181,8 @@ export class Gateway {
     if (stopped.aborted) return; // stopped while connecting: nothing is replayed or scheduled
     // Prompts the last run left open: their turns died with it, so they say "expired" (channels route now).
     this.agent.questions.expireLeftovers();
+    // Previews a crash cut off mid-stream: marked interrupted (their answers come again below).
+    this.channels.interruptPreviews(cutOffPreviews);
     this.channels.resend(unfinished.outbound);
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.

@@ -22,6 +22,10 @@ export interface LivePreviewOptions {
   intervalMs: number;
   /** Waits that a rate limit may ask for before the preview gives up (default 30 s). */
   maxRetryAfterMs?: number;
+  /** A message was posted: the refs of all its messages so far (the manager journals them). */
+  onPosted?(refs: readonly string[]): void;
+  /** Finished, stopped or closed, once: whatever is on screen now stays for good. */
+  onEnded?(): void;
 }
 
 /** What stopping adds under the text shown so far. */
@@ -40,6 +44,7 @@ export class LivePreview {
   /** Set once the preview gives up (a failure) or is finished/stopped: nothing more is sent by updates. */
   private closed = false;
   private broken = false;
+  private ended = false;
 
   constructor(
     private readonly surface: PreviewSurface,
@@ -107,6 +112,7 @@ export class LivePreview {
       } else {
         this.lastCallAt = Date.now();
         this.refs.push(await this.surface.post(part, formatted));
+        this.opts.onPosted?.([...this.refs]);
       }
       this.shown[i] = part;
     }
@@ -118,6 +124,11 @@ export class LivePreview {
 
   /** Ends updates and waits for the call in flight; what is on screen stays as it is. */
   async close(): Promise<void> {
+    await this.halt();
+    this.end();
+  }
+
+  private async halt(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -130,7 +141,15 @@ export class LivePreview {
    * the final edit failed). A rate limit on the final edit is waited out and tried again.
    */
   async finish(content: string): Promise<boolean> {
-    await this.close();
+    try {
+      return await this.replaceWith(content);
+    } finally {
+      this.end();
+    }
+  }
+
+  private async replaceWith(content: string): Promise<boolean> {
+    await this.halt();
     if (this.broken || this.refs.length === 0) return false;
     const parts = this.surface.finalParts(content);
     for (let attempt = 0; ; attempt++) {
@@ -152,7 +171,15 @@ export class LivePreview {
 
   /** /stop: the text shown so far stays, marked stopped; nothing more is sent. */
   async stop(): Promise<void> {
-    await this.close();
+    try {
+      await this.markStopped();
+    } finally {
+      this.end();
+    }
+  }
+
+  private async markStopped(): Promise<void> {
+    await this.halt();
     const last = this.refs.length - 1;
     if (this.broken || last < 0) return;
     const marked = this.shown[last]! + STOPPED_MARK;
@@ -160,5 +187,11 @@ export class LivePreview {
     const ref = this.refs[last]!;
     const leave = this.surface.stopped?.(ref, marked) ?? this.surface.edit(ref, marked, false);
     await leave.catch(() => undefined);
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.opts.onEnded?.();
   }
 }

@@ -6,10 +6,11 @@
  * one chat's failing sends never hold back another's), keeps replies for a
  * channel that is not running until it runs, and stops channels in reverse order.
  */
+import { randomUUID } from "node:crypto";
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
-import { JOURNAL_ID, type Journal, type PendingOutbound } from "../daemon/journal.js";
+import { JOURNAL_ID, type Journal, type OpenPreview, type PendingOutbound } from "../daemon/journal.js";
 import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
@@ -18,6 +19,7 @@ import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./acce
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
 import { LivePreview } from "./live-preview.js";
+import { interruptPreview } from "./interrupted-previews.js";
 import { TurnPreviews } from "./turn-previews.js";
 import type {
   Channel,
@@ -103,6 +105,8 @@ export class ChannelManager {
   /** Final replies for channels that are not running, until they run. */
   private readonly held: HeldReplies<Pending>;
   private readonly previews = new TurnPreviews();
+  /** Previews a crash left open, for channels that were not running yet when the gateway started. */
+  private readonly stalePreviews = new Map<string, OpenPreview[]>();
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -234,6 +238,7 @@ export class ChannelManager {
         entry.lastError = undefined;
         this.log.info({ channel: name }, "channel started");
         this.releaseHeld(name);
+        this.releaseStalePreviews(name);
         firstAttemptSettled();
         return;
       } catch (err) {
@@ -349,6 +354,60 @@ export class ChannelManager {
    */
   resend(pending: PendingOutbound[]): void {
     for (const { id, msg } of pending) this.enqueue({ msg, outboxId: id });
+  }
+
+  /**
+   * Marks the previews an earlier run left on screen (a crash mid-stream) as interrupted, each once,
+   * in its chat's order; its answer comes again with the replayed message. Those of a channel that
+   * is not running yet wait until it runs (as many as the journal keeps); those of a channel that is
+   * not enabled are forgotten: nothing could edit them.
+   */
+  interruptPreviews(open: readonly OpenPreview[]): void {
+    for (const preview of open) {
+      const entry = this.entries.get(preview.channel);
+      if (entry?.state === "running") {
+        this.repairPreview(entry, preview);
+      } else if (entry) {
+        const waiting = this.stalePreviews.get(preview.channel) ?? [];
+        waiting.push(preview);
+        this.stalePreviews.set(preview.channel, waiting);
+      } else {
+        this.log.info(
+          { channel: preview.channel, chatId: preview.chatId },
+          "a preview interrupted by a restart is left as it is: its channel is not enabled",
+        );
+        this.opts.journal?.closePreview(preview.id);
+      }
+    }
+  }
+
+  private releaseStalePreviews(name: string): void {
+    const waiting = this.stalePreviews.get(name);
+    this.stalePreviews.delete(name);
+    const entry = this.entries.get(name);
+    if (entry) for (const preview of waiting ?? []) this.repairPreview(entry, preview);
+  }
+
+  /** One try, behind the chat's queued sends; closed in the journal whatever happens (never retried forever). */
+  private repairPreview(entry: Entry, preview: OpenPreview): void {
+    this.sends.push(`${preview.channel}:${preview.chatId}`, async () => {
+      const target = {
+        chatId: preview.chatId,
+        turnId: preview.turnId,
+        ...(preview.metadata ? { metadata: preview.metadata } : {}),
+      };
+      try {
+        const surface = entry.channel.previewSurface?.(target);
+        if (surface) await interruptPreview(surface, preview.refs);
+      } catch (err) {
+        // Deleted, too old to edit, or the platform refuses: the note was a courtesy.
+        this.log.debug(
+          { err, channel: preview.channel, chatId: preview.chatId, ...failureFields(err) },
+          "could not mark an interrupted preview",
+        );
+      }
+      this.opts.journal?.closePreview(preview.id);
+    });
   }
 
   /** A turn started or ended in one of a running channel's chats: its typing indicator, reactions. */
@@ -472,7 +531,21 @@ export class ChannelManager {
       if (!surface) return undefined;
       const intervalMs =
         entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
-      return new LivePreview(surface, { intervalMs });
+      const journal = this.opts.journal;
+      if (!journal) return new LivePreview(surface, { intervalMs });
+      // Journaled while on screen (where, not what), so a crash mid-stream can be repaired at the next start.
+      const id = randomUUID();
+      const where = { id, turnId, channel: entry.channel.name, chatId: msg.chatId };
+      return new LivePreview(surface, {
+        intervalMs,
+        onPosted: (refs) =>
+          journal.recordPreview({
+            ...where,
+            ...(msg.metadata ? { metadata: msg.metadata } : {}),
+            refs: [...refs],
+          }),
+        onEnded: () => journal.closePreview(id),
+      });
     });
   }
 

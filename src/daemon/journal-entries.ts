@@ -58,5 +58,21 @@ export const JournalEntry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("dropped"), id, reason: z.string() }),
   /** A platform message id already admitted (de-duplication of redeliveries). */
   z.object({ t: z.literal("seen"), key: z.string() }),
+  /**
+   * A live preview is on screen (its first message posted, or a continuation): where it is, never
+   * its text. A later line with the same id replaces it (more refs).
+   */
+  z.object({
+    t: z.literal("preview"),
+    id,
+    turnId: id,
+    channel: z.string(),
+    chatId: z.string(),
+    metadata: metadata.optional(),
+    /** The platform's refs of its messages, oldest first (opaque strings). */
+    refs: z.array(z.string()).min(1),
+  }),
+  /** The preview was finished, stopped or closed: nothing to repair after a crash. */
+  z.object({ t: z.literal("previewClosed"), id }),
 ]);
 export type JournalEntry = z.infer<typeof JournalEntry>;

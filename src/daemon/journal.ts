@@ -17,6 +17,10 @@
  *   channel that is not running wait in the channel manager until it runs.
  * - Platform message ids are remembered ("seen") so a redelivered update is
  *   never answered twice.
+ * - A streamed reply's live preview is recorded while it is on screen
+ *   ("preview": where its messages are, never their text) until it is
+ *   finished, stopped or closed ("previewClosed"). One still open at the next
+ *   start was cut off by a crash: the gateway marks it interrupted.
  *
  * Appends are synchronous writes to one open file: cheap (no fsync; the page
  * cache survives a killed process) and ordered. The file is compacted to the
@@ -53,6 +57,17 @@ export interface PendingOutbound {
   id: string;
   msg: OutboundMessage;
 }
+/** A live preview on screen (channels/live-preview.ts): where its messages are, not what they say. */
+export interface OpenPreview {
+  /** Its own id: one turn may show several previews one after the other. */
+  id: string;
+  turnId: string;
+  channel: string;
+  chatId: string;
+  metadata?: Record<string, unknown>;
+  /** The platform's refs of its messages, oldest first. */
+  refs: string[];
+}
 
 /** The file operations the journal uses; tests inject failing ones (a full disk). */
 export interface JournalIo {
@@ -88,6 +103,8 @@ export interface JournalOptions {
   log?: Logger;
   /** Platform message ids remembered for de-duplication. */
   maxSeen?: number;
+  /** Open previews remembered; past it the oldest is forgotten (default 1000). */
+  maxPreviews?: number;
   /** Appended lines after which the file is compacted. */
   compactEvery?: number;
   /** Turns begun on one message without finishing before it is given up (default 3). */
@@ -106,6 +123,9 @@ export interface JournalHealth {
   since?: string;
 }
 
+/** Message refs journaled per preview (a 4,096-character message each on Telegram: answers longer than this keep the last). */
+const MAX_PREVIEW_REFS = 20;
+
 /** The metadata key that carries an inbound message's journal id through the loop. */
 export const JOURNAL_ID = "journalId";
 
@@ -113,6 +133,9 @@ export class Journal {
   private fd: number | null = null;
   private readonly pendingIn = new Map<string, PendingInbound>();
   private readonly pendingOut = new Map<string, PendingOutbound>();
+  /** Open previews by their id, oldest first (bounded by `maxPreviews`). */
+  private readonly previews = new Map<string, OpenPreview>();
+  private readonly maxPreviews: number;
   /** Dedupe keys of the newest platform messages, oldest first. */
   private readonly seen: BoundedMap<string, true>;
   private appended = 0;
@@ -130,6 +153,7 @@ export class Journal {
   ) {
     this.log = opts.log ?? logger("journal");
     this.seen = new BoundedMap(opts.maxSeen ?? 10_000);
+    this.maxPreviews = opts.maxPreviews ?? 1000;
     this.compactEvery = opts.compactEvery ?? 5_000;
     this.maxStarts = opts.maxStarts ?? 3;
     this.io = { ...nodeJournalIo, ...opts.io };
@@ -182,6 +206,11 @@ export class Journal {
 
   get pending(): { inbound: number; outbound: number } {
     return { inbound: this.pendingIn.size, outbound: this.pendingOut.size };
+  }
+
+  /** The previews on screen now; right after open(), those a crash cut off (oldest first). */
+  openPreviews(): OpenPreview[] {
+    return [...this.previews.values()];
   }
 
   /** Whether the journal is writing (for /readyz). */
@@ -245,6 +274,29 @@ export class Journal {
     this.maybeCompact();
   }
 
+  /** A preview is on screen, or has one more message: recorded again whole (a small line, no text). */
+  recordPreview(preview: OpenPreview): void {
+    const { id, turnId, channel, chatId, metadata, refs } = preview;
+    // The newest refs only: the last message is the one a restart marks interrupted.
+    const kept: OpenPreview = {
+      id,
+      turnId,
+      channel,
+      chatId,
+      ...(metadata ? { metadata } : {}),
+      refs: refs.slice(-MAX_PREVIEW_REFS),
+    };
+    this.keepPreview(kept);
+    this.append({ t: "preview", ...kept });
+  }
+
+  /** The preview was finished, stopped or closed (or repaired after a crash). */
+  closePreview(id: string): void {
+    if (!this.previews.delete(id)) return;
+    this.append({ t: "previewClosed", id });
+    this.maybeCompact();
+  }
+
   /** A poison message: its chat is told (through the outbox, so the notice survives a crash too), then it is dropped. */
   private giveUp(pending: PendingInbound): void {
     const starts = pending.starts ?? 0;
@@ -284,6 +336,24 @@ export class Journal {
       case "seen":
         this.remember(entry.key);
         return;
+      case "preview": {
+        const { t: _t, ...preview } = entry;
+        this.keepPreview(preview);
+        return;
+      }
+      case "previewClosed":
+        this.previews.delete(entry.id);
+        return;
+    }
+  }
+
+  /** Past the bound the oldest is forgotten: a stale preview left as it is, not a growing file. */
+  private keepPreview(preview: OpenPreview): void {
+    this.previews.delete(preview.id);
+    this.previews.set(preview.id, preview);
+    for (const oldest of this.previews.keys()) {
+      if (this.previews.size <= this.maxPreviews) break;
+      this.previews.delete(oldest);
     }
   }
 
@@ -338,6 +408,7 @@ export class Journal {
       line({ t: "in", id, at: Date.now(), ...(key ? { key } : {}), ...(starts ? { starts } : {}), msg });
     }
     for (const { id, msg } of this.pendingOut.values()) line({ t: "out", id, at: Date.now(), msg });
+    for (const preview of this.previews.values()) line({ t: "preview", ...preview });
     this.closeFile();
     this.io.replace(this.path, lines.length ? `${lines.join("\n")}\n` : "");
     this.appended = 0;
