@@ -18,7 +18,7 @@ beforeEach(async () => {
   harness.configPath = await writeGatewayConfig(
     harness.dir,
     { llmBaseURL: harness.llm.baseURL, telegram: harness.tg },
-    { channels: { telegram: { groupPolicy: "open" } } },
+    { channels: { streaming: true, telegram: { groupPolicy: "open" } } },
   );
 });
 afterEach(() => harness.close());
