@@ -20,6 +20,11 @@ export const TERMINAL_STREAM_INTERVAL_MS = 50;
 const ESC = "\u001b[";
 /** What a terminal shows in one message: everything (LivePreview never splits it). */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+/**
+ * Ends every final part: LivePreview skips a final that equals the text shown, but here the final
+ * must still be drawn when other output came among the streamed rows. Stripped before printing.
+ */
+const FINAL_END = "\u0000";
 
 export interface StreamOutput {
   write(text: string): unknown;
@@ -41,13 +46,15 @@ export function displayWidth(line: string): number {
   let width = 0;
   for (const ch of line) {
     if (ch === "\t") width += 8 - (width % 8);
-    else if (/[\p{Cc}\p{Mn}\p{Me}\u200b-\u200f\ufe00-\ufe0f]/u.test(ch)) continue;
+    else if (ZERO_WIDTH.test(ch)) continue;
     else if (WIDE.test(ch)) width += 2;
     else width += 1;
   }
   return width;
 }
 
+/** Controls, combining marks, zero-width spaces and joiners, variation selectors. */
+const ZERO_WIDTH = /^(?:\p{Cc}|\p{Mn}|\p{Me}|[\u200b-\u200f]|[\ufe00-\ufe0f])$/u;
 const WIDE =
   /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
 
@@ -99,12 +106,11 @@ export class TerminalStream {
         return Promise.resolve("0");
       },
       edit: (_ref, text, formatted) => {
-        if (formatted) this.finish(text);
+        if (formatted) this.finish(text.endsWith(FINAL_END) ? text.slice(0, -FINAL_END.length) : text);
         else this.show(text);
         return Promise.resolve();
       },
-      // Rendered already: a final that looks exactly as the streamed text needs no redraw.
-      finalParts: (content) => [renderMarkdown(content, { color: this.color })],
+      finalParts: (content) => [renderMarkdown(content, { color: this.color }) + FINAL_END],
       stopped: (_ref, text) => {
         this.show(text);
         this.endLine();
@@ -144,6 +150,11 @@ export class TerminalStream {
   private finish(rendered: string): void {
     if (this.done) return;
     this.done = true;
+    if (rendered === this.shown && !this.interrupted) {
+      // The final looks exactly as the streamed text: it is on screen already.
+      this.endLine();
+      return;
+    }
     const rows = this.erasableRows();
     if (rows !== undefined) {
       this.output.write(`${eraseRows(rows)}${rendered}\n`);
