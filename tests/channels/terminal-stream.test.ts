@@ -112,7 +112,7 @@ describe("terminal channel streaming (not a TTY)", () => {
     await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
-    expect(r.printed().slice(before)).toBe(`\nHello **world**\n${SEPARATOR}\nHello world\nyou › `);
+    expect(r.printed().slice(before)).toBe(`\nHello **world**\n${SEPARATOR}\nHello world\n\nyou › `);
   });
 
   it("a text that is not an extension (the think filter reset) starts over on a new line", async () => {
@@ -132,7 +132,7 @@ describe("terminal channel streaming (not a TTY)", () => {
     r.final("Hi there");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
-    expect(r.printed().slice(before)).toBe("\nHi there\nyou › ");
+    expect(r.printed().slice(before)).toBe("\nHi there\n\nyou › ");
   });
 
   it("/stop leaves the printed text with the stopped mark, and the prompt after it", async () => {
@@ -142,11 +142,11 @@ describe("terminal channel streaming (not a TTY)", () => {
     await grow(r, ["Once upon", "Once upon a time"]);
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "stopped" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
-    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\nyou › `);
+    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\n\nyou › `);
     // Nothing more arrives for that turn.
     r.delta("Once upon a time there was");
     await r.manager.flush(1000);
-    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\nyou › `);
+    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\n\nyou › `);
   });
 
   it("a tool-calling turn: streamed progress, its hint on a line of its own, then the streamed answer", async () => {
@@ -162,7 +162,7 @@ describe("terminal channel streaming (not a TTY)", () => {
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
     expect(r.printed().slice(before)).toBe(
-      '\nLet me look.\n  ↳ read_file("notes.md")\n\nIt says hello.\nyou › ',
+      '\nLet me look.\n\n  ↳ read_file("notes.md")\n\nIt says hello.\n\nyou › ',
     );
   });
 
@@ -189,7 +189,7 @@ describe("terminal channel streaming on a TTY", () => {
     r.final("12345678901234\n**ab**");
     await waitFor(() => r.printed().includes("\u001b[J"), undefined, "the erase");
     const shown = r.printed().slice(before);
-    expect(shown).toBe(`\n12345678901234\n**ab**${eraseRows(3)}12345678901234\nab\n`);
+    expect(shown).toBe(`\n12345678901234\n**ab**${eraseRows(3)}12345678901234\nab\n\n`);
   });
 
   it("output printed among the streamed rows: the final goes below a separator instead", async () => {
@@ -206,6 +206,6 @@ describe("terminal channel streaming on a TTY", () => {
     await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
     const shown = r.printed().slice(before);
     expect(shown).not.toContain("\u001b[J");
-    expect(shown).toMatch(/^\nChecking\n\nTime to stretch!\n\n your list\n─{8}\nChecking your list\n$/);
+    expect(shown).toMatch(/^\nChecking\n\nTime to stretch!\n\n your list\n─{8}\nChecking your list\n\n$/);
   });
 });

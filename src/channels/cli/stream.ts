@@ -113,8 +113,7 @@ export class TerminalStream {
       finalParts: (content) => [renderMarkdown(content, { color: this.color }) + FINAL_END],
       stopped: (_ref, text) => {
         this.show(text);
-        this.endLine();
-        this.done = true;
+        this.end();
         return Promise.resolve();
       },
     };
@@ -130,9 +129,11 @@ export class TerminalStream {
     this.interrupted = true;
   }
 
-  /** The turn is over: a line left open (the final looked as the stream) is ended. */
+  /** The reply is over: its line is ended and a blank line follows, as after a final printed whole. */
   end(): void {
+    if (this.done || !this.started) return;
     this.endLine();
+    this.output.write("\n");
     this.done = true;
   }
 
@@ -149,19 +150,19 @@ export class TerminalStream {
 
   private finish(rendered: string): void {
     if (this.done) return;
-    this.done = true;
     if (rendered === this.shown && !this.interrupted) {
       // The final looks exactly as the streamed text: it is on screen already.
-      this.endLine();
+      this.end();
       return;
     }
+    this.done = true;
     const rows = this.erasableRows();
     if (rows !== undefined) {
-      this.output.write(`${eraseRows(rows)}${rendered}\n`);
+      this.output.write(`${eraseRows(rows)}${rendered}\n\n`);
       return;
     }
     this.endLine();
-    this.output.write(`${dim("─".repeat(8), this.color)}\n${rendered}\n`);
+    this.output.write(`${dim("─".repeat(8), this.color)}\n${rendered}\n\n`);
   }
 
   /** The rows to erase for the final, or undefined when erasing would not be exact. */
