@@ -192,6 +192,19 @@ describe("terminal channel streaming on a TTY", () => {
     expect(shown).toBe(`\n12345678901234\n**ab**${eraseRows(3)}12345678901234\nab\n\n`);
   });
 
+  it("a key typed while the reply streams: its echo is among the rows, so the final goes below", async () => {
+    const r = await rig({ tty: { columns: 80, rows: 24 } });
+    await ask(r, "story");
+    const before = r.printed().length;
+    await grow(r, ["Once"]);
+    r.input.write("x");
+    r.delta("Once upon a time");
+    await waitFor(() => r.printed().endsWith(" upon a time"), undefined, "the rest of the stream");
+    r.final("Once upon a time");
+    await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
+    expect(r.printed().slice(before)).not.toContain("\u001b[J");
+  });
+
   it("output printed among the streamed rows: the final goes below a separator instead", async () => {
     const r = await rig({ tty: { columns: 80, rows: 24 } });
     await ask(r, "reminders?");

@@ -78,6 +78,8 @@ export class TerminalChannel implements Channel {
     });
     this.rl = rl;
     rl.on("line", (line) => this.onLine(line));
+    // Typing while a reply streams echoes among its rows: they can no longer be counted and erased.
+    if (this.opts.output.isTTY) this.opts.input.on("keypress", () => this.stream?.interrupt());
     rl.on("SIGINT", () => {
       if (this.busy) {
         this.print(dim("(stopping…)", this.opts.color));
