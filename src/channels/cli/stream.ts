@@ -15,7 +15,7 @@ import type { PreviewSurface } from "../types.js";
 import { dim, renderMarkdown } from "./format.js";
 
 /** A local terminal has no rate limit: small steps look like typing. */
-export const TERMINAL_STREAM_INTERVAL_MS = 50;
+const TERMINAL_STREAM_INTERVAL_MS = 50;
 
 const ESC = "\u001b[";
 /** What a terminal shows in one message: everything (LivePreview never splits it). */
