@@ -4,6 +4,8 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
+import type { FakeReply } from "../tests/fakes/openai-server.js";
+
 export { startHarness } from "../tests/helpers/agent-harness.js";
 
 export function percentile(values: number[], p: number): number {
@@ -13,13 +15,16 @@ export function percentile(values: number[], p: number): number {
 
 /**
  * The fake LLM (bench/fake-llm-server.ts) in its own process, answering "hi"
- * after `latencyMs`: a real LLM is not on the event loop being measured.
+ * after `latencyMs` (or `reply`, merged over that): a real LLM is not on the
+ * event loop being measured.
  */
 export async function startFakeLlmProcess(
   latencyMs: number,
+  reply?: FakeReply,
 ): Promise<{ baseURL: string; pid: number; close(): Promise<void> }> {
   const script = fileURLToPath(new URL("./fake-llm-server.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script, String(latencyMs)], {
+  const args = [script, String(latencyMs), ...(reply ? [JSON.stringify(reply)] : [])];
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const [line] = (await once(createInterface({ input: child.stdout }), "line")) as [string];

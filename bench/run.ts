@@ -5,6 +5,7 @@ import { benchJournal } from "./journal.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
 import { benchStartup } from "./startup.js";
+import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
 import type { BenchResult } from "./types.js";
 
@@ -16,6 +17,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchHtml,
   benchStartup,
   benchThroughput,
+  benchStreaming,
 ];
 
 let failed = 0;

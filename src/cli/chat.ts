@@ -77,6 +77,7 @@ export function registerChatCommand(program: Command): void {
           agent.questions,
           opts,
           join(stateDir(loaded.path), "history", "cli"),
+          loaded.config.channels.streaming,
           async () => {
             if (loaded.config.cron.enabled) await agent.cron.start();
           },
@@ -132,6 +133,8 @@ async function sendOnce(
     process.stdout.write(`${render ? renderMarkdown(content, { color: true }) : content}\n`);
   bus.onOutbound((msg: OutboundMessage) => {
     if (msg.channel !== TERMINAL_CHANNEL || msg.chatId !== opts.session) return;
+    // A reply as it is written: one message prints its final alone (a script reads it whole).
+    if (msg.kind === "delta") return;
     if ((msg.kind ?? "final") !== "final") {
       process.stderr.write(`${dim(msg.content, process.stderr.isTTY)}\n`);
     } else if (msg.turnId !== undefined && pending.has(msg.turnId)) {
@@ -172,6 +175,8 @@ async function interactive(
   questions: QuestionDesk,
   opts: ChatOptions,
   historyFile: string,
+  /** channels.streaming: replies printed as they are written, then their rendered final. */
+  streaming: boolean,
   /** Starts what needs the terminal running first: reminders due now print in it. */
   whenRunning: () => Promise<void>,
 ): Promise<void> {
@@ -195,6 +200,8 @@ async function interactive(
     bus,
     sendProgress: interactive,
     sendToolHints: interactive,
+    // Only for a person at the terminal: a script reading piped output gets the final replies alone.
+    streaming: streaming && interactive,
     questions,
   });
   manager.add(terminal, { allowFrom: ["*"] });

@@ -13,16 +13,20 @@
  * A question (an approval, ask_human) prints its text and how to answer ("[y] Approve  [n] Deny");
  * the line typed next goes in as a normal message, which the agent takes as the answer (it starts
  * no turn), and the prompt's closing edit is printed as a line of its own.
+ *
+ * With channels.streaming a reply is printed as the model writes it and then replaced by its
+ * rendered final (stream.ts); whatever else is printed meanwhile ends the streamed line first.
  */
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
 import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
-import type { Channel, InboundSink } from "../types.js";
+import type { Channel, InboundSink, PreviewSurface, PreviewTarget } from "../types.js";
 import type { OutboundMessage, Question, TurnEvent } from "../../bus/types.js";
 import { parseCommand } from "../../bus/commands.js";
 import { aroundTerminalLogs } from "../../log.js";
 import { dim, renderMarkdown } from "./format.js";
+import { TerminalStream, type StreamOutput } from "./stream.js";
 
 export const TERMINAL_CHANNEL = "cli";
 /** The sender id of whatever is typed at the terminal. */
@@ -32,7 +36,8 @@ const HISTORY_LINES = 1000;
 export interface TerminalChannelOptions {
   chatId: string;
   input: NodeJS.ReadableStream;
-  output: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Its `columns` and `rows` (a TTY's) let a streamed reply be erased and replaced by its final. */
+  output: NodeJS.WritableStream & StreamOutput;
   color: boolean;
   /** A person types here: prompts are shown (default true; false for piped input). */
   interactive?: boolean;
@@ -55,6 +60,8 @@ export class TerminalChannel implements Channel {
   /** The input ended or the user asked to leave; onExit once the lines sent are answered. */
   private leaving = false;
   private exited = false;
+  /** The reply being streamed here (channels.streaming), if any: other output goes around it. */
+  private stream: TerminalStream | null = null;
 
   constructor(private readonly opts: TerminalChannelOptions) {}
 
@@ -71,6 +78,8 @@ export class TerminalChannel implements Channel {
     });
     this.rl = rl;
     rl.on("line", (line) => this.onLine(line));
+    // Typing while a reply streams echoes among its rows: they can no longer be counted and erased.
+    if (this.opts.output.isTTY) this.opts.input.on("keypress", () => this.stream?.interrupt());
     rl.on("SIGINT", () => {
       if (this.busy) {
         this.print(dim("(stopping…)", this.opts.color));
@@ -124,7 +133,7 @@ export class TerminalChannel implements Channel {
         if (!this.busy) this.rl?.prompt();
         break;
       case "delta":
-        // A reply streamed so far: the terminal prints replies whole, when final.
+        // Streamed replies reach previewSurface (the channel manager's live preview), not send.
         break;
       case "final":
         if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
@@ -145,8 +154,33 @@ export class TerminalChannel implements Channel {
       return;
     }
     this.running.delete(event.turnId);
+    const stream = this.stream;
+    if (stream && !stream.finished) {
+      // The final replacing the stream is queued before this event but printed a few promise steps
+      // later (the manager's send queue): the prompt comes back after it, not above it.
+      setImmediate(() => {
+        stream.end();
+        this.turnOver();
+      });
+      return;
+    }
+    this.turnOver();
+  }
+
+  private turnOver(): void {
     if (!this.busy) this.rl?.prompt();
     this.exitWhenAnswered();
+  }
+
+  /**
+   * A streamed reply is printed as it grows, then replaced by its rendered final (stream.ts). Only
+   * with a person at the terminal: piped input gets the final replies alone.
+   */
+  previewSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (target.chatId !== this.opts.chatId || !(this.opts.interactive ?? true)) return undefined;
+    this.stream?.end();
+    this.stream = new TerminalStream(this.opts.output, this.opts.color);
+    return this.stream.surface();
   }
 
   /**
@@ -155,6 +189,7 @@ export class TerminalChannel implements Channel {
    */
   private besidePrompt(write: () => void): void {
     const rl = this.rl;
+    this.stream?.interrupt();
     if (!rl || (this.busy && this.asking.size === 0)) return write();
     clearLine(this.opts.output, 0);
     cursorTo(this.opts.output, 0);
@@ -205,6 +240,7 @@ export class TerminalChannel implements Channel {
   }
 
   private print(text: string): void {
+    this.stream?.interrupt();
     this.opts.output.write(`${text}\n`);
   }
 }

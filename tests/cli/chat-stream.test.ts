@@ -1,0 +1,112 @@
+/**
+ * Streamed replies in `palaver chat` (channels.streaming, on by default), against the SSE fake LLM:
+ * on a real terminal (a pseudo-terminal from util-linux `script`, 40 columns) the reply is printed
+ * as it arrives, then its rows are erased and the rendered final is drawn in their place, and the
+ * prompt comes back below it; `chat -m` prints the final alone, nothing of the stream.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
+import { FakeOpenAI } from "../fakes/openai-server.js";
+import { CHILD_TIMEOUT_MS, MAIN, TSX, runCli } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
+
+const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
+if (!HAVE_SCRIPT)
+  console.warn("skipping the pseudo-terminal streaming test: util-linux `script` is not installed");
+
+// Two rows on a 40-column terminal, or three.
+const ANSWER = "Hello **there**, this is a streamed answer that wraps twice on a narrow terminal.";
+const RENDERED = "Hello there, this is a streamed answer that wraps twice on a narrow terminal."; // NO_COLOR
+const ESC = "\u001b[";
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+let dir: string;
+let fake: FakeOpenAI;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-chat-stream-"));
+  fake = await FakeOpenAI.start();
+});
+afterEach(async () => {
+  await fake.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function writeConfig(): Promise<string> {
+  const configPath = join(dir, "config.json");
+  await writeFile(
+    configPath,
+    JSON.stringify({
+      agents: { defaults: { workspace: join(dir, "ws"), model: "fake-model", provider: "custom" } },
+      providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
+    }),
+  );
+  return configPath;
+}
+
+describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
+  it("prints the reply as it arrives, then erases it and draws the rendered final", async () => {
+    const configPath = await writeConfig();
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const chat = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
+      .map(quote)
+      .join(" ");
+    // A pseudo-terminal without a window has no size: give it one, so rows can be counted.
+    const child = spawn("script", ["-qec", `stty cols 40 rows 24; exec ${chat}`, "/dev/null"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+    });
+    let screen = "";
+    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      fake.enqueue({ content: ANSWER, pieceChars: 4, pieceDelayMs: 30 });
+      const asked = screen.length;
+      child.stdin.write("hi\r");
+      await waitFor(() => screen.includes(RENDERED, asked), CHILD_TIMEOUT_MS, "the rendered final");
+      await waitFor(
+        () => screen.includes("you › ", screen.indexOf(RENDERED, asked)),
+        CHILD_TIMEOUT_MS,
+        "the prompt again",
+      );
+      const reply = screen.slice(asked);
+      // The raw text was on screen first, as far as it had come (the last pieces may have been
+      // coalesced into the final): nothing but the text between its start and the erase.
+      const raw = reply.indexOf("Hello **th");
+      const erase = reply.indexOf(`\r${ESC}`, raw);
+      expect(raw).toBeGreaterThanOrEqual(0);
+      const streamed = reply.slice(raw, erase);
+      expect(ANSWER.startsWith(streamed)).toBe(true);
+      expect(rowsOf(streamed, 40)).toBeGreaterThan(1);
+      // Then all of its rows were erased and the rendered final drawn from the first one.
+      expect(reply.slice(erase)).toMatch(
+        new RegExp(`^${escape(eraseRows(rowsOf(streamed, 40)))}${escape(RENDERED)}\r\n\r\n`),
+      );
+
+      child.stdin.write("exit\r");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
+
+describe("palaver chat -m with streaming on", () => {
+  it("prints the final reply alone: nothing of the stream on stdout or stderr", async () => {
+    const configPath = await writeConfig();
+    fake.enqueue({ content: ANSWER, pieceChars: 4, pieceDelayMs: 5 });
+    const result = await runCli(["chat", "-m", "hi", "--config", configPath], {
+      cwd: dir,
+      env: { HOME: dir },
+    });
+    expect(result.code).toBe(0);
+    expect(fake.requests[0]!.body.stream).toBe(true);
+    expect(result.stdout).toBe(`${ANSWER}\n`);
+    expect(result.stderr).not.toContain("Hello");
+  });
+});
