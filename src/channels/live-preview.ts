@@ -105,8 +105,9 @@ export class LivePreview {
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
       if (i < this.refs.length) {
-        // The same text needs no call, formatted or not: the platform shows them alike.
-        if (this.shown[i] === part) continue;
+        // A preview text already shown needs no call. A final part always gets its call, even when it
+        // reads the same: a preview may vanish on its own (a Telegram draft) unless the final is sent.
+        if (this.shown[i] === part && !formatted) continue;
         this.lastCallAt = Date.now();
         await this.surface.edit(this.refs[i]!, part, formatted);
       } else {

@@ -121,6 +121,17 @@ describe("LivePreview", () => {
     expect(other.texts).toEqual(["draft"]);
   });
 
+  it("a final that reads exactly like the preview still gets its call (a draft vanishes otherwise)", async () => {
+    const chat = new ChatSurface();
+    chat.finalParts = (content: string) => [content];
+    const preview = new LivePreview(chat, { intervalMs: 0 });
+    preview.update("plain answer");
+    await waitFor(() => chat.messages.length === 1, undefined, "posted");
+    expect(await preview.finish("plain answer")).toBe(true);
+    expect(chat.calls).toEqual(["post plain answer", "edit 0 plain answer"]);
+    expect(chat.messages).toEqual([{ text: "plain answer", formatted: true }]);
+  });
+
   it("nothing shown yet: finish leaves the sending to the caller", async () => {
     const chat = new ChatSurface();
     const preview = new LivePreview(chat, { intervalMs: 60_000 });

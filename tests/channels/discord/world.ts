@@ -68,6 +68,8 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
     },
     providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
     channels: {
+      // Finals as posts, as these tests count them; streaming has its own tests.
+      streaming: false,
       ...opts.channels,
       discord: {
         enabled: true,

@@ -35,6 +35,8 @@ beforeEach(async () => {
     providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
     channels: {
       sendProgress: false,
+      // Finals as posts, as these tests count them; streaming has its own tests.
+      streaming: false,
       slack: {
         enabled: true,
         botToken: slack.botToken,
