@@ -65,29 +65,36 @@ export function createPreviewApi(opts: BotOptions): Api {
 function guard(opts: BotOptions): Transformer {
   const { tuning, log } = opts;
   return async (prev, method, payload, grammySignal) => {
-    const signal = grammySignal ? nativeSignal(grammySignal) : undefined;
-    if (method === "getUpdates") {
-      const pollSeconds = (payload as { timeout?: number }).timeout ?? 0;
-      const deadline = deadlineSignal(pollSeconds * 1000 + tuning.pollGraceMs, signal);
-      try {
-        return await prev(method, payload, gs(deadline.signal));
-      } finally {
-        deadline.dispose();
-        opts.onPoll();
+    const follower = grammySignal ? nativeSignal(grammySignal) : undefined;
+    const signal = follower?.signal;
+    try {
+      if (method === "getUpdates") {
+        const pollSeconds = (payload as { timeout?: number }).timeout ?? 0;
+        const deadline = deadlineSignal(pollSeconds * 1000 + tuning.pollGraceMs, signal);
+        try {
+          return await prev(method, payload, gs(deadline.signal));
+        } finally {
+          deadline.dispose();
+          opts.onPoll();
+        }
       }
-    }
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await prev(method, payload, grammySignal);
-      } catch (err) {
-        if (!(err instanceof HttpError) || signal?.aborted || attempt >= tuning.networkRetries) throw err;
-        const waitMs = backoffDelay(attempt, tuning.retryBaseMs / 2, 30_000);
-        log.debug(
-          { method, waitMs, err: errorMessage(err) },
-          "Telegram call failed on the network; retrying",
-        );
-        await sleep(waitMs, signal);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await prev(method, payload, grammySignal);
+        } catch (err) {
+          if (!(err instanceof HttpError) || signal?.aborted || attempt >= tuning.networkRetries) throw err;
+          const waitMs = backoffDelay(attempt, tuning.retryBaseMs / 2, 30_000);
+          log.debug(
+            { method, waitMs, err: errorMessage(err) },
+            "Telegram call failed on the network; retrying",
+          );
+          await sleep(waitMs, signal);
+        }
       }
+    } finally {
+      // The caller's signal often lives as long as the channel (typing, previews): a listener left
+      // on it per call would pile up for as long as palaver runs.
+      follower?.dispose();
     }
   };
 }
@@ -100,13 +107,16 @@ function guard(opts: BotOptions): Transformer {
 interface AnySignal {
   readonly aborted: boolean;
   addEventListener(type: "abort", listener: () => void, options?: { once: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
 }
 
-function nativeSignal(signal: AnySignal): AbortSignal {
+/** A native signal that follows `signal` until `dispose` takes its listener off again. */
+function nativeSignal(signal: AnySignal): { signal: AbortSignal; dispose(): void } {
   const controller = new AbortController();
+  const abort = () => controller.abort();
   if (signal.aborted) controller.abort();
-  else signal.addEventListener("abort", () => controller.abort(), { once: true });
-  return controller.signal;
+  else signal.addEventListener("abort", abort, { once: true });
+  return { signal: controller.signal, dispose: () => signal.removeEventListener("abort", abort) };
 }
 
 /** grammy's methods are typed with the polyfill's AbortSignal; a native one works the same at run time. */
