@@ -4,7 +4,11 @@
  * short note; the answer itself comes again with the replayed message (or from the outbox). The
  * journal keeps where the preview is, never its text, so the note replaces the text shown.
  */
-import type { PreviewSurface } from "./types.js";
+import type { Journal, OpenPreview } from "../daemon/journal.js";
+import type { Logger } from "../log.js";
+import { failureFields } from "./delivery.js";
+import { HeldReplies } from "./held-replies.js";
+import type { Channel, PreviewSurface } from "./types.js";
 
 /** What an interrupted preview says from then on. */
 export const INTERRUPTED_NOTE = "⚠️ This answer was interrupted (palaver restarted); it is sent again below.";
@@ -23,5 +27,69 @@ export async function interruptPreview(surface: PreviewSurface, refs: readonly s
   await surface.edit(last, INTERRUPTED_NOTE, false);
   for (const ref of refs.slice(0, -1)) {
     if (!VANISHING_REF.test(ref)) await surface.edit(ref, "…", false);
+  }
+}
+
+export interface InterruptedPreviewsDeps {
+  journal?: Journal;
+  log: Logger;
+  /** Runs `work` in the chat's send order (the manager's per-chat queue). */
+  inChatOrder(chatKey: string, work: () => Promise<void>): void;
+}
+
+/**
+ * The previews an earlier run left on screen, each marked once in its chat's order and closed in
+ * the journal whatever happens (never retried forever). Those of a channel that is not running yet
+ * wait until it runs, bounded like held replies; those of a channel that is not enabled are
+ * forgotten: nothing could edit them.
+ */
+export class InterruptedPreviews {
+  private readonly waiting = new HeldReplies<OpenPreview>();
+
+  constructor(private readonly deps: InterruptedPreviewsDeps) {}
+
+  /** `channelOf(name)`: the channel when it runs, "later" when it is enabled but not running yet. */
+  mark(open: readonly OpenPreview[], channelOf: (name: string) => Channel | "later" | undefined): void {
+    for (const preview of open) {
+      const channel = channelOf(preview.channel);
+      if (channel === "later") {
+        const pushedOut = this.waiting.hold(preview.channel, preview);
+        if (pushedOut) this.deps.journal?.closePreview(pushedOut.id);
+      } else if (channel) {
+        this.repair(channel, preview);
+      } else {
+        this.deps.log.info(
+          { channel: preview.channel, chatId: preview.chatId },
+          "a preview interrupted by a restart is left as it is: its channel is not enabled",
+        );
+        this.deps.journal?.closePreview(preview.id);
+      }
+    }
+  }
+
+  /** `channel` runs now: the previews waiting for it are marked. */
+  started(channel: Channel): void {
+    for (const preview of this.waiting.take(channel.name)) this.repair(channel, preview);
+  }
+
+  private repair(channel: Channel, preview: OpenPreview): void {
+    this.deps.inChatOrder(`${preview.channel}:${preview.chatId}`, async () => {
+      const target = {
+        chatId: preview.chatId,
+        turnId: preview.turnId,
+        ...(preview.metadata ? { metadata: preview.metadata } : {}),
+      };
+      try {
+        const surface = channel.previewSurface?.(target);
+        if (surface) await interruptPreview(surface, preview.refs);
+      } catch (err) {
+        // Deleted, too old to edit, or the platform refuses: the note was a courtesy.
+        this.deps.log.debug(
+          { err, channel: preview.channel, chatId: preview.chatId, ...failureFields(err) },
+          "could not mark an interrupted preview",
+        );
+      }
+      this.deps.journal?.closePreview(preview.id);
+    });
   }
 }

@@ -19,7 +19,7 @@ import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./acce
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
 import { LivePreview } from "./live-preview.js";
-import { interruptPreview } from "./interrupted-previews.js";
+import { InterruptedPreviews } from "./interrupted-previews.js";
 import { TurnPreviews } from "./turn-previews.js";
 import type {
   Channel,
@@ -105,8 +105,8 @@ export class ChannelManager {
   /** Final replies for channels that are not running, until they run. */
   private readonly held: HeldReplies<Pending>;
   private readonly previews = new TurnPreviews();
-  /** Previews a crash left open, for channels that were not running yet when the gateway started. */
-  private readonly stalePreviews = new Map<string, OpenPreview[]>();
+  /** Previews a crash left open, marked interrupted once their channel runs. */
+  private readonly interrupted: InterruptedPreviews;
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -115,6 +115,11 @@ export class ChannelManager {
     this.log = opts.log ?? logger("channels");
     this.notices = opts.notices ?? new NoticeLimiter();
     this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);
+    this.interrupted = new InterruptedPreviews({
+      ...(opts.journal ? { journal: opts.journal } : {}),
+      log: this.log,
+      inChatOrder: (chatKey, work) => this.sends.push(chatKey, work),
+    });
   }
 
   add(channel: Channel, options: ChannelOptions): void {
@@ -238,7 +243,7 @@ export class ChannelManager {
         entry.lastError = undefined;
         this.log.info({ channel: name }, "channel started");
         this.releaseHeld(name);
-        this.releaseStalePreviews(name);
+        this.interrupted.started(entry.channel);
         firstAttemptSettled();
         return;
       } catch (err) {
@@ -357,56 +362,14 @@ export class ChannelManager {
   }
 
   /**
-   * Marks the previews an earlier run left on screen (a crash mid-stream) as interrupted, each once,
-   * in its chat's order; its answer comes again with the replayed message. Those of a channel that
-   * is not running yet wait until it runs (as many as the journal keeps); those of a channel that is
-   * not enabled are forgotten: nothing could edit them.
+   * Marks the previews an earlier run left on screen (a crash mid-stream) as interrupted, each once;
+   * their answers come again with the replayed messages (channels/interrupted-previews.ts).
    */
   interruptPreviews(open: readonly OpenPreview[]): void {
-    for (const preview of open) {
-      const entry = this.entries.get(preview.channel);
-      if (entry?.state === "running") {
-        this.repairPreview(entry, preview);
-      } else if (entry) {
-        const waiting = this.stalePreviews.get(preview.channel) ?? [];
-        waiting.push(preview);
-        this.stalePreviews.set(preview.channel, waiting);
-      } else {
-        this.log.info(
-          { channel: preview.channel, chatId: preview.chatId },
-          "a preview interrupted by a restart is left as it is: its channel is not enabled",
-        );
-        this.opts.journal?.closePreview(preview.id);
-      }
-    }
-  }
-
-  private releaseStalePreviews(name: string): void {
-    const waiting = this.stalePreviews.get(name);
-    this.stalePreviews.delete(name);
-    const entry = this.entries.get(name);
-    if (entry) for (const preview of waiting ?? []) this.repairPreview(entry, preview);
-  }
-
-  /** One try, behind the chat's queued sends; closed in the journal whatever happens (never retried forever). */
-  private repairPreview(entry: Entry, preview: OpenPreview): void {
-    this.sends.push(`${preview.channel}:${preview.chatId}`, async () => {
-      const target = {
-        chatId: preview.chatId,
-        turnId: preview.turnId,
-        ...(preview.metadata ? { metadata: preview.metadata } : {}),
-      };
-      try {
-        const surface = entry.channel.previewSurface?.(target);
-        if (surface) await interruptPreview(surface, preview.refs);
-      } catch (err) {
-        // Deleted, too old to edit, or the platform refuses: the note was a courtesy.
-        this.log.debug(
-          { err, channel: preview.channel, chatId: preview.chatId, ...failureFields(err) },
-          "could not mark an interrupted preview",
-        );
-      }
-      this.opts.journal?.closePreview(preview.id);
+    this.interrupted.mark(open, (name) => {
+      const entry = this.entries.get(name);
+      if (!entry) return undefined;
+      return entry.state === "running" ? entry.channel : "later";
     });
   }
 
