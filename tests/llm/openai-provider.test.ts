@@ -11,6 +11,7 @@ import { refusedParam, withoutRefused } from "../../src/llm/param-quirks.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
+import { llmFailure as failure } from "../helpers/llm-failure.js";
 import { FakeOpenAI, OPENAI_REASONING_REFUSALS, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
@@ -46,15 +47,6 @@ const hello: ChatMessage[] = [
   { role: "system", content: "be brief" },
   { role: "user", content: "hello", timestamp: "2024-01-01T00:00:00Z" },
 ];
-
-async function failure(p: Promise<unknown>): Promise<LlmError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(LlmError);
-  return err as LlmError;
-}
 
 describe("OpenAIProvider against the fake server", () => {
   it("returns a plain reply and sends the request we expect", async () => {

@@ -5,7 +5,7 @@ import { OpenAIProvider } from "../../src/llm/openai-provider.js";
 import { ResilientProvider } from "../../src/llm/resilient.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
-import { LlmError } from "../../src/util/errors.js";
+import { llmFailure as failure } from "../helpers/llm-failure.js";
 import { FakeOpenAI, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
@@ -34,15 +34,6 @@ function provider(): OpenAIProvider {
 }
 
 const hello: ChatMessage[] = [{ role: "user", content: "hello" }];
-
-async function failure(p: Promise<unknown>): Promise<LlmError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(LlmError);
-  return err as LlmError;
-}
 
 describe("streamed answers", () => {
   it("shows the text as it grows, asks for usage, and returns the same answer as a plain call", async () => {

@@ -224,7 +224,7 @@ describe("Discord streamed replies", () => {
 
 describe("editedMessageId", () => {
   it("names the message of an edit, and nothing for other calls", () => {
-    const api = "https://discord.com/api/v10";
+    const api = "http://127.0.0.1:1/api/v10"; // never fetched: only its path is read
     expect(editedMessageId({ method: "PATCH", url: `${api}/channels/1/messages/22` })).toBe("22");
     expect(editedMessageId({ method: "patch", url: `${api}/channels/1/messages/22?x=1` })).toBe("22");
     expect(editedMessageId({ method: "POST", url: `${api}/channels/1/messages` })).toBeUndefined();
