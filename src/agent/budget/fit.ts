@@ -23,7 +23,7 @@ export const KEEP_TOOL_RESULTS = 6;
 /** Tool results are cleared this many at a time (by ordinal from the start of the prompt). */
 export const STUB_CHUNK = 4;
 /** User turns are dropped this many at a time (by ordinal from the start of the history). */
-export const DROP_CHUNK = 4;
+export const DROP_CHUNK = 8;
 
 export interface FitInput {
   messages: readonly ChatMessage[];
