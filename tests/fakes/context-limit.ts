@@ -80,16 +80,18 @@ export class ContextLimit {
           },
         };
       case "vllm":
+        // vLLM's current shape (the error nested like OpenAI's; the old top-level one reaches the SDK as "no body").
         return {
           status: 400,
           body: {
-            object: "error",
-            message:
-              `This model's maximum context length is ${max} tokens. However, you requested ${tokens} ` +
-              `tokens in the messages, Please reduce the length of the messages.`,
-            type: "BadRequestError",
-            param: null,
-            code: 400,
+            error: {
+              message:
+                `This model's maximum context length is ${max} tokens. However, your request has ${tokens} ` +
+                `input tokens. Please reduce the length of the input messages.`,
+              type: "BadRequestError",
+              param: null,
+              code: 400,
+            },
           },
         };
       case "ollama":

@@ -176,8 +176,8 @@ export class FakeOpenAI {
   private readonly refusals: ParamRefusal[] = [];
   private handler: FakeHandler | undefined;
   private contextLimit: ContextLimit | undefined;
-  /** Requests refused as over the context limit. */
-  overflows = 0;
+  /** Indexes (in `requests`) of the requests refused as over the context limit. */
+  readonly overflows: number[] = [];
   private readonly sockets = new Set<Socket>();
   /** Aborted on close() so pending delays end at once. */
   private readonly closing = new AbortController();
@@ -304,7 +304,7 @@ export class FakeOpenAI {
     }
     const promptTokens = this.contextLimit?.count(body);
     if (this.contextLimit && promptTokens !== undefined && promptTokens > this.contextLimit.maxTokens) {
-      this.overflows++;
+      this.overflows.push(index);
       const refusal = this.contextLimit.refusal(promptTokens);
       sendJson(res, refusal.status, refusal.body);
       return;
