@@ -66,7 +66,7 @@ export interface TurnResult {
 }
 
 export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
-  const { provider, tools, ctx } = opts;
+  const { tools, ctx } = opts;
   const prompt = [...opts.messages];
   const produced: ChatMessage[] = [];
   const toolsUsed: string[] = [];

@@ -59,7 +59,7 @@ export function stubArguments(msg: ChatMessage, ids: ReadonlySet<string>): ChatM
         : c,
     ),
   };
-  if (!byIds) argumentStubs.set(msg, (byIds = new Map()));
+  if (!byIds) argumentStubs.set(msg, (byIds = new Map<string, ChatMessage>()));
   byIds.set(key, stub);
   return stub;
 }
