@@ -154,5 +154,5 @@ describe("context budget, end to end", () => {
     expect(h.fake!.overflows).toEqual([0, 1]);
     // The failed turn saved nothing.
     expect((await h.sessions.get("test:c1")).messages).toEqual([]);
-  }, 30_000);
+  }, 60_000);
 });

@@ -56,7 +56,7 @@ it("a subagent reading twelve big files stays inside its budget and finishes", a
   cleanup.push(() => manager.shutdown(2000));
 
   manager.spawn({ task: "Read part-0.txt to part-11.txt", origin: { channel: "cli", chatId: "1" } });
-  await waitFor(() => inbound.length === 1, { timeoutMs: 20_000 });
+  await waitFor(() => inbound.length === 1, undefined, "the subagent's report");
   expect(inbound[0]!.content).toContain("read 12 parts");
   expect(fake.overflows).toEqual([]);
   const last = fake.lastRequest!.body.messages;
@@ -66,4 +66,4 @@ it("a subagent reading twelve big files stays inside its budget and finishes", a
     /^\[content cleared to save context: read_file\("part-0.txt"\) returned 4000 characters/,
   );
   expect(results.slice(-6).every((r) => r.length === 4000)).toBe(true);
-}, 30_000);
+}, 60_000);
