@@ -1,11 +1,13 @@
 /** The context budget's smaller parts: windows, the overflow shapes, consolidation by tokens. */
 import { describe, expect, it } from "vitest";
+import { ContextBudget } from "../../src/agent/budget/budget.js";
 import { budgetSettings, contextWindowOf } from "../../src/agent/budget/windows.js";
 import { TokenCounter } from "../../src/agent/budget/tokens.js";
 import { tokenConsolidationRange } from "../../src/agent/consolidation.js";
 import { defaultConfig } from "../../src/config/schema.js";
 import { isContextOverflow } from "../../src/llm/openai-provider.js";
 import type { ChatMessage } from "../../src/llm/types.js";
+import { captureLog } from "../helpers/log.js";
 import { toolTurn } from "./budget-helpers.js";
 
 const defaults = defaultConfig().agents.defaults;
@@ -105,5 +107,39 @@ describe("tokenConsolidationRange", () => {
     const range = tokenConsolidationRange(messages, 0, { count, threshold: 2500 })!;
     const taken = messages.slice(range.start, range.end).reduce((n, m) => n + count(m), 0);
     expect(taken).toBeLessThanOrEqual(2500 + 1100);
+  });
+});
+
+describe("ContextBudget", () => {
+  it("logs when it left something out, and when the provider reported an overflow", async () => {
+    const { log, lines } = captureLog();
+    const budget = new ContextBudget(
+      { model: "unknown-model", windowTokens: 20_000, budgetTokens: 9000, consolidationTokens: 10_000 },
+      log,
+    );
+    const small = [{ role: "user" as const, content: "hi" }];
+    await budget.fit(small, undefined, 0);
+    expect(lines).toEqual([]);
+
+    const messages: ChatMessage[] = [
+      { role: "system", content: "sys" },
+      ...Array.from({ length: 12 }, (_, i) => toolTurn(i, 4000)).flat(),
+      { role: "user", content: "now" },
+    ];
+    const result = await budget.fit(messages, undefined, messages.length - 1);
+    expect(result.fits).toBe(true);
+    expect(lines.at(-1)).toMatchObject({
+      msg: "context budget: left out older parts of the prompt",
+      budget: 9000,
+      stubbed: result.stubbed,
+    });
+    const half = await budget.fit(messages, undefined, messages.length - 1, 0.5);
+    expect(half.tokens).toBeLessThanOrEqual(4500);
+
+    budget.overflowed(result.tokens, "retrying once with half the budget");
+    expect(lines.at(-1)).toMatchObject({
+      msg: "context overflow reported by the provider; retrying once with half the budget",
+      window: 20_000,
+    });
   });
 });
