@@ -115,7 +115,7 @@ describe("context budget, end to end", () => {
       expect(commonPrefix(a, b), `prompts ${i - 1} and ${i}`).toBeGreaterThanOrEqual(3);
       shares.push(commonPrefix(a, b) / a.length);
     }
-    expect(shares.length).toBeGreaterThan(200);
+    expect(shares.length).toBeGreaterThanOrEqual(200); // at least the two calls of every turn
     // Mostly the whole previous prompt: only stubbing just before a consolidation moves it.
     expect(shares.reduce((x, y) => x + y, 0) / shares.length).toBeGreaterThan(0.6);
 
