@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ContextBudget } from "../../src/agent/budget/budget.js";
 import { fitMessages, KEEP_TOOL_RESULTS } from "../../src/agent/budget/fit.js";
 import { estimateTokens, TokenCounter } from "../../src/agent/budget/tokens.js";
 import type { ChatMessage } from "../../src/llm/types.js";
@@ -138,5 +139,23 @@ describe("TokenCounter", () => {
     const other = new TokenCounter("llama3.2");
     await other.load();
     expect(other.text(sample)).toBe(1000);
+  });
+
+  it("loads the tokenizer only for a prompt that comes near the budget", async () => {
+    const settings = {
+      model: "gpt-4o",
+      windowTokens: 10_000,
+      budgetTokens: 6_000,
+      consolidationTokens: 5_000,
+    };
+    const budget = new ContextBudget(settings);
+    const short: ChatMessage[] = [{ role: "user", content: text(400) }];
+    await budget.fit(short, undefined, 0);
+    expect(budget.counter.precise).toBe(false); // ~100 tokens of 6,000: the estimate will do
+    const long: ChatMessage[] = [{ role: "user", content: text(14_000) }];
+    const result = await budget.fit(long, undefined, 0);
+    expect(budget.counter.precise).toBe(true);
+    const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
+    expect(result.tokensBefore).toBeGreaterThanOrEqual(countTokens(long[0]!.content as string));
   });
 });

@@ -4,9 +4,10 @@
  * OpenAI's model families are counted with their own encoding (gpt-tokenizer,
  * pure JS: o200k_base or cl100k_base); other models with chars/4, which is
  * close enough for a budget that keeps a safety margin (and the overflow
- * recovery catches the rest). The encoding is imported on the first load(),
- * not at startup: it takes about a second and a few MB, and a process that
- * never calls the model should not pay for it.
+ * recovery catches the rest). The encoding is imported by load(), which the
+ * budget calls only for prompts that come near the limit: it takes about a
+ * second and ~20 MB of heap (60 MB of RSS for o200k), which a process whose
+ * chats stay short should not pay for.
  *
  * Counts are cached per message object and per text (the same tool result is
  * counted once, however many calls and turns it is sent in).
@@ -64,6 +65,11 @@ export class TokenCounter {
 
   constructor(readonly model: string) {
     this.encoding = encodingFor(model);
+  }
+
+  /** Whether counts come from the model's own encoding (else chars/4). */
+  get precise(): boolean {
+    return this.countText !== estimateTokens;
   }
 
   /** Imports the model's encoding (once); until then counts are chars/4. Never rejects. */
