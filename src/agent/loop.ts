@@ -447,11 +447,9 @@ export class AgentLoop {
     }
 
     await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
-    if (result.promptTokens !== undefined) {
-      // For /status (and anyone reading the session file): how full the window was.
-      session.metadata[LAST_PROMPT_TOKENS] = result.promptTokens;
-      await sessions.saveMetadata(session);
-    }
+    // For /status: how full the window was. Kept in memory (written with the next metadata line,
+    // e.g. consolidation's), not one more line in the session file per turn.
+    if (result.promptTokens !== undefined) session.metadata[LAST_PROMPT_TOKENS] = result.promptTokens;
     this.deps.archiver?.maybeConsolidate(session);
     const report = { outcome: "replied" as const, tools: toolOutcomes(result.messages) };
     if (ctx.turn.sentToOriginChat) return report;
