@@ -118,9 +118,9 @@ class WebChannel implements Channel, WebApp {
       );
     }
     const url = `${pageUrl(base, http.host)}/`;
-    // A configured token is a registered secret the log would mask: say where it is instead.
+    // One line, nothing else (pretty logs would print fields on lines of their own). A configured
+    // token is a registered secret the log would mask: the line says where it is instead.
     this.log.info(
-      { url, ...(file ? { tokenFile: file } : {}) },
       file
         ? `Chat with palaver at ${url}#token=${token}`
         : `Chat with palaver at ${url} (token: channels.web.token)`,

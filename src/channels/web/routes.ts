@@ -142,7 +142,7 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
   }
   if (what === "events" && parts.length === 1 && method === "GET") {
     const conversation = conversationId(url.searchParams.get("conversation") ?? "");
-    if (!deps.hub.subscribe(conversation, req, res, deps.live.replay(conversation))) {
+    if (!deps.hub.subscribe(conversation, res, deps.live.replay(conversation))) {
       throw new HttpError(503, "too many open event streams: close some tabs");
     }
     return;

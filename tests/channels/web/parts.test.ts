@@ -182,8 +182,8 @@ describe("the page's files", () => {
 describe("EventHub", () => {
   it("drops a tab that stops reading, and keeps one that reads", async () => {
     const hub = new EventHub({ maxBufferedBytes: 64 * 1024 });
-    const { server, base } = await serve((req, res) => {
-      hub.subscribe("c", req, res, []);
+    const { server, base } = await serve((_req, res) => {
+      hub.subscribe("c", res, []);
     });
     try {
       let readerGot = 0;
