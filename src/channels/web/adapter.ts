@@ -191,7 +191,7 @@ class WebChannel implements Channel, WebApp {
 
   onTurn(event: TurnEvent): void {
     const base = { conversationId: event.chatId, turnId: event.turnId };
-    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base });
+    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base }, event.background);
     else this.publish({ type: "turnEnd", ...base, outcome: event.outcome ?? "done" });
   }
 
@@ -315,8 +315,8 @@ class WebChannel implements Channel, WebApp {
     return this.sink;
   }
 
-  private publish(event: Published): void {
-    this.live.see(event);
+  private publish(event: Published, background = false): void {
+    this.live.see(event, background);
     try {
       this.hub?.publish(event);
     } catch (err) {

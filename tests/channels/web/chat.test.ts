@@ -72,6 +72,11 @@ describe("web chat conversations", () => {
     await rig.waitForEvent(tab, "delta");
     const list = await rig.request("/api/conversations", { headers: rig.bearer() });
     expect(list.json()).toEqual([expect.objectContaining({ id: "slow", busy: true })]);
+    // A tab opened (or reloaded) now: the session file has nothing yet, the replay has the turn.
+    const late = await rig.subscribe("slow");
+    await rig.waitForEvent(late, "delta");
+    expect(late.slice(0, 3).map((e) => e.type)).toEqual(["user", "turnStart", "delta"]);
+    expect(late[0]).toMatchObject({ text: "take your time" });
 
     const stop = await rig.post("/api/conversations/slow/stop", {}, rig.bearer());
     expect(stop.status).toBe(202);
