@@ -15,6 +15,7 @@ import type { Logger } from "../log.js";
 import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
+import { dmPolicyProblems, type DmPolicy } from "./config-common.js";
 import type { Channel } from "./types.js";
 import type { ChannelOptions } from "./manager.js";
 
@@ -64,11 +65,15 @@ export const PLATFORMS = Object.fromEntries(PLATFORM_LIST.map((p) => [p.name, p 
 
 /** The problems of every enabled platform, in list order (for `config check`, `status`). */
 export function platformProblems(config: Pick<Config, "channels">): string[] {
-  return PLATFORM_LIST.flatMap((p) => sectionProblems(p as Platform, config.channels[p.name]));
+  return PLATFORM_LIST.flatMap((p) => sectionProblems(p.name, p as Platform, config.channels[p.name]));
 }
 
-function sectionProblems(platform: Pick<Platform, "problems">, section: { enabled: boolean }): string[] {
-  return section.enabled ? platform.problems(section) : [];
+function sectionProblems(
+  name: string,
+  platform: Pick<Platform, "problems">,
+  section: { enabled: boolean; allowFrom: string[]; dmPolicy?: DmPolicy },
+): string[] {
+  return section.enabled ? [...dmPolicyProblems(name, section), ...platform.problems(section)] : [];
 }
 
 export interface EnabledChannel {
@@ -99,7 +104,7 @@ export async function createEnabledChannels(
       continue;
     }
     const platform = typeof entry === "function" ? { create: entry, problems: () => [] } : entry;
-    const problems = sectionProblems(platform, section);
+    const problems = sectionProblems(name, platform, section);
     if (problems.length > 0) {
       for (const problem of problems) ctx.log.error({ channel: name }, problem);
       ctx.log.error(
@@ -108,7 +113,7 @@ export async function createEnabledChannels(
       );
       continue;
     }
-    if (section.allowFrom.length === 0) {
+    if (section.allowFrom.length === 0 && section.dmPolicy !== "pairing") {
       ctx.log.warn(
         { channel: name },
         `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
