@@ -110,7 +110,7 @@ export class PairingGate {
       );
     }
     this.log.info({ channel, senderId: msg.senderId }, "pairing code given");
-    return pairingNotice(request.code);
+    return pairingNotice(request.code, channel, msg.senderId);
   }
 
   /** The ids approved in `channel` while its dmPolicy is "pairing" (the cron scheduler, the message tool). */
@@ -205,11 +205,15 @@ export class PairingGate {
   }
 }
 
-/** The one reply a stranger gets: the code and what to tell the owner. */
-export function pairingNotice(code: string): string {
+/**
+ * The one reply a stranger gets: the code and what to tell the owner. Their id too, for an owner who
+ * would rather list them in allowFrom (the refusal notice's advice, channels/access.ts).
+ */
+export function pairingNotice(code: string, channel: string, senderId: string): string {
   return (
     `Hi! I only talk to people my owner has approved. To ask for access, send my owner this pairing code: ${code}\n` +
     `They can approve it with \`palaver pairing approve ${code}\`, or by sending \`/pairing approve ${code}\` ` +
-    "in their own chat with me. The code expires in an hour."
+    "in their own chat with me. The code expires in an hour. " +
+    `(Your ${channel} user id is ${senderId}, should they rather add it to channels.${channel}.allowFrom.)`
   );
 }
