@@ -113,10 +113,13 @@ export async function createEnabledChannels(
       );
       continue;
     }
-    if (section.allowFrom.length === 0 && section.dmPolicy !== "pairing") {
+    if (section.allowFrom.length === 0) {
       ctx.log.warn(
         { channel: name },
-        `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
+        section.dmPolicy === "pairing"
+          ? `channels.${name}.allowFrom is empty, so only people approved by pairing code can talk to the bot ` +
+              "there, and nobody can approve from a chat; add your own user id"
+          : `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
       );
     }
     try {

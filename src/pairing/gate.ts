@@ -17,6 +17,7 @@
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import { isAllowed, isSenderAllowed, senderAliasesOf } from "../channels/access.js";
 import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
+import type { DmPolicy } from "../channels/config-common.js";
 import type { Config } from "../config/schema.js";
 import { logger, type Logger } from "../log.js";
 import { CODE_TTL_MS, type PairingStore } from "./store.js";
@@ -72,7 +73,8 @@ export class PairingGate {
         return false;
       case "pairing":
         return isAllowed(msg, allowFrom) || this.opts.store.isApproved(channel, msg.senderId);
-      default:
+      case "allowlist":
+      case "open": // "open" is allowFrom ["*"] (config-common.ts dmPolicyProblems)
         return isAllowed(msg, allowFrom);
     }
   }
@@ -200,7 +202,7 @@ export class PairingGate {
     return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
   }
 
-  private policy(channel: string) {
+  private policy(channel: string): DmPolicy {
     return dmPolicyOf(this.opts.config(), channel) ?? "allowlist";
   }
 }

@@ -5,7 +5,7 @@
  * process on the same state folder) or `/pairing approve` in their own chat; revoking shuts the
  * person out again and stops their reminders. Groups never pair anyone.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
