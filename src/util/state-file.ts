@@ -34,6 +34,8 @@ export interface StateFileOptions<T> {
   empty: () => T;
   /** What the file holds, for warnings: "the pairing file". */
   what: string;
+  /** What starting over means, for the warning about a corrupt file (default "empty"). */
+  startsAs?: string;
   log: Logger;
 }
 
@@ -128,7 +130,7 @@ export class StateFile<T> {
     }
     this.opts.log.warn(
       { path: this.path, movedTo: aside, problem },
-      `${this.opts.what} is not valid; moved it aside and starting empty`,
+      `${this.opts.what} is not valid; moved it aside and starting ${this.opts.startsAs ?? "empty"}`,
     );
     return this.opts.empty();
   }
