@@ -38,7 +38,7 @@ export interface PairingGateOptions {
 }
 
 /** A direct message, as its platform says; anything unsaid counts as a group. */
-export function isDirectMessage(msg: Pick<InboundMessage, "metadata">): boolean {
+function isDirectMessage(msg: Pick<InboundMessage, "metadata">): boolean {
   return msg.metadata?.isGroup === false;
 }
 
@@ -211,7 +211,7 @@ export class PairingGate {
  * The one reply a stranger gets: the code and what to tell the owner. Their id too, for an owner who
  * would rather list them in allowFrom (the refusal notice's advice, channels/access.ts).
  */
-export function pairingNotice(code: string, channel: string, senderId: string): string {
+function pairingNotice(code: string, channel: string, senderId: string): string {
   return (
     `Hi! I only talk to people my owner has approved. To ask for access, send my owner this pairing code: ${code}\n` +
     `They can approve it with \`palaver pairing approve ${code}\`, or by sending \`/pairing approve ${code}\` ` +
