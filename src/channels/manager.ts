@@ -75,6 +75,7 @@ export interface ChannelManagerOptions {
   questions?: QuestionDesk;
   /** Show replies while they are written, where the channel can (default false). */
   streaming?: boolean;
+  /** Who besides allowFrom is let in (pairing); none: allowFrom alone. */
   access?: AccessPolicy;
   /** At most one preview update per this many ms per reply (default 1000). */
   streamIntervalMs?: number;
