@@ -99,6 +99,8 @@ export interface CreateAgentOptions {
   unattended?: boolean;
   /** Counts approval decisions (/metrics). */
   approvalMeter?: ApprovalMeter;
+  /** The owner's /pairing command and its /status line (the gateway's pairing gate). */
+  pairing?: AgentLoopDeps["pairing"];
   /** Replaces the policy built from tools.approval (tests); mode "off" still means no gate. */
   approvalPolicy?: ApprovalPolicy;
 }
@@ -119,6 +121,7 @@ export function createAgent({
   unattended = false,
   approvalMeter,
   approvalPolicy,
+  pairing,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -251,6 +254,7 @@ export function createAgent({
     questions,
     ...(approve ? { approve } : {}),
     budget: agentBudget,
+    ...(pairing ? { pairing } : {}),
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,

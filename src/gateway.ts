@@ -32,6 +32,8 @@ import { HeartbeatService } from "./heartbeat/heartbeat.js";
 import { createLlm, ResilientProvider } from "./llm/resilient.js";
 import type { Provider } from "./llm/types.js";
 import { logger, type Logger } from "./log.js";
+import { PairingGate } from "./pairing/gate.js";
+import { pairingPath, PairingStore } from "./pairing/store.js";
 
 export interface GatewayOptions {
   loaded: Pick<LoadedConfig, "config" | "path" | "workspace">;
@@ -55,6 +57,8 @@ export class Gateway {
   readonly toolJournal: ToolJournal;
   readonly metrics: Metrics;
   readonly health: HealthServer;
+  /** Who may write in direct messages besides allowFrom (dmPolicy "pairing"), and their welcomes. */
+  readonly pairing: PairingGate;
   private readonly log: Logger;
   private lock: StateLock | null = null;
   /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
@@ -76,14 +80,24 @@ export class Gateway {
       activeSubagents: () => this.agent.subagents.active,
     });
     const llm = opts.provider ?? createLlm(config);
+    this.pairing = new PairingGate({
+      store: new PairingStore(pairingPath(stateDir(path))),
+      config: () => this.opts.loaded.config,
+      publish: (msg) => this.bus.publishOutbound(msg),
+    });
     this.agent = createAgent({
       config,
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
       configPath: path,
-      // Live: a SIGHUP that takes someone out of allowFrom stops their cron jobs and the message tool's access.
-      allowFromOf: (channel) => allowFromOf(this.opts.loaded.config, channel),
+      // Live: a SIGHUP that takes someone out of allowFrom, or a pairing revoked, stops their cron
+      // jobs and the message tool's access.
+      allowFromOf: (channel) => {
+        const listed = allowFromOf(this.opts.loaded.config, channel);
+        return listed && [...listed, ...this.pairing.approvedIds(channel)];
+      },
+      pairing: this.pairing,
       // Live too: who may answer approvals follows the reloaded config.
       adminsOf: (channel) => adminsOf(this.opts.loaded.config, channel),
       approvalMeter: this.metrics,
@@ -110,6 +124,7 @@ export class Gateway {
       journal: this.journal,
       meter: this.metrics,
       questions: this.agent.questions,
+      access: this.pairing,
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({
@@ -185,6 +200,8 @@ export class Gateway {
     // Previews a crash cut off mid-stream: marked interrupted (their answers come again below).
     this.channels.interruptPreviews(cutOffPreviews);
     this.channels.resend(unfinished.outbound);
+    // Welcomes for people approved while palaver was down, and from now on for each approval.
+    this.pairing.start();
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.
     for (const { id, msg } of unfinished.inbound) {
@@ -260,6 +277,7 @@ export class Gateway {
     if (!this.running) this.channels.abortStarts();
     await this.starting?.catch(() => undefined);
     this.channels.closeIntake();
+    this.pairing.stop();
     this.heartbeat.stop();
     await this.agent.shutdown(graceMs);
     // Last replies get a moment to go out; what cannot, stays in the journal for the next start.

@@ -12,6 +12,7 @@ import { registerMcpCommand } from "./cli/mcp.js";
 import { registerServiceCommand } from "./cli/service.js";
 import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
+import { registerPairingCommand } from "./cli/pairing.js";
 import { registerStatusCommand } from "./cli/status.js";
 import { packageRoot } from "./config/paths.js";
 import { logger } from "./log.js";
@@ -40,6 +41,7 @@ registerStatusCommand(program);
 registerConfigCommand(program);
 registerCronCommand(program);
 registerApprovalsCommand(program);
+registerPairingCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 

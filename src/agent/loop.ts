@@ -74,6 +74,8 @@ export interface AgentLoopDeps {
   statusLines?: () => string[];
   /** Questions waiting in chats (approvals, ask_human): a person's reply answers one instead of starting a turn. */
   questions?: QuestionInbox;
+  /** The owner's `/pairing` and the /status line about it (pairing/gate.ts); absent: no pairing here. */
+  pairing?: PairingCommands;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
@@ -87,6 +89,13 @@ export interface QuestionInbox {
   takeReply(msg: InboundMessage): boolean;
   /** What the chat's open questions ask about. */
   openIn(channel: string, chatId: string): string[];
+}
+
+/** The loop's side of pairing (pairing/gate.ts): answered at once, never by the model. */
+export interface PairingCommands {
+  /** `/pairing <args>` from msg's sender: the reply (the gate decides whether they are an owner). */
+  command(msg: InboundMessage, args: string): string;
+  statusLine(): string;
 }
 
 interface Lane {
@@ -308,6 +317,13 @@ export class AgentLoop {
       case "status":
         this.reply(turn, await this.statusText(turn.msg));
         return;
+      case "pairing":
+        this.reply(
+          turn,
+          this.deps.pairing?.command(turn.msg, command.args) ??
+            "Pairing codes are approved in the gateway's chats, or with `palaver pairing approve <code>`.",
+        );
+        return;
       case "stop":
         // Handled in dispatch() before queueing; reaching here means nothing was running.
         this.reply(turn, "Nothing is running.");
@@ -357,6 +373,7 @@ export class AgentLoop {
     if (context) lines.push(context);
     const waiting = this.deps.questions?.openIn(msg.channel, msg.chatId) ?? [];
     if (waiting.length) lines.push(`Waiting for your answer: ${waiting.join("; ")}`);
+    if (this.deps.pairing) lines.push(this.deps.pairing.statusLine());
     lines.push(...(this.deps.statusLines?.() ?? []));
     if (this.deps.schedule) {
       const jobs = await this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);

@@ -7,7 +7,17 @@ export const COMMANDS = {
   help: "list these commands",
 } as const;
 
-export type CommandName = keyof typeof COMMANDS;
+/** Commands for the owner only; not offered in the platforms' command menus. */
+export const OWNER_COMMANDS = {
+  pairing: "let a newcomer in: /pairing approve <code> (the code they were given); /pairing list",
+} as const;
+
+export type CommandName = keyof typeof COMMANDS | keyof typeof OWNER_COMMANDS;
+
+/** Whether `word` (lower case, no slash) names a chat command. */
+export function isCommandName(word: string): word is CommandName {
+  return Object.hasOwn(COMMANDS, word) || Object.hasOwn(OWNER_COMMANDS, word);
+}
 
 export interface ParsedCommand {
   name: CommandName;
@@ -22,11 +32,20 @@ export function parseCommand(text: string): ParsedCommand | null {
   const match = /^\/([a-z]+)(?:@\S+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
   if (!match) return null;
   const name = match[1]!.toLowerCase();
-  if (!Object.hasOwn(COMMANDS, name)) return null;
-  return { name: name as CommandName, args: (match[2] ?? "").trim() };
+  if (!isCommandName(name)) return null;
+  return { name, args: (match[2] ?? "").trim() };
 }
 
 export function helpText(): string {
   const lines = Object.entries(COMMANDS).map(([name, what]) => `/${name} — ${what}`);
-  return ["Commands:", ...lines, "", "Anything else is a message to the assistant."].join("\n");
+  const owner = Object.entries(OWNER_COMMANDS).map(([name, what]) => `/${name} — ${what}`);
+  return [
+    "Commands:",
+    ...lines,
+    "",
+    "For the owner:",
+    ...owner,
+    "",
+    "Anything else is a message to the assistant.",
+  ].join("\n");
 }

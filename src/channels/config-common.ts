@@ -24,9 +24,18 @@ export const groupPolicy = z
   .default("mention")
   .describe("In groups: answer when mentioned (default), to everything, or only in groupAllowFrom chats.");
 
+export const DM_POLICIES = ["pairing", "allowlist", "open", "disabled"] as const;
+export type DmPolicy = (typeof DM_POLICIES)[number];
+
 export const channelBase = {
   enabled: z.boolean().default(false),
   allowFrom: idList.describe('User ids allowed to talk to the bot. "*" allows everybody; empty, nobody.'),
+  dmPolicy: z
+    .enum(DM_POLICIES)
+    .default("pairing")
+    .describe(
+      'Direct messages from people not in allowFrom: "pairing" (default: they get a one-time code for the owner to approve), "allowlist" (refused), "open" (needs allowFrom ["*"]), "disabled" (no direct messages at all). Groups are not affected.',
+    ),
   admins: idList.describe(
     "Owners: may answer any approval prompt in any chat here (besides the person who started the turn).",
   ),
@@ -42,3 +51,19 @@ export const channelBase = {
     .optional()
     .describe("At most one preview update per this many ms (default: the platform's own pace)."),
 };
+
+/**
+ * What cannot work in a section's dmPolicy: "open" means everybody, which only allowFrom ["*"]
+ * says; anything else would let strangers in behind a list that looks closed.
+ */
+export function dmPolicyProblems(
+  name: string,
+  section: { dmPolicy?: DmPolicy; allowFrom: readonly string[] },
+): string[] {
+  if (section.dmPolicy === "open" && !section.allowFrom.includes("*"))
+    return [
+      `channels.${name}.dmPolicy: "open" lets everybody in, so it needs channels.${name}.allowFrom to be ["*"]; ` +
+        'set allowFrom to ["*"], or choose "pairing" to approve each newcomer',
+    ];
+  return [];
+}

@@ -41,6 +41,18 @@ export interface ChannelOptions {
   streamIntervalMs?: number;
 }
 
+/**
+ * Who may talk in a channel beyond its allowFrom, and what a refused sender is told (the gateway's
+ * is pairing/gate.ts). Without one: allowFrom alone, and the refusal notice.
+ */
+export interface AccessPolicy {
+  allows(channel: string, msg: InboundMessage, allowFrom: readonly string[]): boolean;
+  /** A button presser not in allowFrom who may press anyway (an approved sender). */
+  allowsSender(channel: string, senderId: string): boolean;
+  /** Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for the refusal notice. */
+  refusal(channel: string, msg: InboundMessage): string | null | undefined;
+}
+
 export interface ChannelManagerOptions {
   bus: MessageBus;
   sendProgress: boolean;
@@ -63,6 +75,8 @@ export interface ChannelManagerOptions {
   questions?: QuestionDesk;
   /** Show replies while they are written, where the channel can (default false). */
   streaming?: boolean;
+  /** Who besides allowFrom is let in (pairing); none: allowFrom alone. */
+  access?: AccessPolicy;
   /** At most one preview update per this many ms per reply (default 1000). */
   streamIntervalMs?: number;
 }
@@ -230,7 +244,7 @@ export class ChannelManager {
     entry.stopRetrying = new AbortController();
     const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
     const gate: InboundSink = {
-      allows: (msg) => isAllowed(msg, entry.options.allowFrom),
+      allows: (msg) => this.allows(entry, msg),
       publishInbound: (msg) => this.admit(entry, msg),
       reserve: (msg) => this.reserve(entry, msg),
       choose: (click) => this.choose(entry, click),
@@ -266,9 +280,19 @@ export class ChannelManager {
     entry.state = "stopped";
   }
 
+  private allows(entry: Entry, msg: InboundMessage): boolean {
+    const { access } = this.opts;
+    return access
+      ? access.allows(entry.channel.name, msg, entry.options.allowFrom)
+      : isAllowed(msg, entry.options.allowFrom);
+  }
+
   /** A button press: strangers are refused here, before the question desk sees it. */
   private choose(entry: Entry, click: ChoiceClick): ChoiceOutcome {
-    if (!isSenderAllowed(click.senderId, click.senderAliases ?? [], entry.options.allowFrom))
+    if (
+      !isSenderAllowed(click.senderId, click.senderAliases ?? [], entry.options.allowFrom) &&
+      !this.opts.access?.allowsSender(entry.channel.name, click.senderId)
+    )
       return { accepted: false, notice: "You are not allowed to answer this." };
     return (
       this.opts.questions?.choose(click) ?? { accepted: false, notice: "This question is no longer open." }
@@ -277,7 +301,7 @@ export class ChannelManager {
 
   private admit(entry: Entry, msg: InboundMessage): void {
     const name = entry.channel.name;
-    if (!isAllowed(msg, entry.options.allowFrom)) {
+    if (!this.allows(entry, msg)) {
       this.refuse(entry, msg);
       return;
     }
@@ -314,7 +338,7 @@ export class ChannelManager {
    */
   private reserve(entry: Entry, reserved: InboundMessage): InboundReservation {
     const journal = this.opts.journal;
-    if (!journal || !isAllowed(reserved, entry.options.allowFrom)) {
+    if (!journal || !this.allows(entry, reserved)) {
       return { publish: (msg) => this.admit(entry, msg), cancel: () => undefined };
     }
     // Journaled as given: the inbound path (inbound.ts) puts a note in place of files still downloading.
@@ -341,12 +365,14 @@ export class ChannelManager {
       { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
       "refused sender",
     );
-    if (notify) {
+    // Pairing (the access policy) may answer with a code instead, or not at all.
+    const content = notify ? this.opts.access?.refusal(name, msg) : null;
+    if (notify && content !== null) {
       this.enqueue({
         msg: {
           channel: name,
           chatId: msg.chatId,
-          content: refusalNotice(name, msg.senderId),
+          content: content ?? refusalNotice(name, msg.senderId),
           metadata: msg.metadata,
         },
       });

@@ -18,6 +18,7 @@ import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
 import { web } from "./web/index.js";
+import { dmPolicyProblems, type DmPolicy } from "./config-common.js";
 import type { Channel } from "./types.js";
 import type { ChannelOptions } from "./manager.js";
 
@@ -80,11 +81,15 @@ export const PLATFORMS = Object.fromEntries(PLATFORM_LIST.map((p) => [p.name, p 
 
 /** The problems of every enabled platform, in list order (for `config check`, `status`). */
 export function platformProblems(config: Pick<Config, "channels">): string[] {
-  return PLATFORM_LIST.flatMap((p) => sectionProblems(p as Platform, config.channels[p.name]));
+  return PLATFORM_LIST.flatMap((p) => sectionProblems(p.name, p as Platform, config.channels[p.name]));
 }
 
-function sectionProblems(platform: Pick<Platform, "problems">, section: { enabled: boolean }): string[] {
-  return section.enabled ? platform.problems(section) : [];
+function sectionProblems(
+  name: string,
+  platform: Pick<Platform, "problems">,
+  section: { enabled: boolean; allowFrom: string[]; dmPolicy?: DmPolicy },
+): string[] {
+  return section.enabled ? [...dmPolicyProblems(name, section), ...platform.problems(section)] : [];
 }
 
 export interface EnabledChannel {
@@ -115,7 +120,7 @@ export async function createEnabledChannels(
       continue;
     }
     const platform = typeof entry === "function" ? { create: entry, problems: () => [] } : entry;
-    const problems = sectionProblems(platform, section);
+    const problems = sectionProblems(name, platform, section);
     if (problems.length > 0) {
       for (const problem of problems) ctx.log.error({ channel: name }, problem);
       ctx.log.error(
@@ -127,7 +132,10 @@ export async function createEnabledChannels(
     if (section.allowFrom.length === 0) {
       ctx.log.warn(
         { channel: name },
-        `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
+        "dmPolicy" in section && section.dmPolicy === "pairing"
+          ? `channels.${name}.allowFrom is empty, so only people approved by pairing code can talk to the bot ` +
+              "there, and nobody can approve from a chat; add your own user id"
+          : `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
       );
     }
     try {

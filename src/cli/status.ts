@@ -5,6 +5,8 @@ import type { Command } from "commander";
 import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
 import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
+import { stateDir } from "../config/paths.js";
+import { pairingPath, PairingStore } from "../pairing/store.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
@@ -24,6 +26,8 @@ export interface StatusReport {
   problems: string[];
   /** Number of sessions/*.jsonl files in the workspace. */
   sessions: number;
+  /** People let in by pairing (all platforms), and codes waiting for the owner. */
+  pairing: { approved: number; pending: number };
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
 }
@@ -53,8 +57,14 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     channels: PLATFORM_NAMES.filter((name) => config.channels[name].enabled),
     problems: platformProblems(config),
     sessions: countSessions(loaded.workspace),
+    pairing: pairingCounts(loaded.path),
     ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
+}
+
+function pairingCounts(configPath: string): StatusReport["pairing"] {
+  const store = new PairingStore(pairingPath(stateDir(configPath)));
+  return { approved: store.approved().length, pending: store.pending().length };
 }
 
 /** Probes the exec sandbox the way the gateway would (same config), for the report. */
@@ -86,6 +96,11 @@ export function formatStatus(s: StatusReport): string {
     ["channels", s.channels.length === 0 ? "none enabled" : s.channels.join(", ")],
     ...s.problems.map((problem): [string, string] => ["problem", problem]),
     ["sessions", String(s.sessions)],
+    [
+      "pairing",
+      `${s.pairing.approved} approved, ${s.pairing.pending} ${s.pairing.pending === 1 ? "code" : "codes"} waiting` +
+        (s.pairing.pending ? " (palaver pairing list)" : ""),
+    ],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
   ];
   return ["palaver status", ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join("\n");

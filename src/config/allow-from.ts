@@ -4,6 +4,7 @@
  * manager checks live messages itself). Undefined when the config has no
  * section of that name (the terminal's "cli", a typo in a tool call).
  */
+import { DM_POLICIES, type DmPolicy } from "../channels/config-common.js";
 import type { Config } from "./schema.js";
 
 export function allowFromOf(
@@ -22,4 +23,15 @@ export function adminsOf(config: Pick<Config, "channels">, channel: string): rea
   if (section === null || typeof section !== "object") return [];
   const list = (section as { admins?: unknown }).admins;
   return Array.isArray(list) ? list.filter((id): id is string => typeof id === "string") : [];
+}
+
+/**
+ * A channel's dmPolicy (who besides allowFrom may write in direct messages); undefined without a
+ * config section or a policy (the terminal), which means allowFrom alone.
+ */
+export function dmPolicyOf(config: Pick<Config, "channels">, channel: string): DmPolicy | undefined {
+  const section: unknown = (config.channels as Record<string, unknown>)[channel];
+  if (section === null || typeof section !== "object") return undefined;
+  const policy = (section as { dmPolicy?: unknown }).dmPolicy;
+  return DM_POLICIES.find((p) => p === policy);
 }

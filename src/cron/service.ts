@@ -49,7 +49,8 @@ export interface CronServiceOptions {
   /** Tests: the longest single timer (default setTimeout's limit). */
   maxTimerMs?: number;
   /**
-   * A channel's allowFrom as configured now (it changes on SIGHUP); undefined
+   * A channel's allowFrom as configured now (it changes on SIGHUP), with the senders approved by
+   * pairing (revoked ones leave it at once); undefined
    * when there is no such channel. A job whose creator it no longer lets in is
    * disabled instead of fired. Without it, creators are not checked.
    */
@@ -527,7 +528,7 @@ export class CronService implements ScheduleView {
     if (!this.allowFromOf || creator?.kind !== "sender") return undefined;
     const allowFrom = this.allowFromOf(creator.channel) ?? [];
     if (isSenderAllowed(creator.senderId, creator.aliases ?? [], allowFrom)) return undefined;
-    return `its creator (${creator.channel} user ${creator.senderId}) is no longer in channels.${creator.channel}.allowFrom`;
+    return `its creator (${creator.channel} user ${creator.senderId}) is no longer in channels.${creator.channel}.allowFrom (nor approved by pairing)`;
   }
 
   /** Turns a job off for good (kept in the file, so `cron list` shows it and why). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { helpText, parseCommand } from "../../src/bus/commands.js";
+import { COMMANDS, helpText, parseCommand } from "../../src/bus/commands.js";
 
 describe("parseCommand", () => {
   it("recognises the chat commands, with arguments and a Telegram @botname suffix", () => {
@@ -7,6 +7,12 @@ describe("parseCommand", () => {
     expect(parseCommand("  /STOP  ")).toEqual({ name: "stop", args: "" });
     expect(parseCommand("/new@palaver_bot")).toEqual({ name: "new", args: "" });
     expect(parseCommand("/status please")).toEqual({ name: "status", args: "please" });
+  });
+
+  it("recognises the owner's /pairing, which platform menus do not offer", () => {
+    expect(parseCommand("/pairing approve K7M2QX9B")).toEqual({ name: "pairing", args: "approve K7M2QX9B" });
+    expect(COMMANDS).not.toHaveProperty("pairing");
+    expect(helpText()).toMatch(/For the owner:\n\/pairing — /);
   });
 
   it("leaves unknown commands and ordinary text to the model", () => {

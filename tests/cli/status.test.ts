@@ -58,6 +58,7 @@ describe("status", () => {
         "channels.slack.appToken is empty: Socket Mode needs an app-level token (xapp-...) with connections:write",
       ],
       sessions: 0,
+      pairing: { approved: 0, pending: 0 },
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");

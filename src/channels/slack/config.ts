@@ -67,6 +67,7 @@ export const SlackConfigSchema = z
   .transform((c) => ({
     enabled: c.enabled,
     allowFrom: c.allowFrom,
+    dmPolicy: c.dmPolicy,
     admins: c.admins,
     ...(c.streaming !== undefined ? { streaming: c.streaming } : {}),
     ...(c.streamIntervalMs !== undefined ? { streamIntervalMs: c.streamIntervalMs } : {}),

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { InboundMessage } from "../../bus/types.js";
-import { COMMANDS } from "../../bus/commands.js";
+import { COMMANDS, isCommandName } from "../../bus/commands.js";
 import { slackToPlainText } from "./format.js";
 
 export const CHANNEL_NAME = "slack";
@@ -250,7 +250,7 @@ export function mapMessage(
 }
 
 /**
- * `/palaver stop` → "/stop" (and new, help, status); a bare `/palaver` is
+ * `/palaver stop` → "/stop" (and new, help, status, pairing); a bare `/palaver` is
  * /help; any other text is a message to the assistant.
  */
 export function slashCommandText(text: string): string {
@@ -258,7 +258,7 @@ export function slashCommandText(text: string): string {
   if (trimmed === "") return "/help";
   const [first = "", ...rest] = trimmed.split(/\s+/);
   const word = first.replace(/^\//, "").toLowerCase();
-  if (!Object.hasOwn(COMMANDS, word)) return trimmed;
+  if (!isCommandName(word)) return trimmed;
   return rest.length ? `/${word} ${rest.join(" ")}` : `/${word}`;
 }
 

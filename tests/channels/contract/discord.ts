@@ -19,6 +19,8 @@ export const discordDriver: PlatformDriver = {
   async create({ workspace }) {
     const fake = await FakeDiscord.start();
     fake.transcript = VOICE_TRANSCRIPT;
+    // Before the adapter connects: announced with its channels at IDENTIFY.
+    const general = fake.addGuild({ name: "home", channels: ["general"] }).channels[0]!;
     const alice = fake.addUser("alice");
     const bob = fake.addUser("bob");
     const people = new Map<string, FakeUser>([
@@ -57,6 +59,18 @@ export const discordDriver: PlatformDriver = {
           });
         return Promise.resolve();
       },
+      userSendsInGroup(from, text) {
+        const author = people.get(from);
+        if (!author) throw new Error(`no fake user ${from}`);
+        fake.userMessage({
+          channelId: general.id,
+          author,
+          content: `<@${fake.bot.id}> ${text}`,
+          mentions: [fake.bot],
+        });
+        return Promise.resolve();
+      },
+      groupTexts: () => fake.sent.filter((m) => m.channelId === general.id).map((m) => m.content),
       downloads: () => fake.requests.filter((r) => r.path.startsWith("/attachments/")).length,
       typingSignals: () =>
         fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/typing")).length,

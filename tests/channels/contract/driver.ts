@@ -34,6 +34,13 @@ export interface PlatformRig {
    * a document or a voice note. Resolves once the fake has handed the event to the adapter.
    */
   userSends(from: string, text: string, file?: "document" | "voice"): Promise<void>;
+  /**
+   * A person writes in a group chat (a Telegram group, a Slack channel, a Discord server channel),
+   * addressing the bot by a mention so the message is for it. Resolves once the fake handed it on.
+   */
+  userSendsInGroup(from: string, text: string): Promise<void>;
+  /** Texts the bot posted in that group chat, in order. */
+  groupTexts(): string[];
   /** How many files the fake has served to the adapter. */
   downloads(): number;
   /** How many typing or receipt signals (sendChatAction, typing, reactions.add ...) the fake has had. */

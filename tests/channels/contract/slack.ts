@@ -3,13 +3,15 @@ import { pino } from "pino";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
 import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { dmEvent, FakeSlack } from "../../fakes/slack-server.js";
+import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { FAST } from "../slack/helpers.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
 const ALLOWED = "U1";
 const RECEIPT = "eyes";
+/** The channel group messages arrive in. */
+const GROUP = "C1";
 
 /** Each person's direct message with the bot: U1 → D1. */
 const dmOf = (user: string) => `D${user.slice(1)}`;
@@ -63,6 +65,14 @@ export const slackDriver: PlatformDriver = {
           }),
         );
       },
+      async userSendsInGroup(from, text) {
+        await fake.pushEvent(channelMessage(`<@${BOT_USER_ID}> ${text}`, { user: from, channel: GROUP }));
+      },
+      groupTexts: () =>
+        fake
+          .delivered()
+          .filter((m) => m.channel === GROUP)
+          .map((m) => m.text),
       downloads: () => fake.downloads.length,
       typingSignals: () => fake.callsTo("reactions.add").length,
       typingActive: () => [...fake.reactions.values()].some((names) => names.has(RECEIPT)),

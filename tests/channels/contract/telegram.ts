@@ -7,6 +7,7 @@ import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
 const ALLOWED = "42";
 const STRANGER = "7";
+const GROUP = { id: -1001234, type: "supergroup", title: "Team" };
 
 export const telegramDriver: PlatformDriver = {
   name: "telegram",
@@ -52,6 +53,17 @@ export const telegramDriver: PlatformDriver = {
         const updateId = fake.lastUpdateId;
         await fake.waitFor(() => fake.deliveredUpdateId >= updateId, 5000, "the update handed to the bot");
       },
+      async userSendsInGroup(from, text) {
+        fake.userMessage({
+          from: { id: Number(from), first_name: `user ${from}` },
+          chat: GROUP,
+          text: `@palaver_test_bot ${text}`,
+        });
+        const updateId = fake.lastUpdateId;
+        await fake.waitFor(() => fake.deliveredUpdateId >= updateId, 5000, "the update handed to the bot");
+      },
+      groupTexts: () =>
+        fake.sent.filter((m) => String(m.chatId) === String(GROUP.id)).flatMap((m) => m.text ?? []),
       downloads: () => fake.fileDownloads,
       typingSignals: () => fake.callsTo("sendChatAction").length,
       typingActive: () => channel.isTyping(ALLOWED),

@@ -121,6 +121,7 @@ describe("mentions and commands", () => {
     expect(slashCommandText("  NEW  ")).toBe("/new");
     expect(slashCommandText("status please")).toBe("/status please");
     expect(slashCommandText("/help")).toBe("/help");
+    expect(slashCommandText("pairing approve k7m2qx9b")).toBe("/pairing approve k7m2qx9b");
     expect(slashCommandText("what is the weather")).toBe("what is the weather");
   });
 });

@@ -1,0 +1,178 @@
+/**
+ * Pairing state: codes given to strangers and waiting for the owner, and the senders the owner
+ * approved. One file, `<state>/pairing/pairing.json` (0600), shared by the gateway (which gives
+ * codes and welcomes the approved) and `palaver pairing` (which approves and revokes), through
+ * util/state-file.ts: a change by either reaches the other at its next read.
+ *
+ * Approved senders live here, not in `allowFrom`: the config stays the owner's to edit, and a
+ * revoke needs no reload.
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import { logger, type Logger } from "../log.js";
+import { StateFile } from "../util/state-file.js";
+import { newPairingCode, normalizeCode } from "./codes.js";
+
+/** A code is good for an hour. */
+export const CODE_TTL_MS = 60 * 60 * 1000;
+/** Open codes per platform: a crowd of strangers cannot fill the file or the owner's list. */
+export const MAX_PENDING_PER_CHANNEL = 3;
+
+const PendingSchema = z.object({
+  code: z.string(),
+  channel: z.string(),
+  senderId: z.string(),
+  /** The direct chat the code was given in: where the welcome goes. */
+  chatId: z.string(),
+  createdAt: z.number(),
+});
+
+const ApprovedSchema = z.object({
+  channel: z.string(),
+  senderId: z.string(),
+  chatId: z.string(),
+  approvedAt: z.number(),
+  /** "cli", or `<channel>:<senderId>` of the owner who sent /pairing approve. */
+  approvedBy: z.string(),
+  /** Whether the gateway has told them they are in (the CLI cannot; the gateway does it when it sees this false). */
+  welcomed: z.boolean(),
+});
+
+const PairingFileSchema = z.object({
+  version: z.literal(1),
+  pending: z.array(PendingSchema),
+  approved: z.array(ApprovedSchema),
+});
+
+export type PendingCode = z.infer<typeof PendingSchema>;
+export type ApprovedSender = z.infer<typeof ApprovedSchema>;
+type PairingFile = z.infer<typeof PairingFileSchema>;
+
+/** What a stranger's request came to: their code (new or still open), or no room for another. */
+export type CodeRequest = { code: string; expiresAt: number } | { full: true };
+
+/** What approving a code came to. */
+export type ApproveResult =
+  { ok: true; approved: ApprovedSender } | { ok: false; reason: "malformed" | "unknown" };
+
+export function pairingPath(stateDir: string): string {
+  return join(stateDir, "pairing", "pairing.json");
+}
+
+export class PairingStore {
+  private readonly file: StateFile<PairingFile>;
+
+  constructor(
+    path: string,
+    private readonly opts: { now?: () => number; log?: Logger } = {},
+  ) {
+    this.file = new StateFile(path, {
+      schema: PairingFileSchema,
+      empty: () => ({ version: 1, pending: [], approved: [] }),
+      what: "the pairing file",
+      log: opts.log ?? logger("pairing"),
+    });
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** Codes still open, oldest first. */
+  pending(): PendingCode[] {
+    return this.file.read().pending.filter((p) => this.live(p));
+  }
+
+  approved(channel?: string): ApprovedSender[] {
+    const all = this.file.read().approved;
+    return channel === undefined ? [...all] : all.filter((a) => a.channel === channel);
+  }
+
+  isApproved(channel: string, senderId: string): boolean {
+    return this.file.read().approved.some((a) => a.channel === channel && a.senderId === senderId);
+  }
+
+  /** Whether the file changed since this process last read or wrote it (the gateway's poller). */
+  changed(): boolean {
+    return this.file.changed();
+  }
+
+  /**
+   * A stranger wrote in a direct chat: their open code if they have one (a restart forgot that they
+   * were told), else a new one, unless the platform already has MAX_PENDING_PER_CHANNEL open.
+   */
+  request(channel: string, senderId: string, chatId: string): CodeRequest {
+    return this.file.update<CodeRequest>((data) => {
+      const pending = data.pending.filter((p) => this.live(p));
+      const own = pending.find((p) => p.channel === channel && p.senderId === senderId);
+      if (own) return { result: { code: own.code, expiresAt: own.createdAt + CODE_TTL_MS } };
+      if (pending.filter((p) => p.channel === channel).length >= MAX_PENDING_PER_CHANNEL)
+        return { result: { full: true } };
+      const taken = new Set(pending.map((p) => p.code));
+      let code = newPairingCode();
+      while (taken.has(code)) code = newPairingCode();
+      const createdAt = this.now();
+      return {
+        next: { ...data, pending: [...pending, { code, channel, senderId, chatId, createdAt }] },
+        result: { code, expiresAt: createdAt + CODE_TTL_MS },
+      };
+    });
+  }
+
+  /** Approves an open code: its sender is let in (and will be welcomed); the code is used up. */
+  approve(input: string, approvedBy: string): ApproveResult {
+    const code = normalizeCode(input);
+    if (!code) return { ok: false, reason: "malformed" };
+    return this.file.update<ApproveResult>((data) => {
+      const pending = data.pending.filter((p) => this.live(p));
+      const match = pending.find((p) => p.code === code);
+      if (!match) return { result: { ok: false, reason: "unknown" } };
+      const approved: ApprovedSender = {
+        channel: match.channel,
+        senderId: match.senderId,
+        chatId: match.chatId,
+        approvedAt: this.now(),
+        approvedBy,
+        welcomed: false,
+      };
+      const others = data.approved.filter(
+        (a) => !(a.channel === match.channel && a.senderId === match.senderId),
+      );
+      return {
+        next: {
+          ...data,
+          pending: pending.filter(
+            (p) => p !== match && !(p.channel === match.channel && p.senderId === match.senderId),
+          ),
+          approved: [...others, approved],
+        },
+        result: { ok: true, approved },
+      };
+    });
+  }
+
+  /** Takes an approved sender out again; false when they were not approved. */
+  revoke(channel: string, senderId: string): boolean {
+    return this.file.update((data) => {
+      const kept = data.approved.filter((a) => !(a.channel === channel && a.senderId === senderId));
+      if (kept.length === data.approved.length) return { result: false };
+      return { next: { ...data, approved: kept }, result: true };
+    });
+  }
+
+  /** Records that these senders were told they are in (so nobody is welcomed twice). */
+  markWelcomed(who: readonly Pick<ApprovedSender, "channel" | "senderId">[]): void {
+    if (who.length === 0) return;
+    const key = (a: Pick<ApprovedSender, "channel" | "senderId">) => `${a.channel}\n${a.senderId}`;
+    const done = new Set(who.map(key));
+    this.file.update((data) => {
+      if (!data.approved.some((a) => !a.welcomed && done.has(key(a)))) return { result: undefined };
+      const approved = data.approved.map((a) => (done.has(key(a)) ? { ...a, welcomed: true } : a));
+      return { next: { ...data, approved }, result: undefined };
+    });
+  }
+
+  private live(p: PendingCode): boolean {
+    return this.now() - p.createdAt < CODE_TTL_MS;
+  }
+}

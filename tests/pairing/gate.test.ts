@@ -1,0 +1,137 @@
+/** The pairing gate's decisions under each dmPolicy, with a real store in a temp folder. */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
+import { platformProblems } from "../../src/channels/registry.js";
+import { ConfigSchema, type Config } from "../../src/config/schema.js";
+import { PairingGate } from "../../src/pairing/gate.js";
+import { pairingPath, PairingStore } from "../../src/pairing/store.js";
+import { captureLog } from "../helpers/log.js";
+
+let dir: string;
+let store: PairingStore;
+let config: Config;
+let published: OutboundMessage[];
+let now: number;
+
+function configWith(dmPolicy: string, allowFrom: string[] = ["42"]): Config {
+  return ConfigSchema.parse({ channels: { telegram: { enabled: true, token: "1:x", allowFrom, dmPolicy } } });
+}
+
+function gate(): PairingGate {
+  return new PairingGate({
+    store,
+    config: () => config,
+    publish: (msg) => published.push(msg),
+    now: () => now,
+    log: captureLog().log,
+  });
+}
+
+function dm(senderId: string, content = "hi"): InboundMessage {
+  return { channel: "telegram", senderId, chatId: senderId, content, metadata: { isGroup: false } };
+}
+
+function inGroup(senderId: string): InboundMessage {
+  return { channel: "telegram", senderId, chatId: "-100", content: "hi", metadata: { isGroup: true } };
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-pairing-gate-"));
+  now = Date.now();
+  store = new PairingStore(pairingPath(dir), { now: () => now, log: captureLog().log });
+  config = configWith("pairing");
+  published = [];
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("PairingGate", () => {
+  it('"pairing": a stranger in a direct chat gets a code, and once approved is let in there only', () => {
+    const g = gate();
+    expect(g.allows("telegram", dm("7"), ["42"])).toBe(false);
+    const notice = g.refusal("telegram", dm("7"));
+    const code = /pairing code: (\w{8})/.exec(notice ?? "")?.[1];
+    expect(code).toBeDefined();
+    expect(store.approve(code!, "cli").ok).toBe(true);
+    expect(g.allows("telegram", dm("7"), ["42"])).toBe(true);
+    expect(g.allows("telegram", inGroup("7"), ["42"])).toBe(false);
+    expect(g.allowsSender("telegram", "7")).toBe(true);
+    expect(g.approvedIds("telegram")).toEqual(["7"]);
+  });
+
+  it("never gives a code where the platform does not say it is a direct chat", () => {
+    const g = gate();
+    expect(g.refusal("telegram", inGroup("7"))).toBeUndefined();
+    expect(g.refusal("telegram", { ...dm("7"), metadata: {} })).toBeUndefined();
+    expect(store.pending()).toEqual([]);
+  });
+
+  it('"allowlist": allowFrom only, the usual refusal, and earlier approvals do not count', () => {
+    store.approve((store.request("telegram", "7", "7") as { code: string }).code, "cli");
+    config = configWith("allowlist");
+    const g = gate();
+    expect(g.allows("telegram", dm("42"), ["42"])).toBe(true);
+    expect(g.allows("telegram", dm("7"), ["42"])).toBe(false);
+    expect(g.refusal("telegram", dm("8"))).toBeUndefined();
+    expect(g.approvedIds("telegram")).toEqual([]);
+    expect(g.allowsSender("telegram", "7")).toBe(false);
+  });
+
+  it('"disabled": no direct messages at all, and no reply; groups are not affected', () => {
+    config = configWith("disabled");
+    const g = gate();
+    expect(g.allows("telegram", dm("42"), ["42"])).toBe(false);
+    expect(g.refusal("telegram", dm("7"))).toBeNull();
+    expect(g.allows("telegram", inGroup("42"), ["42"])).toBe(true);
+  });
+
+  it('"open" needs allowFrom ["*"]: a config problem otherwise', () => {
+    expect(platformProblems(configWith("open", ["42"]))).toContainEqual(
+      expect.stringMatching(/^channels\.telegram\.dmPolicy: "open" .*\.allowFrom to be \["\*"\]/),
+    );
+    expect(platformProblems(configWith("open", ["*"]))).toEqual([]);
+    config = configWith("open", ["*"]);
+    expect(gate().allows("telegram", dm("7"), ["*"])).toBe(true);
+  });
+
+  it("a full platform is told to come back later, without a code", () => {
+    const g = gate();
+    for (const id of ["1", "2", "3"]) g.refusal("telegram", dm(id));
+    expect(g.refusal("telegram", dm("4"))).toMatch(/too many requests are waiting/);
+    expect(store.pending()).toHaveLength(3);
+  });
+
+  it("welcomes each approved person once; approvals older than a day are not greeted out of the blue", () => {
+    const old = store.request("telegram", "5", "5") as { code: string };
+    store.approve(old.code, "cli");
+    now += 2 * 24 * 60 * 60 * 1000;
+    const fresh = store.request("telegram", "6", "6") as { code: string };
+    store.approve(fresh.code, "cli");
+    const g = gate();
+    g.start();
+    g.stop();
+    expect(published).toEqual([expect.objectContaining({ channel: "telegram", chatId: "6" })]);
+    expect(store.approved().every((a) => a.welcomed)).toBe(true);
+    g.start();
+    g.stop();
+    expect(published).toHaveLength(1);
+  });
+
+  it('/pairing: only an owner (allowFrom or admins, not "*") may approve', () => {
+    config = ConfigSchema.parse({
+      channels: { telegram: { enabled: true, token: "1:x", allowFrom: ["42", "*"], admins: ["9"] } },
+    });
+    const g = gate();
+    const code = (store.request("telegram", "7", "7") as { code: string }).code;
+    expect(g.command(dm("8", `/pairing approve ${code}`), `approve ${code}`)).toMatch(/^Only the owner/);
+    expect(g.command(dm("9"), "list")).toContain(code);
+    expect(g.command(dm("42"), "approve")).toMatch(/^Usage/);
+    expect(g.command(dm("42"), `approve ${code}`)).toMatch(/^Approved: telegram user 7/);
+    expect(published.map((m) => m.chatId)).toEqual(["7"]);
+    expect(published[0]!.content).toMatch(/^You're in/);
+  });
+});

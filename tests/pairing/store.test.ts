@@ -1,0 +1,122 @@
+import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CODE_TTL_MS, MAX_PENDING_PER_CHANNEL, pairingPath, PairingStore } from "../../src/pairing/store.js";
+import { captureLog } from "../helpers/log.js";
+
+let dir: string;
+let path: string;
+let now: number;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "palaver-pairing-"));
+  path = pairingPath(dir);
+  now = 1_800_000_000_000;
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function store(log = captureLog().log): PairingStore {
+  return new PairingStore(path, { now: () => now, log });
+}
+
+function codeOf(request: ReturnType<PairingStore["request"]>): string {
+  if ("full" in request) throw new Error("no room for a code");
+  return request.code;
+}
+
+describe("PairingStore", () => {
+  it("gives a stranger one code, the same again while it is open, in a 0600 file", async () => {
+    const s = store();
+    const first = s.request("telegram", "7", "7");
+    expect(codeOf(first)).toMatch(/^[A-Z2-9]{8}$/);
+    expect(first).toMatchObject({ expiresAt: now + CODE_TTL_MS });
+    expect(s.request("telegram", "7", "7")).toEqual(first);
+    expect(s.pending()).toHaveLength(1);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, "pairing"))).mode & 0o777).toBe(0o700);
+  });
+
+  it("keeps at most three open codes per platform; other platforms have their own room", () => {
+    const s = store();
+    for (let i = 0; i < MAX_PENDING_PER_CHANNEL; i++) codeOf(s.request("telegram", `u${i}`, `u${i}`));
+    expect(s.request("telegram", "u9", "u9")).toEqual({ full: true });
+    codeOf(s.request("slack", "U9", "D9"));
+    // An expired code makes room again.
+    now += CODE_TTL_MS;
+    codeOf(s.request("telegram", "u9", "u9"));
+    expect(s.pending().map((p) => p.senderId)).toEqual(["u9"]);
+  });
+
+  it("approves an open code once: its sender is let in, to be welcomed in their chat", () => {
+    const s = store();
+    const code = codeOf(s.request("slack", "U2", "D2"));
+    const result = s.approve(code.toLowerCase(), "cli");
+    expect(result).toEqual({
+      ok: true,
+      approved: {
+        channel: "slack",
+        senderId: "U2",
+        chatId: "D2",
+        approvedAt: now,
+        approvedBy: "cli",
+        welcomed: false,
+      },
+    });
+    expect(s.isApproved("slack", "U2")).toBe(true);
+    expect(s.isApproved("telegram", "U2")).toBe(false);
+    expect(s.pending()).toEqual([]);
+    // Reused: the code is gone.
+    expect(s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
+  });
+
+  it("refuses wrong, malformed and expired codes", () => {
+    const s = store();
+    const code = codeOf(s.request("telegram", "7", "7"));
+    expect(s.approve("ZZZZZZZZ", "cli")).toEqual({ ok: false, reason: "unknown" });
+    expect(s.approve("hello", "cli")).toEqual({ ok: false, reason: "malformed" });
+    now += CODE_TTL_MS;
+    expect(s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
+    expect(s.isApproved("telegram", "7")).toBe(false);
+  });
+
+  it("revokes an approved sender; revoking someone not approved says so", () => {
+    const s = store();
+    s.approve(codeOf(s.request("telegram", "7", "7")), "cli");
+    expect(s.revoke("telegram", "7")).toBe(true);
+    expect(s.isApproved("telegram", "7")).toBe(false);
+    expect(s.revoke("telegram", "7")).toBe(false);
+  });
+
+  it("sees what another process wrote at its next read (the CLI and a running gateway)", () => {
+    const gateway = store();
+    const cli = store();
+    const code = codeOf(gateway.request("discord", "100", "200"));
+    expect(gateway.changed()).toBe(false);
+    expect(cli.approve(code, "cli").ok).toBe(true);
+    expect(gateway.changed()).toBe(true);
+    expect(gateway.isApproved("discord", "100")).toBe(true);
+    expect(gateway.changed()).toBe(false);
+    gateway.markWelcomed([{ channel: "discord", senderId: "100" }]);
+    expect(cli.approved()).toEqual([expect.objectContaining({ senderId: "100", welcomed: true })]);
+    cli.revoke("discord", "100");
+    expect(gateway.isApproved("discord", "100")).toBe(false);
+  });
+
+  it("moves a corrupt file aside with a warning and starts empty", async () => {
+    const s = store();
+    s.approve(codeOf(s.request("telegram", "7", "7")), "cli");
+    await writeFile(path, "{ not json");
+    const { log, lines } = captureLog();
+    const fresh = store(log);
+    expect(fresh.approved()).toEqual([]);
+    expect(lines.some((l) => String(l.msg).includes("the pairing file is not valid"))).toBe(true);
+    expect((await readdir(join(dir, "pairing"))).some((f) => f.startsWith("pairing.json.corrupt-"))).toBe(
+      true,
+    );
+    codeOf(fresh.request("telegram", "8", "8"));
+    expect(fresh.pending()).toHaveLength(1);
+  });
+});
