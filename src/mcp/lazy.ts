@@ -12,9 +12,9 @@ export type McpTools = Pick<McpManager, "startInBackground" | "ensureReady" | "s
 
 const NO_MCP: McpTools = {
   startInBackground: () => undefined,
-  ensureReady: async () => undefined,
+  ensureReady: () => Promise.resolve(),
   status: () => [],
-  shutdown: async () => undefined,
+  shutdown: () => Promise.resolve(),
 };
 
 /** The configured servers' manager, or a no-op when there are none (the SDK is not loaded then). */
