@@ -274,6 +274,8 @@ export function createAgent({
       await consolidator.drain(Math.min(graceMs, 10_000));
       await cron.stop();
       await mcp.shutdown();
+      // Last: the turns, consolidation and cron above may still have appended.
+      await sessions.close();
     },
   };
 }
