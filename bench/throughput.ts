@@ -146,6 +146,9 @@ export async function benchThroughput(): Promise<BenchResult> {
       pass: measures.every(meets) && wrong.length === 0 && extra === 0,
       measures,
     };
+  } catch (err) {
+    console.error(`gateway log (tail):\n${gateway.stderr.slice(-3000)}`);
+    throw err;
   } finally {
     if (!stopped) await gateway.stop(15_000);
     await tg.close();

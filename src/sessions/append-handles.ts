@@ -50,6 +50,9 @@ export class AppendHandles {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     const current = await stat(path).catch(() => undefined);
+    // Evicted or idle-closed while we looked: its close is queued behind this write, so it must
+    // not be used (nor put back); the caller opens the file afresh.
+    if (this.entries.get(key) !== entry) return undefined;
     if (entry.path !== path || current?.ino !== entry.ino || current.dev !== entry.dev) {
       await this.close(key);
       return undefined;

@@ -519,6 +519,22 @@ describe("SessionStore append handles", () => {
     await store.close();
   });
 
+  it("appends to many sessions at once with few handles: none lost, none to a closed file", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { maxOpenFiles: 3 });
+    const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => store.get(`t:${i}`)));
+    // Staggered, so that handles are evicted while other appends are checking theirs.
+    const appends: Promise<void>[] = [];
+    for (let round = 0; round < 5; round++) {
+      for (const s of sessions) {
+        appends.push(store.append(s, [{ role: "user", content: `${round}` }]));
+        if (appends.length % 7 === 0) await new Promise((r) => setImmediate(r));
+      }
+    }
+    await Promise.all(appends);
+    for (const s of sessions) expect(await contents(store, s.key)).toEqual(["0", "1", "2", "3", "4"]);
+    await store.close();
+  });
+
   it("closes a file left idle", async () => {
     const store = new SessionStore(sessionsDir, undefined, { idleCloseMs: 20 });
     const s = await store.get("t:1");
