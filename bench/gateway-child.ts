@@ -13,7 +13,11 @@ import { healthUrlFromLog } from "../tests/helpers/gateway-process.js";
 
 export type Entry = "dist" | "tsx";
 
-export const DIST_MAIN = join(ROOT, "dist", "main.js");
+/**
+ * The build under test. BENCH_DIST_MAIN names another build's main.js (e.g. an older commit's,
+ * built elsewhere) to compare against on the same machine at the same load; it is used as is.
+ */
+export const DIST_MAIN = process.env.BENCH_DIST_MAIN ?? join(ROOT, "dist", "main.js");
 
 function newestMtime(dir: string, suffix: string): number {
   let newest = 0;
@@ -29,6 +33,7 @@ function newestMtime(dir: string, suffix: string): number {
  * source is newer). Returns why it could not, or null when dist is usable.
  */
 export function ensureBuilt(): string | null {
+  if (process.env.BENCH_DIST_MAIN) return existsSync(DIST_MAIN) ? null : `${DIST_MAIN} does not exist`;
   const stale =
     !existsSync(DIST_MAIN) || newestMtime(join(ROOT, "src"), ".ts") > newestMtime(join(ROOT, "dist"), ".js");
   if (!stale) return null;
