@@ -105,3 +105,20 @@ export function residentBytes(pid: number): number | undefined {
     return undefined;
   }
 }
+
+/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
+const CLOCK_TICKS_PER_S = 100;
+
+/**
+ * CPU time (user + system) a process has used so far, in ms (10 ms resolution), from /proc
+ * (Linux); undefined elsewhere. Unlike wall time it hardly depends on what else the machine runs.
+ */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces) start at state: utime is the 12th, stime the 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}

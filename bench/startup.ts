@@ -19,7 +19,7 @@ import { FakeOpenAI } from "../tests/fakes/openai-server.js";
 import { FakeSlack } from "../tests/fakes/slack-server.js";
 import { FakeTelegram } from "../tests/fakes/telegram-server.js";
 import { isLongPoll, writeGatewayConfig, type GatewayFakes } from "../tests/helpers/gateway-process.js";
-import { ensureBuilt, residentBytes, spawnGateway, type Entry } from "./gateway-child.js";
+import { cpuMs, ensureBuilt, residentBytes, spawnGateway, type Entry } from "./gateway-child.js";
 import { median, meets } from "./measure.js";
 import type { BenchResult, Measure } from "./types.js";
 
@@ -54,6 +54,8 @@ type Until = "ready" | "first-poll";
 
 interface Run {
   ms: number;
+  /** CPU time the gateway used until then (information: it hardly depends on the machine's load). */
+  cpuMs: number | undefined;
   /** VmRSS in MB, one sample a second from 1 s after starting, for idleMs. */
   rssMb: number[];
 }
@@ -78,6 +80,7 @@ async function startOnce(entry: Entry, fakes: GatewayFakes, until: Until, idleMs
       }
     }
     const ms = performance.now() - started;
+    const cpu = cpuMs(gateway.child.pid!);
     const rssMb: number[] = [];
     for (let waited = 0; waited < idleMs; waited += 1000) {
       await sleep(1000);
@@ -85,7 +88,7 @@ async function startOnce(entry: Entry, fakes: GatewayFakes, until: Until, idleMs
       if (rss === undefined) break; // no /proc here
       rssMb.push(mb(rss));
     }
-    return { ms, rssMb };
+    return { ms, cpuMs: cpu, rssMb };
   } finally {
     const code = await gateway.stop();
     if (code !== 0) console.error(`gateway exited with ${code}:\n${gateway.stderr.slice(-2000)}`);
@@ -146,9 +149,13 @@ export async function benchStartup(): Promise<BenchResult> {
         rounds: idleAll,
         target: RSS_ALL_TARGET_MB,
       });
+    const cpu = (runs: Run[]) => {
+      const values = runs.map((r) => r.cpuMs).filter((v): v is number => v !== undefined);
+      return values.length ? `${median(values).toFixed(0)} ms CPU` : "CPU not measurable";
+    };
     const parts = [
-      `${entry === "dist" ? "node dist/main.js" : "tsx src/main.ts"}: ready ${median(measures[0]!.rounds).toFixed(0)} ms, ` +
-        `first poll ${median(measures[1]!.rounds).toFixed(0)} ms`,
+      `${entry === "dist" ? "node dist/main.js" : "tsx src/main.ts"}: ready ${median(measures[0]!.rounds).toFixed(0)} ms ` +
+        `(${cpu(ready)}), first poll ${median(measures[1]!.rounds).toFixed(0)} ms (${cpu(firstPoll)})`,
       idleAll.length
         ? `idle RSS ${median(idleTelegram).toFixed(1)} MB Telegram only, ${median(idleAll).toFixed(1)} MB all three`
         : "idle RSS not measurable here (no /proc)",

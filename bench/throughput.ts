@@ -15,14 +15,13 @@
  * must get exactly its replies: none lost, none twice (checked after a
  * graceful stop).
  */
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { FakeTelegram } from "../tests/fakes/telegram-server.js";
 import { writeGatewayConfig } from "../tests/helpers/gateway-process.js";
-import { ensureBuilt, spawnGateway, type Entry } from "./gateway-child.js";
+import { cpuMs, ensureBuilt, spawnGateway, type Entry } from "./gateway-child.js";
 import { startFakeLlmProcess } from "./helpers.js";
 import { median, meets } from "./measure.js";
 import type { BenchResult, Measure } from "./types.js";
@@ -36,8 +35,6 @@ const TARGET_SHARE = 85;
 const TARGET_CPU_MS = 2.5;
 const ROUNDS = 5;
 const ROUND_TIMEOUT_MS = 20_000;
-/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
-const CLOCK_TICKS_PER_S = 100;
 export const TARGET =
   `${CHATS} chats × ${PER_CHAT} messages through Telegram, ${LATENCY_MS} ms LLM, maxConcurrentTurns ${MAX_CONCURRENT_TURNS}: ` +
   `≥ ${TARGET_SHARE} % of the ideal ${IDEAL_PER_S.toFixed(0)} msg/s, ≤ ${TARGET_CPU_MS} ms CPU per message, no reply lost or repeated`;
@@ -50,17 +47,6 @@ function chatId(i: number): number {
 
 const replies = (tg: FakeTelegram) =>
   tg.sent.filter((s) => s.method === "sendMessage" && s.text === REPLY).length;
-
-/** CPU time (user + system) of a process so far, in ms; undefined without /proc. */
-function cpuMs(pid: number): number | undefined {
-  try {
-    // Fields after the command name (which may hold spaces) start at state: utime is the 12th, stime the 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Queues `perChat` messages from each chat at once; resolves with the ms until all were answered. */
 async function round(tg: FakeTelegram, name: string, perChat: number): Promise<number> {
