@@ -13,7 +13,11 @@ import { healthUrlFromLog } from "../tests/helpers/gateway-process.js";
 
 export type Entry = "dist" | "tsx";
 
-export const DIST_MAIN = join(ROOT, "dist", "main.js");
+/**
+ * The build under test. BENCH_DIST_MAIN names another build's main.js (e.g. an older commit's,
+ * built elsewhere) to compare against on the same machine at the same load; it is used as is.
+ */
+export const DIST_MAIN = process.env.BENCH_DIST_MAIN ?? join(ROOT, "dist", "main.js");
 
 function newestMtime(dir: string, suffix: string): number {
   let newest = 0;
@@ -29,6 +33,7 @@ function newestMtime(dir: string, suffix: string): number {
  * source is newer). Returns why it could not, or null when dist is usable.
  */
 export function ensureBuilt(): string | null {
+  if (process.env.BENCH_DIST_MAIN) return existsSync(DIST_MAIN) ? null : `${DIST_MAIN} does not exist`;
   const stale =
     !existsSync(DIST_MAIN) || newestMtime(join(ROOT, "src"), ".ts") > newestMtime(join(ROOT, "dist"), ".js");
   if (!stale) return null;
@@ -96,6 +101,23 @@ export function residentBytes(pid: number): number | undefined {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
     return kb ? Number(kb) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on Linux everywhere that matters). */
+const CLOCK_TICKS_PER_S = 100;
+
+/**
+ * CPU time (user + system) a process has used so far, in ms (10 ms resolution), from /proc
+ * (Linux); undefined elsewhere. Unlike wall time it hardly depends on what else the machine runs.
+ */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces) start at state: utime is the 12th, stime the 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
   } catch {
     return undefined;
   }

@@ -1,10 +1,16 @@
-/** `npm run bench`: runs every benchmark and prints each result beside its target. */
+/**
+ * `npm run bench`: runs every benchmark and prints each result beside its target, then each of its
+ * measures as median of the rounds, spread, target and ratio (bench/measure.ts).
+ */
+import { benchBotCalls } from "./bot-calls.js";
 import { benchConcurrency } from "./concurrency.js";
 import { benchContextBudget } from "./context-budget.js";
 import { benchHtml } from "./html.js";
 import { benchJournal } from "./journal.js";
+import { formatMeasure } from "./measure.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
+import { benchSessionLoad } from "./session-load.js";
 import { benchStartup } from "./startup.js";
 import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
@@ -12,12 +18,14 @@ import type { BenchResult } from "./types.js";
 
 const benches: (() => Promise<BenchResult>)[] = [
   benchSessionAppend,
+  benchSessionLoad,
   benchConcurrency,
   benchOverhead,
   benchJournal,
   benchHtml,
   benchStartup,
   benchThroughput,
+  benchBotCalls,
   benchStreaming,
   benchContextBudget,
 ];
@@ -29,5 +37,6 @@ for (const bench of benches) {
   console.log(
     `${result.pass ? "PASS" : "FAIL"}  ${result.name}: ${result.value}\n      target: ${result.target}`,
   );
+  for (const m of result.measures ?? []) console.log(`      ${formatMeasure(m)}`);
 }
 process.exitCode = failed ? 1 : 0;

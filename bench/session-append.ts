@@ -25,7 +25,7 @@ function median(values: number[]): number {
 }
 
 /** Writes a session file of `count` messages directly (not through the store), in batches. */
-async function writeBigSession(path: string, key: string, count: number): Promise<void> {
+export async function writeBigSession(path: string, key: string, count: number): Promise<void> {
   const stamp = formatTimestamp(new Date());
   const fh = await open(path, "w");
   try {

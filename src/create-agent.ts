@@ -18,7 +18,7 @@ import { checkTarget, gatewayJobs, terminalJobs } from "./cron/targets.js";
 import { isNothingToDo } from "./heartbeat/heartbeat.js";
 import { describeProviderChoice, formatProviderChoice } from "./llm/provider-report.js";
 import { createLlm } from "./llm/resilient.js";
-import { McpManager } from "./mcp/manager.js";
+import { loadMcp, type McpTools } from "./mcp/lazy.js";
 import { mcpStatusLines } from "./mcp/status.js";
 import type { Provider } from "./llm/types.js";
 import { SessionStore, sessionsDirOf } from "./sessions/store.js";
@@ -46,8 +46,11 @@ export interface Agent {
   consolidator: MemoryConsolidator;
   /** The job store and scheduler; the gateway starts it, elsewhere only the cron tool uses it. */
   cron: CronService;
-  /** MCP servers; they connect in the background as soon as the agent is created. */
-  mcp: McpManager;
+  /**
+   * MCP servers; they connect in the background as soon as the agent is created. Without servers
+   * configured the MCP SDK is never loaded.
+   */
+  mcp: McpTools;
   /** Whether exec runs in bubblewrap; the gateway awaits it at start (mode "require" fails there). */
   execSandbox: ExecSandbox;
   /** The question desk (approvals, ask_human): give it to the ChannelManager (option `questions`). */
@@ -222,7 +225,7 @@ export function createAgent({
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
-  const mcp = new McpManager({
+  const mcp = loadMcp({
     servers: config.tools.mcpServers,
     registry: tools,
     workspace,
@@ -284,6 +287,8 @@ export function createAgent({
       await consolidator.drain(Math.min(graceMs, 10_000));
       await cron.stop();
       await mcp.shutdown();
+      // Last: the turns, consolidation and cron above may still have appended.
+      await sessions.close();
     },
   };
 }

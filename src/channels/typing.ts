@@ -9,6 +9,9 @@
  * belongs to no turn (a cron delivery, the message tool) never ends it. No
  * conversation types for longer than `maxMs`, so a lost turnEnd cannot leave
  * a chat "typing" forever.
+ *
+ * Cost: one platform call per running turn's conversation per interval, never one for a message
+ * that waits in a queue (its chat types once its turn starts), never two calls out at once.
  */
 import type { TurnEvent } from "../bus/types.js";
 import type { Logger } from "../log.js";
@@ -93,10 +96,15 @@ export class TypingIndicator<T> {
     if (conversation.turns.size === 0) await this.finish(key);
   }
 
-  /** A message went out (platforms hide the indicator then): show it again if a turn still runs. */
+  /**
+   * A message went out (platforms hide the indicator then): show it again if a turn still runs.
+   * The repeat starts over from here, so the chat still gets at most one call per interval.
+   */
   renew(key: string): void {
     const conversation = this.conversations.get(key);
-    if (conversation && this.opts.intervalMs > 0) this.fire(conversation);
+    if (!conversation || this.opts.intervalMs <= 0) return;
+    conversation.repeat?.refresh();
+    this.fire(conversation);
   }
 
   /**

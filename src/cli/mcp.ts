@@ -1,7 +1,7 @@
 /** `palaver mcp list`: starts each configured MCP server, shows its state and tools, stops them again. */
 import type { Command } from "commander";
 import { ToolRegistry } from "../agent/tools/registry.js";
-import { McpManager, type McpServerReport } from "../mcp/manager.js";
+import type { McpServerReport } from "../mcp/manager.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 
 interface ListOptions {
@@ -23,6 +23,8 @@ export function registerMcpCommand(program: Command): void {
       const timeoutSeconds = Number(opts.timeout);
       const waitMs = Number.isFinite(timeoutSeconds) && timeoutSeconds > 0 ? timeoutSeconds * 1000 : 30_000;
       const registry = new ToolRegistry();
+      // Imported here: main.ts registers every command, and the others never need the MCP SDK.
+      const { McpManager } = await import("../mcp/manager.js");
       const manager = new McpManager({
         servers,
         registry,

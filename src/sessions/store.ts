@@ -4,7 +4,7 @@
  * ever appends, so its cost does not grow with the session; the file is
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
-import { appendFile, open, readdir, stat, type FileHandle } from "node:fs/promises";
+import { open, readdir, readFile, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage } from "../llm/types.js";
@@ -13,6 +13,7 @@ import { PalaverError, errorMessage } from "../util/errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
+import { AppendHandles } from "./append-handles.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -132,6 +133,9 @@ function parseSessionLine(
   } catch {
     return { problem: "not valid JSON (truncated or corrupt)" };
   }
+  // Fast path: a message line as palaver and nanobot write it is taken as it is; only a line that
+  // fails this check goes through the schema (which also repairs what it can: see ToolCallSchema).
+  if (isWellFormedMessage(json)) return { kind: "message", data: json as ChatMessage };
   const schema = isObject(json) && json._type === "metadata" ? MetadataLineSchema : MessageLineSchema;
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
@@ -143,6 +147,33 @@ function parseSessionLine(
   return data._type === "metadata"
     ? { kind: "metadata", data: data as MetadataLine }
     : { kind: "message", data: data as unknown as ChatMessage };
+}
+
+const ROLES = new Set(["system", "user", "assistant", "tool"]);
+const isOptionalString = (v: unknown) => v === undefined || typeof v === "string";
+
+/**
+ * Whether MessageLineSchema would take this line unchanged: the same rules written out by hand,
+ * about 5× cheaper than the zod parse on a long session's first load. Anything it does not
+ * recognise (a default to fill, arguments to stringify, a wrong type) goes to the schema.
+ */
+function isWellFormedMessage(json: unknown): boolean {
+  if (!isObject(json) || json._type === "metadata" || !ROLES.has(json.role as string)) return false;
+  const { content, tool_calls: toolCalls } = json;
+  if (!(content === undefined || content === null || typeof content === "string" || Array.isArray(content)))
+    return false;
+  if (!isOptionalString(json.tool_call_id) || !isOptionalString(json.name)) return false;
+  if (toolCalls === undefined) return true;
+  if (!Array.isArray(toolCalls)) return false;
+  return toolCalls.every(
+    (call) =>
+      isObject(call) &&
+      typeof call.id === "string" &&
+      call.type === "function" &&
+      isObject(call.function) &&
+      typeof call.function.name === "string" &&
+      typeof call.function.arguments === "string",
+  );
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -170,14 +201,23 @@ export class SessionStore {
   /** Writes to one session file run one after the other; one failed write never blocks the next. */
   private readonly writes = new KeyedQueue();
   private dirReady: Promise<void> | undefined;
-  /** Session files whose last line this process wrote (so it is whole): appends skip the check. */
-  private readonly wholeLines = new Set<string>();
+  /**
+   * Session files held open after an append: their last line is ours, so the next append is a
+   * plain write. Closed when idle, when too many are open, before a rewrite and by close().
+   */
+  private readonly handles: AppendHandles;
 
   constructor(
     readonly sessionsDir: string,
     log?: Logger,
+    opts: { maxOpenFiles?: number; idleCloseMs?: number } = {},
   ) {
     this.log = log ?? logger("sessions");
+    this.handles = new AppendHandles({
+      max: opts.maxOpenFiles,
+      idleMs: opts.idleCloseMs,
+      schedule: (key, work) => this.writes.push(key, work),
+    });
   }
 
   pathFor(key: string): string {
@@ -201,7 +241,8 @@ export class SessionStore {
   /** Forgets the in-memory copy; the next get() reads the file again. */
   invalidate(key: string): void {
     this.cache.delete(key);
-    this.wholeLines.delete(this.pathFor(key));
+    // The file may have been changed by someone else: the next append checks its last line again.
+    this.writes.push(key, () => this.handles.close(key));
   }
 
   /**
@@ -236,7 +277,7 @@ export class SessionStore {
     session.lastConsolidated = 0;
     session.updatedAt = new Date();
     const line = metadataLine(session);
-    return this.writes.run(session.key, () => this.rewrite(this.pathFor(session.key), [line]));
+    return this.writes.run(session.key, () => this.rewrite(session.key, [line]));
   }
 
   /**
@@ -246,14 +287,23 @@ export class SessionStore {
   compact(session: Session): Promise<void> {
     const head = metadataLine(session);
     const messages = session.messages.slice();
-    return this.writes.run(session.key, () =>
-      this.rewrite(this.pathFor(session.key), batches(head, messages)),
-    );
+    return this.writes.run(session.key, () => this.rewrite(session.key, batches(head, messages)));
   }
 
   /** Waits for every queued write (for shutdown and tests). */
   async flush(): Promise<void> {
     await this.writes.idle();
+  }
+
+  /** Shutdown: waits for the queued writes, then closes every file held open. */
+  async close(): Promise<void> {
+    await this.writes.idle();
+    await this.handles.closeAll();
+  }
+
+  /** How many session files are held open for appending (tests). */
+  get openFiles(): number {
+    return this.handles.size;
   }
 
   /** Every session file, most recently updated first. */
@@ -317,19 +367,28 @@ export class SessionStore {
   }
 
   /**
-   * One append of `text`, costing the same whatever the file's size: an fstat,
-   * at most a one-byte read, one write. A new file gets the metadata line first;
-   * a file whose last line was cut short gets a newline so our line stays whole.
+   * One append of `text`, costing the same whatever the file's size. To a file held open since
+   * our last append (its last line is ours, so whole): a stat of the path (still the same file?)
+   * and one write. Otherwise it is opened: an fstat, at most a one-byte read, one write; a new
+   * file gets the metadata line first, a file whose last line was cut short gets a newline so
+   * our line stays whole; then it is held open.
    */
   private async appendText(session: Session, text: string, isMetadata = false): Promise<void> {
-    const path = this.pathFor(session.key);
+    const key = session.key;
+    const path = this.pathFor(key);
     try {
-      if (this.wholeLines.has(path)) {
-        // This process wrote the last line itself, so it is whole: a plain append will do.
-        await appendFile(path, text, { encoding: "utf8", mode: FILE_MODE });
+      const held = await this.handles.get(key, path);
+      if (held) {
+        try {
+          await held.appendFile(text, "utf8");
+        } catch (err) {
+          await this.handles.close(key); // the next append opens the file afresh
+          throw err;
+        }
         return;
       }
       const fh = await this.openForAppend(path);
+      let kept = false;
       try {
         const { size } = await fh.stat();
         let prefix = "";
@@ -340,17 +399,21 @@ export class SessionStore {
           await fh.read(last, 0, 1, size - 1);
           if (last[0] !== 0x0a) prefix = "\n";
         }
-        await fh.writeFile(prefix + text, "utf8");
-        this.wholeLines.add(path);
+        await fh.appendFile(prefix + text, "utf8");
+        await this.handles.keep(key, path, fh);
+        kept = true;
       } finally {
-        await fh.close();
+        if (!kept) await fh.close();
       }
     } catch (err) {
       throw new PalaverError(`cannot append to session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
   }
 
-  private async rewrite(path: string, chunks: Iterable<string>): Promise<void> {
+  private async rewrite(key: string, chunks: Iterable<string>): Promise<void> {
+    const path = this.pathFor(key);
+    // The file is replaced (temp + rename): the handle held on the old one must not be written to.
+    await this.handles.close(key);
     await this.ensureDir();
     try {
       await replaceFilePrivate(path, chunks);
@@ -361,38 +424,36 @@ export class SessionStore {
 
   private async load(key: string): Promise<Session> {
     const path = this.pathFor(key);
-    let fh: FileHandle;
+    let data: Buffer;
     try {
-      fh = await open(path, "r");
+      // One read; lines are decoded one by one from the buffer, so a long session never becomes
+      // one giant string.
+      data = await readFile(path);
     } catch (err) {
       if (isErrno(err, "ENOENT")) return new Session(key);
-      throw new PalaverError(`cannot open session file ${path}: ${errorMessage(err)}`, { cause: err });
+      throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
     const session = new Session(key);
     let updatedAt: Date | undefined;
     let lineNo = 0;
     const bad: string[] = [];
-    try {
-      // Line by line: a long session never becomes one giant string.
-      for await (const raw of fh.readLines({ encoding: "utf8", autoClose: false })) {
-        lineNo++;
-        const line = raw.trim();
-        if (line === "") continue;
-        const parsed = parseSessionLine(line);
-        if ("problem" in parsed) {
-          bad.push(line);
-          if (bad.length <= MAX_LINE_WARNINGS)
-            this.log.warn({ file: path, line: lineNo }, `skipping session line: ${parsed.problem}`);
-        } else if (parsed.kind === "metadata") {
-          updatedAt = applyMetadata(session, parsed.data) ?? updatedAt;
-        } else {
-          session.messages.push(parsed.data);
-        }
+    for (let start = 0; start < data.length;) {
+      const nl = data.indexOf(0x0a, start);
+      const end = nl === -1 ? data.length : nl;
+      const line = data.toString("utf8", start, end).trim();
+      start = end + 1;
+      lineNo++;
+      if (line === "") continue;
+      const parsed = parseSessionLine(line);
+      if ("problem" in parsed) {
+        bad.push(line);
+        if (bad.length <= MAX_LINE_WARNINGS)
+          this.log.warn({ file: path, line: lineNo }, `skipping session line: ${parsed.problem}`);
+      } else if (parsed.kind === "metadata") {
+        updatedAt = applyMetadata(session, parsed.data) ?? updatedAt;
+      } else {
+        session.messages.push(parsed.data);
       }
-    } catch (err) {
-      throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
-    } finally {
-      await fh.close();
     }
     if (bad.length > 0) {
       keepCorrupt(corruptPathOf(path), bad, this.log);

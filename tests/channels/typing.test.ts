@@ -96,6 +96,21 @@ describe("TypingIndicator (shared)", () => {
     typing.stopAll();
   });
 
+  it("a renew (a message went out) restarts the interval: still one call per interval", async () => {
+    vi.useFakeTimers();
+    const { typing, signals } = setup(4000);
+    typing.start("c1", "t1", "chat-1");
+    await vi.advanceTimersByTimeAsync(3000);
+    typing.renew("c1");
+    expect(signals).toHaveLength(2);
+    // Without the restart the repeat would fire at 4 s, one second after the renew.
+    await vi.advanceTimersByTimeAsync(3999);
+    expect(signals).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(signals).toHaveLength(3);
+    typing.stopAll();
+  });
+
   it("signals once when intervalMs is 0 (a reaction) and renew does nothing", async () => {
     vi.useFakeTimers();
     const { typing, signals, stops } = setup(0);

@@ -1,5 +1,16 @@
 import { spawnSync } from "node:child_process";
-import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import {
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rename,
+  rm,
+  stat,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,6 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { SessionStore, formatTimestamp, parseTimestamp, safeKey } from "../../src/sessions/store.js";
 import { captureLog } from "../helpers/log.js";
+import { waitFor } from "../helpers/wait.js";
 
 const FIXTURE = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -468,5 +480,118 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     await store.append(s, [{ role: "user", content: "kept" }]);
     const again = await new SessionStore(sessionsDir).get("t:7");
     expect(again.messages.map((m) => m.content)).toEqual(["kept"]);
+  });
+});
+
+describe("SessionStore append handles", () => {
+  const contents = async (store: SessionStore, key: string) =>
+    (await new SessionStore(sessionsDir, captureLog().log).get(key)).messages.map((m) => m.content);
+
+  it("keeps a session file open between appends and closes every one on close()", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:1");
+    await store.append(s, [{ role: "user", content: "a" }]);
+    expect(store.openFiles).toBe(1);
+    const { ino } = await stat(store.pathFor("t:1"));
+    await store.append(s, [{ role: "assistant", content: "b" }]);
+    expect(store.openFiles).toBe(1);
+    expect((await stat(store.pathFor("t:1"))).ino).toBe(ino);
+    await store.close();
+    expect(store.openFiles).toBe(0);
+    // A store closed at shutdown still works if used again: the file is opened afresh.
+    await store.append(s, [{ role: "user", content: "c" }]);
+    expect(await contents(store, "t:1")).toEqual(["a", "b", "c"]);
+    await store.close();
+  });
+
+  it("holds at most maxOpenFiles, closing the least recently used; nothing is lost", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { maxOpenFiles: 2 });
+    const keys = ["t:1", "t:2", "t:3", "t:4"];
+    const sessions = await Promise.all(keys.map((k) => store.get(k)));
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(
+        sessions.map((s) => store.append(s, [{ role: "user", content: `${s.key} ${round}` }])),
+      );
+      await store.flush();
+      expect(store.openFiles).toBeLessThanOrEqual(2);
+    }
+    for (const key of keys) expect(await contents(store, key)).toEqual([0, 1, 2].map((r) => `${key} ${r}`));
+    await store.close();
+  });
+
+  it("appends to many sessions at once with few handles: none lost, none to a closed file", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { maxOpenFiles: 3 });
+    const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => store.get(`t:${i}`)));
+    // Staggered, so that handles are evicted while other appends are checking theirs.
+    const appends: Promise<void>[] = [];
+    for (let round = 0; round < 5; round++) {
+      for (const s of sessions) {
+        appends.push(store.append(s, [{ role: "user", content: `${round}` }]));
+        if (appends.length % 7 === 0) await new Promise((r) => setImmediate(r));
+      }
+    }
+    await Promise.all(appends);
+    for (const s of sessions) expect(await contents(store, s.key)).toEqual(["0", "1", "2", "3", "4"]);
+    await store.close();
+  });
+
+  it("closes a file left idle", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { idleCloseMs: 20 });
+    const s = await store.get("t:1");
+    await store.append(s, [{ role: "user", content: "a" }]);
+    await waitFor(() => store.openFiles === 0, 5000);
+    await store.append(s, [{ role: "user", content: "b" }]);
+    expect(await contents(store, "t:1")).toEqual(["a", "b"]);
+    await store.close();
+  });
+
+  it("follows the file when it is deleted or replaced under the open handle", async () => {
+    const store = new SessionStore(sessionsDir);
+    const s = await store.get("t:1");
+    await store.append(s, [{ role: "user", content: "a" }]);
+    // Deleted (a removed cron job's session): the next append makes a new file, metadata first.
+    await unlink(store.pathFor("t:1"));
+    await store.append(s, [{ role: "user", content: "b" }]);
+    const after = await lines(store.pathFor("t:1"));
+    expect(JSON.parse(after[0]!)).toMatchObject({ _type: "metadata", key: "t:1" });
+    expect(await contents(store, "t:1")).toEqual(["b"]);
+    // Replaced by a rename (another writer's atomic rewrite): appends go to the new file.
+    const other = join(dir, "other.jsonl");
+    await writeFile(
+      other,
+      `${JSON.stringify({ _type: "metadata", key: "t:1" })}\n${JSON.stringify({ role: "user", content: "x" })}\n`,
+    );
+    await rename(other, store.pathFor("t:1"));
+    await store.append(s, [{ role: "user", content: "c" }]);
+    expect(await contents(store, "t:1")).toEqual(["x", "c"]);
+    await store.close();
+  });
+
+  it("loads well-formed lines as they are and repairs the rest through the schema", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const call = { id: "c1", function: { name: "read_file", arguments: { path: "a.txt" } } };
+    await writeFile(
+      join(sessionsDir, "t_9.jsonl"),
+      [
+        JSON.stringify({ _type: "metadata", key: "t:9", last_consolidated: 1 }),
+        JSON.stringify({ role: "user", content: "hi", timestamp: "2025-01-01T00:00:00.000000" }),
+        JSON.stringify({ role: "assistant", content: null, tool_calls: [call] }),
+        JSON.stringify({ role: "tool", tool_call_id: "c1", name: "read_file", content: "text" }),
+        "",
+      ].join("\r\n"),
+    );
+    const s = await new SessionStore(sessionsDir).get("t:9");
+    expect(s.lastConsolidated).toBe(1);
+    expect(s.messages).toEqual([
+      { role: "user", content: "hi", timestamp: "2025-01-01T00:00:00.000000" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a.txt"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", name: "read_file", content: "text" },
+    ]);
   });
 });

@@ -19,7 +19,6 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { ToolError, errorMessage, isAbortError } from "../../util/errors.js";
-import { convertHtml } from "./html.js";
 import { truncateWithNotice } from "./filesystem.js";
 import { defineTool, type Tool } from "./types.js";
 
@@ -417,6 +416,8 @@ export async function renderPage(
     mime === "application/xhtml+xml" ||
     (!mime && /^\s*<(!doctype html|html)/i.test(text))
   ) {
+    // Loaded at the first HTML page, not at startup: most runs never fetch one.
+    const { convertHtml } = await import("./html.js");
     // Converting stops a little past maxChars: the rest would be cut anyway.
     const converted = await convertHtml(text, { mode, baseUrl: page.url, maxChars: maxChars + 1000 });
     title = converted.title;

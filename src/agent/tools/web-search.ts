@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
-import { decodeEntities } from "./html.js";
+import { decodeEntities } from "./html-entities.js";
 import { defineTool, type Tool } from "./types.js";
 
 export interface WebSearchOptions {

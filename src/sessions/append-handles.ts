@@ -1,0 +1,103 @@
+/**
+ * Open append handles of session files, so a turn's append is one write instead of
+ * open + write + close. Bounded: at most `max` files are held open (the least recently used
+ * one is closed first) and a file untouched for `idleMs` is closed. A handle is used only while
+ * it is still the file at its path (same inode): a file replaced by an atomic rewrite (/new,
+ * compaction) or deleted (a removed cron job's session) is reopened at its path.
+ *
+ * Closing goes through `schedule(key, close)`, the store's per-session write queue, so a handle
+ * is never closed under a write in flight.
+ */
+import { stat, type FileHandle } from "node:fs/promises";
+
+export interface AppendHandlesOptions {
+  /** Files held open at most (default 64). */
+  max?: number;
+  /** A file not appended to for this long is closed (default 60 s). */
+  idleMs?: number;
+  /** Runs `work` after the writes queued for session `key` (the store's KeyedQueue). */
+  schedule(key: string, work: () => Promise<void>): void;
+}
+
+interface Entry {
+  path: string;
+  fh: FileHandle;
+  dev: number;
+  ino: number;
+  idle: NodeJS.Timeout;
+}
+
+export class AppendHandles {
+  /** Session key → its open file; Map order is use order, the least recently used first. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly max: number;
+  private readonly idleMs: number;
+
+  constructor(private readonly opts: AppendHandlesOptions) {
+    this.max = opts.max ?? 64;
+    this.idleMs = opts.idleMs ?? 60_000;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * The open handle of `key`'s file when it is still the file at `path`; undefined otherwise (a
+   * stale handle is closed). Call it from inside the key's write queue.
+   */
+  async get(key: string, path: string): Promise<FileHandle | undefined> {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    const current = await stat(path).catch(() => undefined);
+    // Evicted or idle-closed while we looked: its close is queued behind this write, so it must
+    // not be used (nor put back); the caller opens the file afresh.
+    if (this.entries.get(key) !== entry) return undefined;
+    if (entry.path !== path || current?.ino !== entry.ino || current.dev !== entry.dev) {
+      await this.close(key);
+      return undefined;
+    }
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    entry.idle.refresh();
+    return entry.fh;
+  }
+
+  /** Holds `fh` (open on `path`) for `key`'s next appends; the least recently used beyond `max` is closed. */
+  async keep(key: string, path: string, fh: FileHandle): Promise<void> {
+    const { dev, ino } = await fh.stat();
+    const previous = this.entries.get(key);
+    if (previous && previous.fh !== fh) await this.close(key);
+    const idle = setTimeout(() => this.closeLater(key), this.idleMs);
+    idle.unref();
+    this.entries.delete(key);
+    this.entries.set(key, { path, fh, dev, ino, idle });
+    while (this.entries.size > this.max) {
+      const oldest = this.entries.keys().next().value as string;
+      this.closeLater(oldest);
+    }
+  }
+
+  /** Closes `key`'s handle now (from inside its write queue: before a rewrite, on invalidate). */
+  async close(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    clearTimeout(entry.idle);
+    await entry.fh.close().catch(() => undefined);
+  }
+
+  /** Closes every handle (shutdown; the store has flushed its writes first). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((key) => this.close(key)));
+  }
+
+  /** Forgets `key`'s handle at once and closes it once the key's queued writes are done. */
+  private closeLater(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    clearTimeout(entry.idle);
+    this.opts.schedule(key, () => entry.fh.close().catch(() => undefined));
+  }
+}
