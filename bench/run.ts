@@ -8,6 +8,7 @@ import { benchStartup } from "./startup.js";
 import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
 import type { BenchResult } from "./types.js";
+import { benchWeb } from "./web.js";
 
 const benches: (() => Promise<BenchResult>)[] = [
   benchSessionAppend,
@@ -18,6 +19,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchStartup,
   benchThroughput,
   benchStreaming,
+  benchWeb,
 ];
 
 let failed = 0;
