@@ -15,6 +15,7 @@ import {
   createEnabledChannels,
   PLATFORMS,
   type ChannelFactory,
+  type GatewayServices,
   type PlatformName,
 } from "./channels/registry.js";
 import { adminsOf, allowFromOf } from "./config/allow-from.js";
@@ -159,7 +160,7 @@ export class Gateway {
     this.agent.loop.start();
 
     const enabled = await createEnabledChannels(
-      { config, workspace, log: this.log },
+      { config, workspace, log: this.log, gateway: this.services() },
       this.opts.platforms ?? PLATFORMS,
     );
     if (stopped.aborted) return;
@@ -201,6 +202,16 @@ export class Gateway {
     );
   }
 
+  /** What a channel served from this process (the web chat) may use. */
+  private services(): GatewayServices {
+    return {
+      http: this.health,
+      sessions: this.agent.sessions,
+      stateDir: stateDir(this.opts.loaded.path),
+      model: this.agent.provider.model,
+    };
+  }
+
   /** Says whether shell commands are confined; on tools.exec.sandbox "require" without a working bwrap, throws (exit 78). */
   private async checkExecSandbox(): Promise<void> {
     const state = await this.agent.execSandbox.state();
@@ -224,7 +235,7 @@ export class Gateway {
     for (const name of changedPlatforms) {
       await this.channels.remove(name);
       const [created] = await createEnabledChannels(
-        { config: after, workspace: this.opts.loaded.workspace, log: this.log },
+        { config: after, workspace: this.opts.loaded.workspace, log: this.log, gateway: this.services() },
         { [name]: platforms[name] },
       );
       // Replies kept for it while it was off go out as soon as it runs (the manager holds them).

@@ -11,10 +11,13 @@
  */
 import type { z } from "zod";
 import type { Config } from "../config/schema.js";
+import type { HttpMount } from "../daemon/health.js";
 import type { Logger } from "../log.js";
+import type { SessionStore } from "../sessions/store.js";
 import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
+import { web } from "./web/index.js";
 import type { Channel } from "./types.js";
 import type { ChannelOptions } from "./manager.js";
 
@@ -22,6 +25,19 @@ export interface ChannelFactoryContext {
   config: Config;
   workspace: string;
   log: Logger;
+  /** What the gateway lends a channel served from its own process (the web chat); absent elsewhere. */
+  gateway?: GatewayServices;
+}
+
+export interface GatewayServices {
+  /** The gateway's HTTP server (daemon/health.ts): the paths health does not serve. */
+  http: HttpMount;
+  /** The agent's sessions, read for a conversation's history. */
+  sessions: SessionStore;
+  /** The state folder (beside the config): where the web chat keeps its token. */
+  stateDir: string;
+  /** The model answering, for the page's header. */
+  model: string;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;
@@ -43,7 +59,7 @@ export interface Platform<Name extends string = string, Section extends z.ZodTyp
 }
 
 /** The one list. Its order is the order of the config sections and of startup. */
-export const PLATFORM_LIST = [telegram, slack, discord] as const;
+export const PLATFORM_LIST = [telegram, slack, discord, web] as const;
 
 export type PlatformName = (typeof PLATFORM_LIST)[number]["name"];
 

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { PLATFORM_LIST } from "../channels/registry.js";
+import { withWebDefault } from "../channels/web/config.js";
 import { MAX_TIMER_SECONDS } from "../util/timers.js";
 import { hasUrlCredentials } from "../util/url-credentials.js";
 
@@ -259,7 +260,7 @@ export const ConfigSchema = z.object({
   agents: AgentsSchema.prefault({}),
   providers: z.record(z.string(), ProviderConfigSchema).default({}),
   tools: ToolsSchema.prefault({}),
-  channels: ChannelsSchema.prefault({}),
+  channels: ChannelsSchema.prefault({}).transform(withWebDefault),
   gateway: GatewaySchema.prefault({}),
   cron: CronSchema.prefault({}),
   transcription: TranscriptionSchema.prefault({}),

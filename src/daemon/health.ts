@@ -5,6 +5,7 @@
  *   GET /readyz   every enabled channel connected, the LLM answering and the journal writing
  *                 (503 otherwise), with detail: each component's state and the reason when it is not ready
  *   GET /metrics  Prometheus text format
+ * Every other path goes to the handler mounted with `mount` (the web chat), or is a 404.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -73,6 +74,21 @@ export function evaluateReadiness({ channels, llm, journal, starting }: Readines
   return { ready: Object.values(components).every((c) => c.ready), components };
 }
 
+/** Serves a request the health endpoints do not; it must answer it (or end the response). */
+export type HttpHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+/** The part of the gateway's HTTP server a channel may use: the paths health does not serve. */
+export interface HttpMount {
+  /** Sends every path but /healthz, /readyz and /metrics to `handler`; call the result to take it off. */
+  mount(handler: HttpHandler): () => void;
+  /** The address bound (`http://127.0.0.1:18790`), once listening; undefined when it could not listen. */
+  readonly url: string | undefined;
+  /** The host it was asked to bind (gateway.host). */
+  readonly host: string;
+}
+
+const HEALTH_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
 export interface HealthServerOptions {
   host: string;
   port: number;
@@ -81,8 +97,9 @@ export interface HealthServerOptions {
   log?: Logger;
 }
 
-export class HealthServer {
+export class HealthServer implements HttpMount {
   private server: Server | null = null;
+  private mounted: HttpHandler | null = null;
   private readonly log: Logger;
 
   constructor(private readonly opts: HealthServerOptions) {
@@ -92,6 +109,24 @@ export class HealthServer {
   /** The port actually bound (useful with port 0). */
   get port(): number | undefined {
     return (this.server?.address() as AddressInfo | null)?.port;
+  }
+
+  get host(): string {
+    return this.opts.host;
+  }
+
+  get url(): string | undefined {
+    const port = this.port;
+    if (port === undefined) return undefined;
+    const host = this.opts.host.includes(":") ? `[${this.opts.host}]` : this.opts.host;
+    return `http://${host}:${port}`;
+  }
+
+  mount(handler: HttpHandler): () => void {
+    this.mounted = handler;
+    return () => {
+      if (this.mounted === handler) this.mounted = null;
+    };
   }
 
   /** Listens; a port in use is logged, not fatal: the assistant matters more than its dashboard. */
@@ -124,6 +159,7 @@ export class HealthServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (!HEALTH_PATHS.has(path) && this.mounted) return this.serveMounted(this.mounted, req, res, path);
     try {
       if (req.method !== "GET" && req.method !== "HEAD")
         return send(res, 405, "text/plain", "method not allowed\n");
@@ -152,6 +188,21 @@ export class HealthServer {
     } catch (err) {
       this.log.error({ err, path }, "health endpoint failed");
       send(res, 500, "text/plain", "internal error\n");
+    }
+  }
+
+  private async serveMounted(
+    handler: HttpHandler,
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+  ): Promise<void> {
+    try {
+      await handler(req, res);
+    } catch (err) {
+      this.log.error({ err, path }, "HTTP handler failed");
+      if (!res.headersSent) send(res, 500, "text/plain", "internal error\n");
+      else res.destroy();
     }
   }
 }

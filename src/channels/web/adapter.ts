@@ -1,0 +1,340 @@
+/**
+ * The web chat as a Channel: served by the gateway's own HTTP server (daemon/health.ts mounts the
+ * handler while the channel runs). Messages from the page go to the manager's sink like any
+ * platform's; replies, turn events, questions and the streamed text go to the tabs watching that
+ * conversation as server-sent events. A conversation `<id>` is the session `web:<id>`.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
+import type { Logger } from "../../log.js";
+import { ChannelError, errorMessage } from "../../util/errors.js";
+import type { ChannelFactoryContext, GatewayServices } from "../registry.js";
+import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
+import { loadToken, WebAuth } from "./auth.js";
+import { WEB_SENDER_ID, type WebConfig } from "./config.js";
+import { EventHub } from "./events.js";
+import { HttpError } from "./http.js";
+import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf } from "./history.js";
+import { LiveState } from "./live.js";
+import type {
+  ChooseResult,
+  ConversationSummary,
+  HistoryMessage,
+  Me,
+  SendAccepted,
+  SendRequest,
+  WebEvent,
+} from "./protocol.js";
+import { RateLimit } from "./rate.js";
+import { createWebHandler, type WebApp } from "./routes.js";
+import { StaticAssets } from "./static.js";
+import { AgentFiles, Uploads } from "./uploads.js";
+import { BoundedMap } from "../../util/bounded-map.js";
+
+/** Longest message text accepted from the page. */
+export const MESSAGE_CHARS = 32_000;
+/** New conversations and messages per minute: guard rails, far above what a person types. */
+const CONVERSATIONS_PER_MINUTE = 30;
+const MESSAGES_PER_MINUTE = 60;
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|::1)$/i;
+
+export interface WebChannelOptions {
+  /** Where the page's built files are (default dist/web/). */
+  webRoot?: string;
+}
+
+export function createWebChannel(ctx: ChannelFactoryContext, opts: WebChannelOptions = {}): Promise<Channel> {
+  if (!ctx.gateway) {
+    throw new Error("the web chat is served by the gateway: start it with `palaver gateway` (npm start)");
+  }
+  return Promise.resolve(new WebChannel(ctx, ctx.gateway, opts));
+}
+
+type Published = Exclude<WebEvent, { type: "ping" }>;
+
+class WebChannel implements Channel, WebApp {
+  readonly name = "web";
+  private readonly section: WebConfig;
+  private readonly log: Logger;
+  private readonly live = new LiveState();
+  private readonly files = new AgentFiles();
+  private readonly uploads: Uploads;
+  private readonly assets: StaticAssets;
+  /** Conversations made with "New chat" that have no session file yet, newest last. */
+  private readonly created = new BoundedMap<string, string>(100, 24 * 3600_000);
+  private readonly newConversations = new RateLimit(CONVERSATIONS_PER_MINUTE, 60_000);
+  private readonly messages = new RateLimit(MESSAGES_PER_MINUTE, 60_000);
+  /** Refs of this run's previews start with it, so a preview of an earlier run is left alone. */
+  private readonly runId = randomBytes(4).toString("hex");
+  private hub: EventHub | null = null;
+  private sink: InboundSink | null = null;
+  private unmount: (() => void) | null = null;
+
+  constructor(
+    private readonly ctx: ChannelFactoryContext,
+    private readonly gateway: GatewayServices,
+    opts: WebChannelOptions,
+  ) {
+    this.section = ctx.config.channels.web;
+    this.log = ctx.log.child({ channel: "web" });
+    this.uploads = new Uploads(ctx.workspace, ctx.config.channels.maxMediaBytes);
+    this.assets = new StaticAssets(opts.webRoot);
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    const { http, stateDir } = this.gateway;
+    const base = http.url;
+    if (!base) {
+      throw new ChannelError(
+        "the gateway's HTTP server is not listening (is gateway.port in use?), so the chat page cannot be served",
+        { platform: "web" },
+      );
+    }
+    const { token, file } = await loadToken(this.section.token, stateDir);
+    const hub = new EventHub();
+    const loopbackOnly = LOOPBACK.test(http.host);
+    this.hub = hub;
+    this.sink = sink;
+    this.unmount = http.mount(
+      createWebHandler({
+        app: this,
+        auth: new WebAuth(token),
+        assets: this.assets,
+        hub,
+        live: this.live,
+        uploads: this.uploads,
+        files: this.files,
+        logins: new RateLimit(10, 60_000),
+        loopbackOnly,
+        log: this.log,
+      }),
+    );
+    if (!loopbackOnly) {
+      this.log.warn(
+        { host: http.host },
+        `gateway.host is ${http.host}: the chat page is reachable from other machines over plain HTTP; ` +
+          "put a reverse proxy with TLS in front of it (docs/web.md)",
+      );
+    }
+    const url = `${pageUrl(base, http.host)}/`;
+    // A configured token is a registered secret the log would mask: say where it is instead.
+    this.log.info(
+      { url, ...(file ? { tokenFile: file } : {}) },
+      file
+        ? `Chat with palaver at ${url}#token=${token}`
+        : `Chat with palaver at ${url} (token: channels.web.token)`,
+    );
+  }
+
+  stop(): Promise<void> {
+    this.unmount?.();
+    this.unmount = null;
+    this.hub?.close();
+    this.hub = null;
+    this.sink = null;
+    return Promise.resolve();
+  }
+
+  async send(msg: OutboundMessage): Promise<SentMessage | void> {
+    const conversationId = msg.chatId;
+    const turn = msg.turnId ? { turnId: msg.turnId } : {};
+    switch (msg.kind ?? "final") {
+      case "final": {
+        const files = await Promise.all((msg.media ?? []).map((path) => this.files.register(path)));
+        this.publish({
+          type: "final",
+          conversationId,
+          ...turn,
+          text: msg.content,
+          ...(files.length ? { files } : {}),
+        });
+        return;
+      }
+      case "progress":
+      case "toolHint":
+      case "delta":
+        this.publish({
+          type: msg.kind === "toolHint" ? "toolHint" : msg.kind === "delta" ? "delta" : "progress",
+          conversationId,
+          ...turn,
+          text: msg.content,
+        });
+        return;
+      case "question": {
+        const question = msg.question;
+        if (!question)
+          throw new ChannelError("a question without choices", { platform: "web", permanent: true });
+        this.publish({
+          type: "question",
+          conversationId,
+          ...turn,
+          questionId: question.id,
+          text: msg.content,
+          choices: question.choices.map((c) => ({
+            id: c.id,
+            label: c.label,
+            ...(c.style ? { style: c.style } : {}),
+          })),
+        });
+        return { ref: question.id };
+      }
+      case "edit":
+        if (msg.edit) {
+          this.publish({
+            type: "questionClosed",
+            conversationId,
+            questionId: msg.edit.questionId,
+            text: msg.content,
+          });
+        }
+        return;
+    }
+  }
+
+  onTurn(event: TurnEvent): void {
+    const base = { conversationId: event.chatId, turnId: event.turnId };
+    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base });
+    else this.publish({ type: "turnEnd", ...base, outcome: event.outcome ?? "done" });
+  }
+
+  /**
+   * Deltas go to the tabs as they come (a short interval: the first words show at once). The
+   * final is not written over the preview here: it is refused, so the manager sends it through
+   * send() as a `final` event (and the text before tool calls as `progress`), which the page
+   * needs to know the reply is complete.
+   */
+  previewSurface(target: PreviewTarget): PreviewSurface {
+    const ref = `${this.runId}:${target.turnId}`;
+    const delta = (text: string) =>
+      this.publish({ type: "delta", conversationId: target.chatId, turnId: target.turnId, text });
+    return {
+      maxChars: 1_000_000,
+      intervalMs: 100,
+      post: (text) => {
+        delta(text);
+        return Promise.resolve(ref);
+      },
+      edit: (at, text, formatted) => {
+        if (formatted) {
+          return Promise.reject(
+            new ChannelError("the web chat sends a final as its own event", { platform: "web" }),
+          );
+        }
+        if (at === ref) delta(text);
+        return Promise.resolve();
+      },
+      finalParts: (content) => [content],
+      // The page marks a stopped turn itself (turnEnd "stopped").
+      stopped: () => Promise.resolve(),
+    };
+  }
+
+  // ---- what the routes ask (routes.ts) ----
+
+  me(): Me {
+    return {
+      name: "palaver",
+      model: this.gateway.model,
+      limits: { messageChars: MESSAGE_CHARS, uploadBytes: this.uploads.maxBytes },
+    };
+  }
+
+  async conversations(): Promise<ConversationSummary[]> {
+    const listed = await listConversations(await this.gateway.sessions.list(), (id) => this.live.busy(id));
+    const known = new Set(listed.map((c) => c.id));
+    const fresh: ConversationSummary[] = [...this.created.keys()]
+      .filter((id) => !known.has(id) && this.created.get(id) !== undefined)
+      .reverse()
+      .map((id) => ({
+        id,
+        title: NEW_CHAT_TITLE,
+        updatedAt: this.created.get(id)!,
+        busy: this.live.busy(id),
+      }));
+    return [...fresh, ...listed];
+  }
+
+  createConversation(): ConversationSummary {
+    if (!this.newConversations.take()) {
+      throw new HttpError(429, `at most ${CONVERSATIONS_PER_MINUTE} new conversations a minute`);
+    }
+    const id = randomId();
+    const at = new Date().toISOString();
+    this.created.set(id, at);
+    return { id, title: NEW_CHAT_TITLE, updatedAt: at, busy: false };
+  }
+
+  async history(conversationId: string): Promise<HistoryMessage[]> {
+    const session = await this.gateway.sessions.get(sessionKeyOf(conversationId));
+    return historyOf(session.messages);
+  }
+
+  sendMessage(conversationId: string, request: SendRequest): SendAccepted {
+    const sink = this.running();
+    const text = request.text.trim();
+    if (text.length > MESSAGE_CHARS) {
+      throw new HttpError(
+        413,
+        `a message is at most ${MESSAGE_CHARS} characters; attach longer text as a file`,
+      );
+    }
+    if (text === "" && !request.uploads?.length) throw new HttpError(400, "the message is empty");
+    if (!this.messages.take()) throw new HttpError(429, `at most ${MESSAGES_PER_MINUTE} messages a minute`);
+    const messageId = randomUUID();
+    const base = this.inbound(conversationId, text, messageId);
+    if (!sink.allows(base)) {
+      sink.publishInbound(base); // the manager tells the chat why (its refusal notice)
+      throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
+    }
+    const { paths, files } = this.uploads.take(request.uploads ?? []);
+    this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
+    sink.publishInbound(paths.length ? { ...base, media: paths } : base);
+    return { messageId };
+  }
+
+  stopTurn(conversationId: string): void {
+    const sink = this.running();
+    const msg = this.inbound(conversationId, "/stop", randomUUID());
+    if (!sink.allows(msg))
+      throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
+    sink.publishInbound(msg);
+  }
+
+  choose(questionId: string, choiceId: string): ChooseResult {
+    const sink = this.running();
+    const chatId = this.live.conversationOfQuestion(questionId);
+    if (!chatId || !sink.choose) return { accepted: false, notice: "This question is no longer open." };
+    return sink.choose({ channel: this.name, chatId, senderId: WEB_SENDER_ID, questionId, choiceId });
+  }
+
+  private inbound(chatId: string, content: string, messageId: string): InboundMessage {
+    return { channel: this.name, senderId: WEB_SENDER_ID, chatId, content, metadata: { messageId } };
+  }
+
+  private running(): InboundSink {
+    if (!this.sink) throw new HttpError(503, "the web chat is stopping");
+    return this.sink;
+  }
+
+  private publish(event: Published): void {
+    this.live.see(event);
+    try {
+      this.hub?.publish(event);
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, "an event could not be written to a tab");
+    }
+  }
+}
+
+/** A conversation id: 12 of [a-z0-9]. */
+function randomId(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return [...randomBytes(12)].map((b) => alphabet[b % alphabet.length]).join("");
+}
+
+/** The address to print: a wildcard bind is reached as 127.0.0.1 on this machine. */
+function pageUrl(base: string, host: string): string {
+  if (host === "0.0.0.0" || host === "::" || host === "") return base.replace(/\/\/[^/]+:/, "//127.0.0.1:");
+  return base;
+}

@@ -1,0 +1,144 @@
+/**
+ * The small HTTP pieces every route of the web chat uses: the security headers every response
+ * carries, JSON in and out with size and time limits, and the same-origin check of POSTs.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { z } from "zod";
+
+/** The page loads nothing from elsewhere and runs no inline script; nobody may frame it. */
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": CSP,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+/** Largest JSON body. */
+export const JSON_BODY_BYTES = 64 * 1024;
+/** How long a client may take to send a JSON body. */
+export const BODY_TIMEOUT_MS = 15_000;
+
+/** A request refused with a status and a message for the caller. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = body === undefined ? "" : JSON.stringify(body);
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    "content-type": "application/json; charset=utf-8",
+    "cache-control": "no-store",
+  });
+  res.end(text);
+}
+
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    "content-type": `${type}; charset=utf-8`,
+    "cache-control": "no-store",
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** The body, refused past `maxBytes` (413) or when it takes longer than `timeoutMs` (408). */
+export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      req.off("data", onData).off("end", onEnd).off("error", finish);
+      if (err) {
+        // The rest of the body is not wanted: the connection closes after the answer (see refuse()).
+        req.pause();
+        reject(err);
+      } else resolve(Buffer.concat(chunks));
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > maxBytes) finish(tooLarge(maxBytes));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => finish();
+    const timer = setTimeout(() => finish(new HttpError(408, "the request body took too long")), timeoutMs);
+    req.on("data", onData).on("end", onEnd).on("error", finish);
+  });
+}
+
+export function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, `the request body is larger than ${maxBytes} bytes`);
+}
+
+/** A JSON body checked against `schema` (400 with zod's first complaint otherwise). */
+export async function readJson<S extends z.ZodType>(req: IncomingMessage, schema: S): Promise<z.output<S>> {
+  const body = await readBody(req, JSON_BODY_BYTES, BODY_TIMEOUT_MS);
+  let data: unknown;
+  try {
+    data = body.length === 0 ? {} : JSON.parse(body.toString("utf8"));
+  } catch {
+    throw new HttpError(400, "the body is not JSON");
+  }
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+    throw new HttpError(400, `${where}${issue?.message ?? "invalid request"}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * Whether a request comes from a page of this server: its Origin names the host the request was
+ * sent to (the scheme is not compared, so a TLS-terminating proxy in front works). A browser
+ * always sends Origin on a cross-site POST, so a page elsewhere cannot pass this.
+ */
+export function sameOrigin(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (!origin) return false;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false;
+  }
+  const forwarded = req.headers["x-forwarded-host"];
+  const targets = [req.headers.host, ...(typeof forwarded === "string" ? forwarded.split(",") : [])];
+  return targets.some((t) => t !== undefined && t.trim().toLowerCase() === host.toLowerCase());
+}
+
+/** A browser navigation (the address bar, a link) rather than the page's fetch. */
+export function isNavigation(req: IncomingMessage): boolean {
+  const mode = req.headers["sec-fetch-mode"];
+  if (mode) return mode === "navigate";
+  return (req.headers.accept ?? "").includes("text/html");
+}
+
+/** Whether the page was reached over TLS (directly or through a proxy that says so). */
+export function isSecure(req: IncomingMessage): boolean {
+  const proto = req.headers["x-forwarded-proto"];
+  return (
+    (typeof proto === "string" && proto.split(",")[0]?.trim() === "https") ||
+    Boolean((req.socket as { encrypted?: boolean }).encrypted)
+  );
+}

@@ -1,0 +1,10 @@
+/** The web chat as the registry lists it; importing this file loads nothing but its config. */
+import type { Platform } from "../registry.js";
+import { WebConfigSchema, webProblems } from "./config.js";
+
+export const web: Platform<"web", typeof WebConfigSchema> = {
+  name: "web",
+  configSchema: WebConfigSchema,
+  problems: webProblems,
+  create: async (ctx) => (await import("./adapter.js")).createWebChannel(ctx),
+};

@@ -1,0 +1,125 @@
+/**
+ * The page's files from dist/web/ (built by `npm run build`): `/` is index.html (never cached, so
+ * a new build shows at once), `/assets/*` are content-hashed and cached for good. Each file is read
+ * and compressed (brotli, gzip) once, when first asked for, and kept in memory: the page is small.
+ */
+import { readFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { extname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { brotliCompress, constants, gzip } from "node:zlib";
+import { SECURITY_HEADERS, sendText } from "./http.js";
+
+/** Works from src/ (tsx, tests) and from dist/ alike: both sit three folders below the package root. */
+export const DEFAULT_WEB_ROOT = fileURLToPath(new URL("../../../dist/web/", import.meta.url));
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".woff2": "font/woff2",
+  ".json": "application/json; charset=utf-8",
+  ".map": "application/json; charset=utf-8",
+  ".webmanifest": "application/manifest+json",
+};
+/** Worth compressing: text. */
+const COMPRESSIBLE = new Set([".html", ".js", ".css", ".svg", ".json", ".map", ".webmanifest"]);
+const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+const NOT_BUILT =
+  "The chat page is not built yet.\n\n" +
+  "Run `npm run build` in palaver's folder (npm install does it too), then reload this page.\n";
+
+const brotli = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+interface Entry {
+  type: string;
+  raw: Buffer;
+  br?: Buffer;
+  gzip?: Buffer;
+}
+
+export class StaticAssets {
+  /** Read files by path; a missing one is not kept, so a build that appears later is found. */
+  private readonly cache = new Map<string, Promise<Entry | undefined>>();
+
+  constructor(private readonly root: string = DEFAULT_WEB_ROOT) {}
+
+  /** Serves `/` and `/assets/*`; false for any other path (the caller's 404). */
+  async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    if (path === "/" || path === "/index.html") {
+      const entry = await this.entry("index.html");
+      if (!entry) sendText(res, 200, "text/plain", NOT_BUILT);
+      else this.send(req, res, entry, "no-cache");
+      return true;
+    }
+    if (!path.startsWith("/assets/")) return false;
+    const name = path.slice("/assets/".length);
+    if (!ASSET_NAME.test(name) || name.includes("..")) return false;
+    const entry = await this.entry(join("assets", name));
+    if (!entry) return false;
+    this.send(req, res, entry, "public, max-age=31536000, immutable");
+    return true;
+  }
+
+  private entry(file: string): Promise<Entry | undefined> {
+    let pending = this.cache.get(file);
+    if (!pending) {
+      pending = this.load(file);
+      this.cache.set(file, pending);
+      void pending.then((e) => {
+        if (!e) this.cache.delete(file);
+      });
+    }
+    return pending;
+  }
+
+  private async load(file: string): Promise<Entry | undefined> {
+    const raw = await readFile(join(this.root, file)).catch(() => undefined);
+    if (!raw) return undefined;
+    const ext = extname(file);
+    const entry: Entry = { type: TYPES[ext] ?? "application/octet-stream", raw };
+    if (COMPRESSIBLE.has(ext) && raw.length > 256) {
+      [entry.br, entry.gzip] = await Promise.all([
+        brotli(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
+        gzipAsync(raw, { level: 9 }),
+      ]);
+    }
+    return entry;
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, entry: Entry, cacheControl: string): void {
+    const accepts = acceptedEncodings(req.headers["accept-encoding"]);
+    const [encoding, body] =
+      entry.br && accepts.has("br")
+        ? ["br", entry.br]
+        : entry.gzip && accepts.has("gzip")
+          ? ["gzip", entry.gzip]
+          : [undefined, entry.raw];
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "content-type": entry.type,
+      "content-length": String(body.length),
+      "cache-control": cacheControl,
+      vary: "accept-encoding",
+      ...(encoding ? { "content-encoding": encoding } : {}),
+    });
+    res.end(req.method === "HEAD" ? undefined : body);
+  }
+}
+
+/** The codings an Accept-Encoding header allows (q=0 excluded). */
+export function acceptedEncodings(header: string | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const part of (header ?? "").split(",")) {
+    const [name, ...params] = part.trim().toLowerCase().split(";");
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    if (name && !(q && Number(q.slice(2)) === 0)) out.add(name);
+  }
+  return out;
+}
