@@ -192,6 +192,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     }
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(ARTIFACTS, "phone.png") });
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.screenshot({ path: join(ARTIFACTS, "phone-dark.png") });
     // Usable at phone width: nothing wider than the screen, the box and the list reachable.
     expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(
       PHONE.width,
@@ -205,10 +207,11 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
   it("Stop during a slow answer ends the turn; the partial answer stays, marked stopped", async () => {
     const page = await openChat();
     await send(page, "slow please");
-    const answer = lastAnswer(page);
-    await answer.locator(".body", { hasText: "takes its time" }).waitFor();
+    // Not the last answer for long: /stop is answered with a reply of its own.
+    const answer = page.locator("#transcript article.assistant", { hasText: "takes its time" });
+    await answer.waitFor();
     await page.locator("#stop").click();
-    await answer.locator(".outcome", { hasText: "Stopped." }).waitFor();
+    await answer.locator(".outcome", { hasText: "stopped" }).waitFor();
     await page.locator("#stop").waitFor({ state: "hidden" });
     expect(await answer.locator(".body").textContent()).toContain("This answer takes its time");
     expect((await answer.locator(".body").textContent())!.length).toBeLessThan(SLOW.trim().length);

@@ -185,7 +185,7 @@ export class Transcript {
       settle(turn.article);
       if (outcome !== "done") {
         turn.article.classList.add(outcome);
-        turn.article.append(h("p", { class: "outcome" }, outcome === "stopped" ? "Stopped." : "Failed."));
+        turn.article.append(h("p", { class: "outcome" }, outcome === "stopped" ? "(stopped)" : "(failed)"));
       } else if (!turn.final && !turn.text && turn.hints.hidden) {
         turn.article.remove(); // a turn that said nothing (e.g. the reply went elsewhere)
       }
