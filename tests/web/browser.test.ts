@@ -137,9 +137,10 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     await page.locator("#app").waitFor({ state: "visible" });
     const before = new URL(page.url()).hash;
     await page.locator("#new-chat").click();
-    await page.waitForFunction(
-      `location.hash !== ${JSON.stringify(before)} && location.hash.startsWith("#c=")`,
-    );
+    // (Polled from here: the page's CSP forbids the eval that waitForFunction would use.)
+    await expect
+      .poll(() => page.evaluate<string>("location.hash"))
+      .toSatisfy((hash: string) => hash !== before && hash.startsWith("#c="));
     await expect.poll(() => page.locator("#transcript article").count()).toBe(0);
     return page;
   }
@@ -164,13 +165,15 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
       }).observe(document.getElementById("transcript"), { subtree: true, childList: true, characterData: true });
     }`);
     // Shift+Enter breaks the line instead of sending.
-    await page.locator("#input").fill("first line");
+    await page.locator("#input").fill("How do I print something in JavaScript?");
     await page.locator("#input").press("Shift+Enter");
-    await expect.poll(() => page.locator("#input").inputValue()).toBe("first line\n");
-    await page.locator("#input").pressSequentially("stream please");
+    await expect
+      .poll(() => page.locator("#input").inputValue())
+      .toBe("How do I print something in JavaScript?\n");
+    await page.locator("#input").pressSequentially("Short answer, stream please.");
     await page.locator("#input").press("Enter");
     await expect.poll(() => page.locator("#input").inputValue()).toBe("");
-    await page.locator("#transcript article.user", { hasText: "stream please" }).waitFor();
+    await page.locator("#transcript article.user", { hasText: "Short answer" }).waitFor();
     await page.locator("#stop").waitFor({ state: "visible" });
 
     const answer = lastAnswer(page);

@@ -177,6 +177,11 @@ ui.menu.addEventListener("click", () => {
   const opened = ui.sidebar.classList.toggle("open");
   ui.menu.setAttribute("aria-expanded", String(opened));
 });
+ui.sidebar.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape" || !ui.sidebar.classList.contains("open")) return;
+  closeMenu();
+  ui.menu.focus();
+});
 ui.newChat.addEventListener("click", () => void newChat());
 window.addEventListener("hashchange", () => {
   const id = conversationFromHash(location.hash);
