@@ -6,6 +6,7 @@
 import type {
   ConversationSummary,
   FileRef,
+  HistoryMessage,
   UploadResult,
   WebEvent,
 } from "../../src/channels/web/protocol.js";
@@ -70,6 +71,7 @@ const composer = new Composer(
 );
 
 async function send(text: string, uploads: UploadResult[]): Promise<boolean> {
+  await loaded;
   const id = current;
   if (!id) return false;
   notice("");
@@ -112,28 +114,47 @@ function onEvent(event: WebEvent): void {
   if (event.type === "user" || event.type === "turnEnd") refreshList();
 }
 
-async function open(id: string): Promise<void> {
+/** Resolves once the conversation shown has its history: a message sent before waits for it. */
+let loaded: Promise<void> = Promise.resolve();
+
+function open(id: string): Promise<void> {
   unsubscribe?.();
   current = id;
   renderConversations(ui.list, conversations, current);
   composer.setBusy(conversations.find((c) => c.id === id)?.busy ?? false);
   closeMenu();
   // Subscribed before the history is read, so nothing said in between is lost; what arrives
-  // meanwhile waits and is applied after it (the history already has a finished turn's reply).
+  // meanwhile waits and is applied after it, unless the history already ends with it.
   let early: WebEvent[] | undefined = [];
   unsubscribe = subscribe(id, {
     onEvent: (event) => (early ? early.push(event) : onEvent(event)),
     onReopen: () => void reload(id),
     onClosed: () => void lost(),
   });
-  try {
-    transcript.showHistory(await api.history(id));
-  } catch (err) {
-    if (!unauthorized) notice(`Could not load this conversation: ${describe(err)}`);
+  loaded = (async () => {
+    let history: HistoryMessage[] = [];
+    try {
+      history = await api.history(id);
+    } catch (err) {
+      if (!unauthorized) notice(`Could not load this conversation: ${describe(err)}`);
+    }
+    if (id !== current) return;
+    transcript.showHistory(history);
+    const waiting = early;
+    early = undefined;
+    for (const event of waiting) if (!endsWith(history, event)) onEvent(event);
+  })();
+  return loaded;
+}
+
+/** Whether the history's last message of that role is this event's message (read twice, once). */
+function endsWith(history: HistoryMessage[], event: WebEvent): boolean {
+  const role = event.type === "user" ? "user" : event.type === "final" ? "assistant" : undefined;
+  if (!role || !("text" in event)) return false;
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i]?.role === role) return history[i]?.content === event.text;
   }
-  const waiting = early;
-  early = undefined;
-  for (const event of waiting) if (event.type !== "user" && event.type !== "final") onEvent(event);
+  return false;
 }
 
 /** After a break in the event stream: the history again, since events may have been missed. */
