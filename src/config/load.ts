@@ -87,8 +87,13 @@ export function loadConfig(opts: LoadConfigOptions = {}): LoadedConfig {
  * so a newcomer sees the shape of one. (`palaver onboard` writes only what the user chose.)
  */
 export function exampleConfig(): Json {
+  const defaults = defaultConfig();
+  // Left unset, as in a fresh config: "on while no other platform is", not a fixed true that
+  // would keep the web chat on after a copy of the example enables Telegram.
+  const { enabled: _auto, ...web } = defaults.channels.web;
   return {
-    ...defaultConfig(),
+    ...defaults,
+    channels: { ...defaults.channels, web },
     providers: { openai: { apiKey: "", apiBase: null, extraHeaders: null } },
   };
 }

@@ -64,17 +64,19 @@ describe("the platform list", () => {
     // The schema knows exactly the listed platforms, each with the descriptor's own section schema.
     const shared = ["sendProgress", "sendToolHints", "streaming", "maxMediaBytes"];
     expect(Object.keys(ChannelsSchema.shape)).toEqual([...shared, ...PLATFORM_NAMES]);
-    expect(PLATFORM_NAMES).toEqual(["telegram", "slack", "discord"]);
+    expect(PLATFORM_NAMES).toEqual(["telegram", "slack", "discord", "web"]);
     for (const platform of PLATFORM_LIST) {
       const section = ChannelsSchema.shape[platform.name];
       expect(section._zod.def.innerType).toBe(platform.configSchema);
       expect(PLATFORMS[platform.name]).toBe(platform);
     }
-    // Every section defaults to disabled, so a default config has nothing to report.
+    // Every section defaults to disabled but the web chat's, which is on while nothing else is
+    // (it needs no token), so a default config has nothing to report.
     expect(PLATFORM_NAMES.map((name) => defaultConfig().channels[name].enabled)).toEqual([
       false,
       false,
       false,
+      true,
     ]);
     expect(platformProblems(defaultConfig())).toEqual([]);
   });

@@ -386,7 +386,8 @@ describe("palaver status", () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain(`config     ${configPath} (missing: run \`palaver onboard\`)`);
     expect(plain.stdout).toContain("provider   auto → none: No LLM provider is configured.");
-    expect(plain.stdout).toContain("channels   none enabled");
+    // Nothing else enabled: the web chat is, by default.
+    expect(plain.stdout).toContain("channels   web");
     expect(plain.stdout).toContain("sessions   0");
     expect(plain.stdout).not.toContain("problem");
 

@@ -27,7 +27,24 @@ describe("palaver gateway (child process)", () => {
 
   const gateway = () => startCli(["gateway", "--config", configPath], { cwd: dir, env: { HOME: dir } });
 
+  it("with nothing else enabled, serves the web chat and prints one line saying where", async () => {
+    const run = gateway();
+    await run.stderrIncludes("gateway running");
+    const line = /Chat with palaver at (http:\/\/127\.0\.0\.1:\d+\/)#token=([\w-]+)/.exec(run.stderr);
+    expect(line).not.toBeNull();
+    expect(run.stderr.match(/Chat with palaver at/g)).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/no channels are running/);
+    const [, url, token] = line!;
+    expect((await readFile(join(dir, "web", "token"), "utf8")).trim()).toBe(token);
+    expect((await fetch(`${url}api/me`)).status).toBe(401);
+    expect((await fetch(`${url}api/me`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+  });
+
   it("keeps running with no channels, says so, and exits 0 on SIGTERM", async () => {
+    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
+    await writeFile(configPath, JSON.stringify({ ...config, channels: { web: { enabled: false } } }));
     const run = gateway();
     await run.stderrIncludes("gateway running");
     // Still serving after start (not a fixed wait): its health endpoint answers, the process has not exited.

@@ -14,7 +14,7 @@ import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "./config.js";
 import { EventHub } from "./events.js";
 import { HttpError } from "./http.js";
-import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf } from "./history.js";
+import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf, titleOf } from "./history.js";
 import { LiveState } from "./live.js";
 import type {
   ChooseResult,
@@ -61,8 +61,8 @@ class WebChannel implements Channel, WebApp {
   private readonly files = new AgentFiles();
   private readonly uploads: Uploads;
   private readonly assets: StaticAssets;
-  /** Conversations made with "New chat" that have no session file yet, newest last. */
-  private readonly created = new BoundedMap<string, string>(100, 24 * 3600_000);
+  /** Conversations of this run that may have no session file yet ("New chat", a first turn running). */
+  private readonly recent = new BoundedMap<string, { title: string; updatedAt: string }>(100, 24 * 3600_000);
   private readonly newConversations = new RateLimit(CONVERSATIONS_PER_MINUTE, 60_000);
   private readonly messages = new RateLimit(MESSAGES_PER_MINUTE, 60_000);
   /** Refs of this run's previews start with it, so a preview of an earlier run is left alone. */
@@ -118,9 +118,9 @@ class WebChannel implements Channel, WebApp {
       );
     }
     const url = `${pageUrl(base, http.host)}/`;
-    // A configured token is a registered secret the log would mask: say where it is instead.
+    // One line, nothing else (pretty logs would print fields on lines of their own). A configured
+    // token is a registered secret the log would mask: the line says where it is instead.
     this.log.info(
-      { url, ...(file ? { tokenFile: file } : {}) },
       file
         ? `Chat with palaver at ${url}#token=${token}`
         : `Chat with palaver at ${url} (token: channels.web.token)`,
@@ -243,15 +243,11 @@ class WebChannel implements Channel, WebApp {
   async conversations(): Promise<ConversationSummary[]> {
     const listed = await listConversations(await this.gateway.sessions.list(), (id) => this.live.busy(id));
     const known = new Set(listed.map((c) => c.id));
-    const fresh: ConversationSummary[] = [...this.created.keys()]
-      .filter((id) => !known.has(id) && this.created.get(id) !== undefined)
-      .reverse()
-      .map((id) => ({
-        id,
-        title: NEW_CHAT_TITLE,
-        updatedAt: this.created.get(id)!,
-        busy: this.live.busy(id),
-      }));
+    const fresh: ConversationSummary[] = [];
+    for (const id of [...this.recent.keys()].reverse()) {
+      const seen = this.recent.get(id);
+      if (seen && !known.has(id)) fresh.push({ id, ...seen, busy: this.live.busy(id) });
+    }
     return [...fresh, ...listed];
   }
 
@@ -261,7 +257,7 @@ class WebChannel implements Channel, WebApp {
     }
     const id = randomId();
     const at = new Date().toISOString();
-    this.created.set(id, at);
+    this.recent.set(id, { title: NEW_CHAT_TITLE, updatedAt: at });
     return { id, title: NEW_CHAT_TITLE, updatedAt: at, busy: false };
   }
 
@@ -288,6 +284,11 @@ class WebChannel implements Channel, WebApp {
       throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
     }
     const { paths, files } = this.uploads.take(request.uploads ?? []);
+    const title = this.recent.get(conversationId)?.title;
+    this.recent.set(conversationId, {
+      title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
+      updatedAt: new Date().toISOString(),
+    });
     this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
     sink.publishInbound(paths.length ? { ...base, media: paths } : base);
     return { messageId };

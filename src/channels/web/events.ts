@@ -4,7 +4,7 @@
  * sleeping laptop, a stalled proxy) is dropped, and the page reconnects and reloads the history.
  * A ping every 25 s keeps proxies from closing idle streams.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { WebEvent } from "./protocol.js";
 import { SECURITY_HEADERS } from "./http.js";
 
@@ -39,7 +39,7 @@ export class EventHub {
    * Opens a stream on `res` for one conversation and writes `replay` first (what a tab joining
    * mid-turn must know). False when too many streams are open: the caller answers 503.
    */
-  subscribe(conversationId: string, req: IncomingMessage, res: ServerResponse, replay: WebEvent[]): boolean {
+  subscribe(conversationId: string, res: ServerResponse, replay: WebEvent[]): boolean {
     if (this.count >= (this.opts.maxClients ?? 64)) return false;
     res.writeHead(200, {
       ...SECURITY_HEADERS,
@@ -54,9 +54,8 @@ export class EventHub {
     if (!set) this.byConversation.set(conversationId, (set = new Set()));
     set.add(client);
     this.count++;
-    const remove = () => this.remove(conversationId, client);
-    req.once("close", remove);
-    res.once("close", remove);
+    // The response's close is the connection's (a request's own close may come when its body ends).
+    res.once("close", () => this.remove(conversationId, client));
     for (const event of replay) this.write(client, conversationId, event);
     return true;
   }

@@ -3,9 +3,9 @@
  * the running turn, its text so far and the questions still open. History covers the rest.
  */
 import { BoundedMap } from "../../util/bounded-map.js";
-import type { WebEvent } from "./protocol.js";
+import type { WebEvent, WebEventType } from "./protocol.js";
 
-type Ev<T extends WebEvent["type"]> = Extract<WebEvent, { type: T }>;
+type Ev<T extends WebEventType> = Extract<WebEvent, { type: T }>;
 
 interface Now {
   turnId?: string;

@@ -24,9 +24,11 @@ import {
 import type { LiveState } from "./live.js";
 import { UNAUTHORIZED_PAGE } from "./pages.js";
 import type {
+  ChooseRequest,
   ChooseResult,
   ConversationSummary,
   HistoryMessage,
+  LoginRequest,
   Me,
   SendAccepted,
   SendRequest,
@@ -63,12 +65,12 @@ export interface RouteDeps {
   log: Logger;
 }
 
-const LoginSchema = z.object({ token: z.string().max(1024) });
+const LoginSchema = z.object({ token: z.string().max(1024) }) satisfies z.ZodType<LoginRequest>;
 const SendSchema = z.object({
   text: z.string(),
   uploads: z.array(z.string().max(64)).max(20).optional(),
 });
-const ChooseSchema = z.object({ choiceId: z.string().max(64) });
+const ChooseSchema = z.object({ choiceId: z.string().max(64) }) satisfies z.ZodType<ChooseRequest>;
 
 const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 
@@ -140,7 +142,7 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
   }
   if (what === "events" && parts.length === 1 && method === "GET") {
     const conversation = conversationId(url.searchParams.get("conversation") ?? "");
-    if (!deps.hub.subscribe(conversation, req, res, deps.live.replay(conversation))) {
+    if (!deps.hub.subscribe(conversation, res, deps.live.replay(conversation))) {
       throw new HttpError(503, "too many open event streams: close some tabs");
     }
     return;

@@ -1,0 +1,159 @@
+/**
+ * Conversations through the web chat against a real gateway and the fake LLM: a message lands in
+ * session web:<id>, every tab on it sees the reply (streamed first), the history comes back from
+ * the session file, /stop ends a turn, a question is answered with its button, and an upload
+ * reaches the model as an attachment.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { HistoryMessage, SendAccepted, UploadResult } from "../../../src/channels/web/protocol.js";
+import { lastUserText, toolCall } from "../../fakes/openai-server.js";
+import { waitFor } from "../../helpers/wait.js";
+import { WebRig } from "./harness.js";
+
+let rig: WebRig | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+describe("web chat conversations", () => {
+  it("puts a message of conversation X in session web:X, gives the reply to both tabs and the history after a reload", async () => {
+    rig = await WebRig.start();
+    rig.fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}`, pieceDelayMs: 5 }));
+    const tabA = await rig.subscribe("conv1");
+    const tabB = await rig.subscribe("conv1", await rig.login());
+    const other = await rig.subscribe("conv2");
+
+    const sent = await rig.post("/api/conversations/conv1/messages", { text: "hello there" });
+    expect(sent.status).toBe(401); // the page's fetch carries its cookie: without it, no
+    const accepted = await rig.post(
+      "/api/conversations/conv1/messages",
+      { text: "hello there" },
+      rig.bearer(),
+    );
+    expect(accepted.status).toBe(202);
+    const { messageId } = accepted.json<SendAccepted>();
+
+    for (const tab of [tabA, tabB]) {
+      await rig.waitForEvent(tab, "final", (e) => e.text === "re: hello there");
+      const types = tab.map((e) => e.type).filter((t) => t !== "ping");
+      expect(types[0]).toBe("user");
+      expect(types).toContain("turnStart");
+      expect(types).toContain("delta");
+      expect(types.indexOf("delta")).toBeLessThan(types.indexOf("final"));
+      await rig.waitForEvent(tab, "turnEnd", (e) => e.outcome === "done");
+    }
+    expect(tabA[0]).toEqual({ type: "user", conversationId: "conv1", messageId, text: "hello there" });
+    expect(other.filter((e) => e.type !== "ping")).toEqual([]);
+
+    const file = await readFile(join(rig.dir, "ws", "sessions", "web_conv1.jsonl"), "utf8");
+    expect(file).toContain('"key":"web:conv1"');
+    expect(file).toContain('"content":"re: hello there"');
+
+    await rig.gateway.agent.sessions.flush();
+    const history = await rig.request("/api/conversations/conv1/messages", { headers: rig.bearer() });
+    expect(history.json<HistoryMessage[]>().map(({ role, content }) => ({ role, content }))).toEqual([
+      { role: "user", content: "hello there" },
+      { role: "assistant", content: "re: hello there" },
+    ]);
+    const list = await rig.request("/api/conversations", { headers: rig.bearer() });
+    expect(list.json()).toEqual([
+      expect.objectContaining({ id: "conv1", title: "hello there", busy: false }),
+    ]);
+  });
+
+  it("stops a running turn with POST /stop", async () => {
+    rig = await WebRig.start();
+    rig.fake.setHandler(() => ({ content: "a very slow answer ".repeat(50), pieceDelayMs: 200 }));
+    const tab = await rig.subscribe("slow");
+    await rig.post("/api/conversations/slow/messages", { text: "take your time" }, rig.bearer());
+    await rig.waitForEvent(tab, "delta");
+    const list = await rig.request("/api/conversations", { headers: rig.bearer() });
+    expect(list.json()).toEqual([expect.objectContaining({ id: "slow", busy: true })]);
+
+    const stop = await rig.post("/api/conversations/slow/stop", {}, rig.bearer());
+    expect(stop.status).toBe(202);
+    await rig.waitForEvent(tab, "turnEnd", (e) => e.outcome === "stopped");
+  });
+
+  it("shows a question with buttons and takes the answer through POST /api/questions", async () => {
+    rig = await WebRig.start();
+    rig.fake.enqueue(
+      { toolCalls: [toolCall("ask_human", { question: "Tea or coffee?", options: ["tea", "coffee"] })] },
+      { content: "Tea it is." },
+    );
+    const tab = await rig.subscribe("q");
+    await rig.post("/api/conversations/q/messages", { text: "make me a drink" }, rig.bearer());
+    const question = await rig.waitForEvent(tab, "question");
+    expect(question.text).toContain("Tea or coffee?");
+    const tea = question.choices.find((c) => c.label === "tea");
+    expect(tea).toBeDefined();
+
+    // A tab opened now sees the open question too.
+    const late = await rig.subscribe("q");
+    await rig.waitForEvent(late, "question", (e) => e.questionId === question.questionId);
+
+    const answer = await rig.post(
+      `/api/questions/${question.questionId}`,
+      { choiceId: tea!.id },
+      rig.bearer(),
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.json()).toMatchObject({ accepted: true });
+    await rig.waitForEvent(tab, "questionClosed", (e) => e.questionId === question.questionId);
+    await rig.waitForEvent(tab, "final", (e) => e.text === "Tea it is.");
+    const toolResult = rig.fake.requests[1]?.body.messages.find((m) => m.role === "tool");
+    expect(JSON.stringify(toolResult)).toContain("tea");
+
+    const again = await rig.post(
+      `/api/questions/${question.questionId}`,
+      { choiceId: tea!.id },
+      rig.bearer(),
+    );
+    expect(again.json()).toMatchObject({ accepted: false });
+  });
+
+  it("gives an uploaded file to the model as an attachment", async () => {
+    rig = await WebRig.start();
+    rig.fake.setHandler(() => ({ content: "got it" }));
+    const tab = await rig.subscribe("files");
+    const upload = await rig.request("/api/uploads?name=my%20notes.txt", {
+      method: "POST",
+      headers: rig.bearer(),
+      body: "the secret word is swordfish",
+    });
+    expect(upload.status).toBe(201);
+    const { id, name, bytes } = upload.json<UploadResult>();
+    expect({ name, bytes }).toEqual({ name: "my_notes.txt", bytes: 28 });
+
+    await rig.post("/api/conversations/files/messages", { text: "read this", uploads: [id] }, rig.bearer());
+    const user = await rig.waitForEvent(tab, "user");
+    expect(user.files).toEqual([{ name: "my_notes.txt", bytes: 28 }]);
+    await rig.waitForEvent(tab, "final", (e) => e.text === "got it");
+    const text = lastUserText(rig.fake.requests[0]!);
+    const path = /\[Attached file: (.+)\]/.exec(text)?.[1];
+    expect(path).toContain(join("ws", "media", "web"));
+    expect(await readFile(path!, "utf8")).toBe("the secret word is swordfish");
+
+    // An upload is used once.
+    const reused = await rig.post(
+      "/api/conversations/files/messages",
+      { text: "again", uploads: [id] },
+      rig.bearer(),
+    );
+    expect(reused.status).toBe(400);
+
+    await waitFor(async () => {
+      const history = await rig!.request("/api/conversations/files/messages", { headers: rig!.bearer() });
+      return history.json<HistoryMessage[]>().length === 2;
+    });
+    const history = await rig.request("/api/conversations/files/messages", { headers: rig.bearer() });
+    expect(history.json<HistoryMessage[]>()[0]).toMatchObject({
+      role: "user",
+      content: "read this",
+      files: [{ name: "my_notes.txt" }],
+    });
+  });
+});
