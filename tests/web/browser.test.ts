@@ -8,7 +8,7 @@
  * PALAVER_UPDATE_SCREENSHOT=1 the desktop one also replaces docs/web-chat.png (the README's).
  */
 import { existsSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lastUserText, toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
 import { ROOT, type RunningCli } from "../helpers/cli.js";
 import { GatewayHarness, writeGatewayConfig } from "../helpers/gateway-process.js";
-import { waitFor } from "../helpers/wait.js";
+import { MIN_WAIT_MS, waitFor } from "../helpers/wait.js";
 import { ensureWebBuilt } from "./build.js";
 
 const CHROMIUM = process.env.PALAVER_CHROMIUM ?? "/usr/bin/chromium";
@@ -30,6 +30,8 @@ if (!HAVE_CHROMIUM) {
 }
 
 const ARTIFACTS = join(ROOT, "test-results", "web");
+/** expect.poll with the suite's patience (its default second is nothing on a busy machine). */
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: MIN_WAIT_MS });
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 375, height: 740 };
 
@@ -60,6 +62,11 @@ function reply(req: RecordedRequest): FakeReply {
     return last?.role === "tool"
       ? { content: "Ran it." }
       : { toolCalls: [toolCall("exec", { command: "touch approved-by-page" })] };
+  }
+  if (text.includes("send me the report")) {
+    return last?.role === "tool"
+      ? { content: "Sent." }
+      : { toolCalls: [toolCall("message", { content: "Here is the report.", media: ["report.txt"] })] };
   }
   if (text.includes("stream please")) return { content: STREAMED, pieceChars: 2, pieceDelayMs: 15 };
   if (text.includes("slow please")) return { content: SLOW, pieceChars: 4, pieceDelayMs: 100 };
@@ -144,9 +151,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     if ((await links.count()) > 1 || !(await current.textContent())?.startsWith("New chat")) {
       const before = await current.getAttribute("href");
       await page.locator("#new-chat").click();
-      await expect.poll(() => current.getAttribute("href")).not.toBe(before);
+      await poll(() => current.getAttribute("href")).not.toBe(before);
     }
-    await expect.poll(() => page.locator("#transcript article").count()).toBe(0);
+    await poll(() => page.locator("#transcript article").count()).toBe(0);
     return page;
   }
 
@@ -172,29 +179,25 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     // Shift+Enter breaks the line instead of sending.
     await page.locator("#input").fill("How do I print something in JavaScript?");
     await page.locator("#input").press("Shift+Enter");
-    await expect
-      .poll(() => page.locator("#input").inputValue())
-      .toBe("How do I print something in JavaScript?\n");
+    await poll(() => page.locator("#input").inputValue()).toBe("How do I print something in JavaScript?\n");
     await page.locator("#input").pressSequentially("Short answer, stream please.");
     await page.locator("#input").press("Enter");
-    await expect.poll(() => page.locator("#input").inputValue()).toBe("");
+    await poll(() => page.locator("#input").inputValue()).toBe("");
     await page.locator("#transcript article.user", { hasText: "Short answer" }).waitFor();
     await page.locator("#stop").waitFor({ state: "visible" });
 
     const answer = lastAnswer(page);
     await answer.locator("text=That is all.").waitFor();
-    await expect.poll(() => answer.getAttribute("aria-busy")).toBeNull();
+    await poll(() => answer.getAttribute("aria-busy")).toBeNull();
     await page.locator("#stop").waitFor({ state: "hidden" });
     const seen = await page.evaluate<number[]>("window.seen");
     const full = (await answer.locator(".body").textContent())!.length;
     const partial = new Set(seen.filter((n) => n > 0 && n < full - 20));
     expect(partial.size, `lengths seen while streaming: ${seen.join(",")}`).toBeGreaterThanOrEqual(2);
     // Markdown rendered, with a copy button on the code block.
-    await expect.poll(() => answer.locator("strong").textContent()).toBe("console.log");
-    await expect
-      .poll(() => answer.locator(".code pre").textContent())
-      .toContain("console.log('Hello, world!');");
-    await expect.poll(() => answer.locator(".code button.copy").count()).toBe(1);
+    await poll(() => answer.locator("strong").textContent()).toBe("console.log");
+    await poll(() => answer.locator(".code pre").textContent()).toContain("console.log('Hello, world!');");
+    await poll(() => answer.locator(".code button.copy").count()).toBe(1);
 
     await page.screenshot({ path: join(ARTIFACTS, "desktop.png") });
     if (process.env.PALAVER_UPDATE_SCREENSHOT === "1") {
@@ -300,6 +303,22 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     await page.locator("#transcript article.user .files", { hasText: "notes.txt" }).waitFor();
   });
 
+  it("a file the agent sends is a download link that gives the file", async () => {
+    await writeFile(join(harness.dir, "ws", "report.txt"), "the report's text\n");
+    const page = await openChat();
+    await send(page, "send me the report");
+    const link = page
+      .locator("#transcript article.assistant", { hasText: "Here is the report." })
+      .locator("a[download]", { hasText: "report.txt" });
+    await link.waitFor();
+    const href = (await link.getAttribute("href"))!;
+    expect(href).toMatch(/^\/api\/files\//);
+    // Fetched as the page would (with its cookie), not through the download dialog.
+    expect(await page.evaluate<string>(`fetch(${JSON.stringify(href)}).then((r) => r.text())`)).toBe(
+      "the report's text\n",
+    );
+  });
+
   it("an approval is answered with the page's button, and the command runs", async () => {
     const page = await openChat();
     await send(page, "run the command");
@@ -308,7 +327,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     await page.screenshot({ path: join(ARTIFACTS, "approval.png") });
     await question.locator('button[data-choice="approve"]').click();
     await lastAnswer(page).locator("text=Ran it.").waitFor();
-    await expect.poll(() => question.locator("button").count()).toBe(0);
+    await poll(() => question.locator("button").count()).toBe(0);
     await waitFor(
       () => existsSync(join(harness.dir, "ws", "approved-by-page")),
       undefined,
