@@ -125,6 +125,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
   afterEach(async () => {
     await context?.close();
     context = undefined;
+    const problems = pageProblems;
+    pageProblems = [];
+    expect(problems).toEqual([]);
   });
 
   afterAll(async () => {
@@ -133,9 +136,21 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
     await new Promise<void>((resolve) => watched?.close(() => resolve()));
   });
 
+  /** Uncaught errors and Content-Security-Policy refusals of any page: none in any test. */
+  let pageProblems: string[] = [];
+
   async function openPage(viewport = DESKTOP): Promise<Page> {
     context = await browser.newContext({ viewport });
+    context.on("page", watch);
     return context.newPage();
+  }
+
+  function watch(page: Page): void {
+    page.on("pageerror", (err) => pageProblems.push(`uncaught: ${err.message}`));
+    page.on("console", (msg) => {
+      if (msg.type() === "error" && /Content.Security.Policy/i.test(msg.text()))
+        pageProblems.push(msg.text());
+    });
   }
 
   /**

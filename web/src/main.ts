@@ -214,12 +214,7 @@ async function start(): Promise<void> {
   if (token !== undefined) {
     // Dropped at once, whatever the answer: the token must not stay in the address bar or history.
     history.replaceState(null, "", location.pathname + location.search);
-    try {
-      await api.login(token);
-    } catch {
-      if (!unauthorized) notice("Could not sign in.");
-      return;
-    }
+    await api.login(token); // a 401 shows the token page; anything else is said below
   }
   const me = await api.me();
   ui.name.textContent = me.name;
