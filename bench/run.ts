@@ -1,5 +1,6 @@
 /** `npm run bench`: runs every benchmark and prints each result beside its target. */
 import { benchConcurrency } from "./concurrency.js";
+import { benchContextBudget } from "./context-budget.js";
 import { benchHtml } from "./html.js";
 import { benchJournal } from "./journal.js";
 import { benchOverhead } from "./overhead.js";
@@ -19,6 +20,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchStartup,
   benchThroughput,
   benchStreaming,
+  benchContextBudget,
   benchWeb,
 ];
 

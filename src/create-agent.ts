@@ -26,6 +26,9 @@ import { MemoryConsolidator } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
+import { ContextBudget } from "./agent/budget/budget.js";
+import { budgetSettings } from "./agent/budget/windows.js";
+import { logger } from "./log.js";
 import { createAskHumanTool } from "./agent/tools/ask-human.js";
 import { createCronTool } from "./agent/tools/cron.js";
 import { describeSandbox, ExecSandbox } from "./agent/tools/exec-sandbox.js";
@@ -174,6 +177,8 @@ export function createAgent({
           timeoutMs: questionTimeoutMs,
           ...(approvalMeter ? { meter: approvalMeter } : {}),
         });
+  // One budget per agent: the subagents count and fit their own prompts.
+  const budget = budgetSettings(defaults, [llm.model, ...defaults.fallbackModels]);
   const subagents = new SubagentManager({
     provider: llm,
     tools: createWorkerTools(config, workspace, exec),
@@ -183,12 +188,15 @@ export function createAgent({
     maxIterations: defaults.subagentMaxIterations,
     toolResultMaxChars: config.tools.toolResultMaxChars,
     ...(approve ? { approve } : {}),
+    budget: new ContextBudget(budget, logger("subagents")),
   });
+  const agentBudget = new ContextBudget(budget, logger("agent"));
   const consolidator = new MemoryConsolidator({
     provider: llm,
     memory,
     sessions,
     memoryWindow: defaults.memoryWindow,
+    tokens: { count: (m) => agentBudget.counter.message(m), threshold: budget.consolidationTokens },
   });
   const cron = new CronService({
     storePath: cronStorePath,
@@ -242,6 +250,7 @@ export function createAgent({
     onTurnStart,
     questions,
     ...(approve ? { approve } : {}),
+    budget: agentBudget,
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,

@@ -1,6 +1,7 @@
 /**
  * Memory consolidation (nanobot's MemoryStore.consolidate): when a session's
- * unconsolidated tail reaches the memory window, its older half is sent to
+ * unconsolidated tail reaches the memory window (messages) or its share of the
+ * model's context window (tokens, tokenConsolidationRange), its older part is sent to
  * the model with a private `save_memory` tool; the model answers with a
  * HISTORY.md paragraph and the whole updated MEMORY.md. Only after both files
  * are written does the session's lastConsolidated move, so a failure at any
@@ -109,6 +110,46 @@ export function consolidationRange(
   return end > start ? { start, end } : null;
 }
 
+/** When the token count of the unconsolidated history triggers a consolidation. */
+export interface TokenTrigger {
+  /** Tokens of one stored message (the context budget's counter). */
+  count: (msg: ChatMessage) => number;
+  /** Unconsolidated tokens past this start a consolidation (consolidationRatio of the window). */
+  threshold: number;
+}
+
+/**
+ * The messages [start, end) to consolidate when the unconsolidated history
+ * holds more than `threshold` tokens, or null. About the newest half of the
+ * threshold stays unconsolidated, and the rest starts at a user message, so
+ * the next prompt opens on a whole turn. The chunk is at most `threshold`
+ * tokens, so the consolidation call itself fits the window.
+ */
+export function tokenConsolidationRange(
+  messages: readonly ChatMessage[],
+  lastConsolidated: number,
+  { count, threshold }: TokenTrigger,
+): { start: number; end: number } | null {
+  const start = Math.min(Math.max(0, Math.floor(lastConsolidated) || 0), messages.length);
+  let total = 0;
+  for (let i = start; i < messages.length; i++) total += count(messages[i]!);
+  if (!(threshold > 0) || total <= threshold) return null;
+  let cut = start;
+  let chunk = 0;
+  while (cut < messages.length && total - chunk > threshold / 2 && chunk < threshold) {
+    chunk += count(messages[cut]!);
+    cut++;
+  }
+  // The kept part starts at a user message: back to the one at or before the cut, else on to the next.
+  let end = cut;
+  while (end > start && messages[end]?.role !== "user") end--;
+  if (end <= start) {
+    end = cut;
+    while (end < messages.length && messages[end]!.role !== "user") end++;
+  }
+  return end > start && end < messages.length ? { start, end } : null;
+}
+
 /** The save_memory call of a reply, validated; a plain-text reason when there is none usable. */
 export function parseSaveMemory(
   response: ChatResponse,
@@ -146,6 +187,8 @@ export interface MemoryConsolidatorOptions {
   now?: () => Date;
   /** After a failed background consolidation the session is left alone this long. */
   failureCooldownMs?: number;
+  /** Consolidate by tokens too (the context budget), whichever of the two bounds is passed first. */
+  tokens?: TokenTrigger;
 }
 
 interface Running {
@@ -162,6 +205,7 @@ export class MemoryConsolidator implements MemoryArchiver {
   private readonly log: Logger;
   private readonly now: () => Date;
   private readonly cooldownMs: number;
+  private readonly tokens: TokenTrigger | undefined;
   /** At most one consolidation per session key, background or archiveAll. */
   private readonly running = new Map<string, Running>();
   /** When each session's last background consolidation failed (cleared on success). */
@@ -175,6 +219,7 @@ export class MemoryConsolidator implements MemoryArchiver {
     this.log = opts.log ?? logger("memory");
     this.now = opts.now ?? (() => new Date());
     this.cooldownMs = opts.failureCooldownMs ?? DEFAULT_FAILURE_COOLDOWN_MS;
+    this.tokens = opts.tokens;
   }
 
   /** Whether a consolidation of this session is running (for /status and tests). */
@@ -187,8 +232,19 @@ export class MemoryConsolidator implements MemoryArchiver {
     if (this.running.has(key)) return;
     const failed = this.failedAt.get(key);
     if (failed !== undefined && this.now().getTime() - failed < this.cooldownMs) return;
-    const range = consolidationRange(session.messages.length, session.lastConsolidated, this.memoryWindow);
+    const byCount = consolidationRange(session.messages.length, session.lastConsolidated, this.memoryWindow);
+    const byTokens =
+      this.tokens && tokenConsolidationRange(session.messages, session.lastConsolidated, this.tokens);
+    // Both start at lastConsolidated: the one that takes more wins.
+    const range =
+      byCount && byTokens ? (byTokens.end > byCount.end ? byTokens : byCount) : (byCount ?? byTokens);
     if (!range) return;
+    if (range === byTokens) {
+      this.log.info(
+        { session: key, start: range.start, end: range.end },
+        "history past its token share; consolidating",
+      );
+    }
     const task = this.track(key, (signal) => this.consolidate(session, range.start, range.end, signal));
     // The failure is logged and remembered here; the caller never waits for or sees it.
     void task.then(

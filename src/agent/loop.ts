@@ -26,6 +26,7 @@ import type { SessionStore } from "../sessions/store.js";
 import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { helpText, parseCommand, type ParsedCommand } from "../bus/commands.js";
+import type { ContextBudget } from "./budget/budget.js";
 import type { ContextBuilder } from "./context.js";
 import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
 import { contentForSession } from "./format.js";
@@ -75,6 +76,8 @@ export interface AgentLoopDeps {
   questions?: QuestionInbox;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
+  /** Fits every model call into the model's context window (agent/budget/). */
+  budget?: ContextBudget;
   log?: Logger;
 }
 
@@ -103,6 +106,9 @@ export interface TurnReport {
 }
 
 export const NO_REPLY = "I've finished, but I have nothing to add.";
+
+/** Session metadata key: prompt tokens of the last model call of the chat's last turn. */
+export const LAST_PROMPT_TOKENS = "lastPromptTokens";
 
 export class AgentLoop {
   private readonly lanes = new Map<string, Lane>();
@@ -347,6 +353,8 @@ export class AgentLoop {
         ? `Background tasks: ${subagents.map((s) => `${s.label} (${s.id})`).join(", ")}`
         : "Background tasks: none",
     );
+    const context = this.contextLine(session);
+    if (context) lines.push(context);
     const waiting = this.deps.questions?.openIn(msg.channel, msg.chatId) ?? [];
     if (waiting.length) lines.push(`Waiting for your answer: ${waiting.join("; ")}`);
     lines.push(...(this.deps.statusLines?.() ?? []));
@@ -359,6 +367,19 @@ export class AgentLoop {
       );
     }
     return lines.join("\n");
+  }
+
+  /** The last prompt's size against the window, from the session's metadata. */
+  private contextLine(session: Session): string | undefined {
+    const budget = this.deps.budget?.settings;
+    const tokens = session.metadata[LAST_PROMPT_TOKENS];
+    if (!budget || typeof tokens !== "number") return undefined;
+    const share = Math.round((tokens / budget.windowTokens) * 100);
+    return (
+      `Context: last prompt ${tokens.toLocaleString("en-US")} tokens of a ` +
+      `${budget.windowTokens.toLocaleString("en-US")}-token window (${share} %); ` +
+      `prompts are kept under ${budget.budgetTokens.toLocaleString("en-US")}`
+    );
   }
 
   private async runConversationTurn(
@@ -407,6 +428,9 @@ export class AgentLoop {
           : {}),
         replay: this.deps.toolJournal?.forTurn(msg),
         ...(this.deps.approve ? { approve: this.deps.approve } : {}),
+        ...(this.deps.budget ? { budget: this.deps.budget } : {}),
+        // The runtime context and the user's message.
+        turnMessages: 2,
       });
     } catch (err) {
       // A stopped or failed turn saves nothing, so the session stays clean.
@@ -423,6 +447,9 @@ export class AgentLoop {
     }
 
     await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
+    // For /status: how full the window was. Kept in memory (written with the next metadata line,
+    // e.g. consolidation's), not one more line in the session file per turn.
+    if (result.promptTokens !== undefined) session.metadata[LAST_PROMPT_TOKENS] = result.promptTokens;
     this.deps.archiver?.maybeConsolidate(session);
     const report = { outcome: "replied" as const, tools: toolOutcomes(result.messages) };
     if (ctx.turn.sentToOriginChat) return report;

@@ -4,8 +4,10 @@
  * touches the session or the bus itself: the loop decides what is saved and
  * delivered, so an aborted or failed turn leaves nothing half-written.
  */
-import type { ChatMessage, ChatResponse, Provider, ToolCall } from "../llm/types.js";
+import type { ChatMessage, ChatResponse, Provider, ToolCall, ToolDefinition } from "../llm/types.js";
 import { answerForUser } from "../llm/cut-off.js";
+import { LlmError } from "../util/errors.js";
+import type { ContextBudget } from "./budget/budget.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { formatToolHint, truncateToolResult } from "./format.js";
@@ -35,6 +37,13 @@ export interface RunTurnOptions {
    * (a denial). Throws only on abort. Absent (tools.approval.mode "off"): every call runs.
    */
   approve?: ApproveCall;
+  /**
+   * Fits each call's prompt into the model's context window (agent/budget/): a copy is pruned,
+   * `messages` and what the turn produces stay whole. Absent: sent as they are.
+   */
+  budget?: ContextBudget;
+  /** How many trailing messages of `messages` are this turn's own (never left out); default 1. */
+  turnMessages?: number;
 }
 
 /** The approval check of one tool call: null to run it, or the text the model gets instead. */
@@ -52,31 +61,37 @@ export interface TurnResult {
   toolsUsed: string[];
   /** True when the turn stopped at maxIterations. */
   hitIterationLimit: boolean;
+  /** Prompt tokens of the turn's last model call (the provider's count, else the budget's estimate). */
+  promptTokens?: number;
 }
 
 export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
-  const { provider, tools, ctx } = opts;
+  const { tools, ctx } = opts;
   const prompt = [...opts.messages];
   const produced: ChatMessage[] = [];
   const toolsUsed: string[] = [];
   const callCounts = new Map<string, number>();
-  const definitions = tools.definitions();
+  const all = tools.definitions();
+  const definitions = all.length ? all : undefined;
+  const keepFrom = Math.max(0, prompt.length - (opts.turnMessages ?? 1));
+  let promptTokens: number | undefined;
 
   for (let iteration = 0; iteration < opts.maxIterations; iteration++) {
     ctx.signal.throwIfAborted();
-    const response = await provider.chat(
-      {
-        messages: prompt,
-        tools: definitions.length ? definitions : undefined,
-        ...(opts.onText ? { onText: opts.onText } : {}),
-      },
-      ctx.signal,
-    );
+    const call = await callModel(prompt, definitions, keepFrom, opts);
+    const response = call.response;
+    promptTokens = call.promptTokens;
 
     if (response.toolCalls.length === 0) {
       const final = assistantMessage(response);
       produced.push(final);
-      return { content: answerForUser(response), messages: produced, toolsUsed, hitIterationLimit: false };
+      return {
+        content: answerForUser(response),
+        messages: produced,
+        toolsUsed,
+        hitIterationLimit: false,
+        ...(promptTokens !== undefined ? { promptTokens } : {}),
+      };
     }
 
     if (response.content?.trim()) opts.onProgress?.(response.content.trim());
@@ -106,7 +121,51 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     `Here is where I got to: ${toolsUsed.length} tool calls (${[...new Set(toolsUsed)].join(", ")}). ` +
     `You can ask me to continue, or break the task into smaller steps.`;
   produced.push({ role: "assistant", content });
-  return { content, messages: produced, toolsUsed, hitIterationLimit: true };
+  return {
+    content,
+    messages: produced,
+    toolsUsed,
+    hitIterationLimit: true,
+    ...(promptTokens !== undefined ? { promptTokens } : {}),
+  };
+}
+
+/**
+ * One model call with the prompt fitted to the budget. When the provider says
+ * it is still too long (our count and the model's differ), the prompt is
+ * fitted to half the budget and sent once more; a second refusal is thrown
+ * (the chat is told plainly). Never more than two sends.
+ */
+async function callModel(
+  prompt: readonly ChatMessage[],
+  definitions: ToolDefinition[] | undefined,
+  keepFrom: number,
+  { provider, ctx, onText, budget }: RunTurnOptions,
+): Promise<{ response: ChatResponse; promptTokens: number | undefined }> {
+  const send = async (messages: ChatMessage[], estimate?: number) => {
+    const response = await provider.chat(
+      { messages, tools: definitions, ...(onText ? { onText } : {}) },
+      ctx.signal,
+    );
+    return { response, promptTokens: response.usage?.promptTokens || estimate };
+  };
+  if (!budget) return send([...prompt]);
+  const fitted = await budget.fit(prompt, definitions, keepFrom);
+  try {
+    return await send(fitted.messages, fitted.tokens);
+  } catch (err) {
+    if (!(err instanceof LlmError) || err.kind !== "context_overflow") throw err;
+    budget.overflowed(fitted.tokens, "retrying once with half the budget");
+    const smaller = await budget.fit(prompt, definitions, keepFrom, 0.5);
+    try {
+      return await send(smaller.messages, smaller.tokens);
+    } catch (again) {
+      if (again instanceof LlmError && again.kind === "context_overflow") {
+        budget.overflowed(smaller.tokens, "giving up: still too long at half the budget");
+      }
+      throw again;
+    }
+  }
 }
 
 async function runCall(

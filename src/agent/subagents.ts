@@ -16,6 +16,7 @@ import { LlmError, errorMessage } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { formatLocalTime } from "../util/time.js";
 import type { SubagentControl } from "./extensions.js";
+import type { ContextBudget } from "./budget/budget.js";
 import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
@@ -40,6 +41,8 @@ export interface SubagentManagerOptions {
    * that spawned it; with no sender, the channel's admins answer (or nobody: denied).
    */
   approve?: ApproveCall;
+  /** The subagents' own context budget (their prompts are fitted like the agent's). */
+  budget?: ContextBudget;
   log?: Logger;
   /** For the time in the prompt (tests). */
   now?: () => Date;
@@ -214,6 +217,7 @@ export class SubagentManager implements SubagentControl {
         ctx,
         onToolHint: (hint) => log.debug({ hint }, "subagent tool call"),
         ...(this.opts.approve ? { approve: this.opts.approve } : {}),
+        ...(this.opts.budget ? { budget: this.opts.budget } : {}),
       });
       if (turn.hitIterationLimit) return { ok: false, result: turn.content ?? NO_RESULT };
       return { ok: true, result: turn.content?.trim() || NO_RESULT };

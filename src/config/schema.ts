@@ -47,7 +47,42 @@ export const AgentDefaultsSchema = z.object({
   maxTokens: z.number().int().positive().default(8192),
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(40),
-  memoryWindow: z.number().int().min(2).default(100),
+  memoryWindow: z
+    .number()
+    .int()
+    .min(2)
+    .default(100)
+    .describe("Most history messages sent to the model (nanobot's bound; the token budget applies as well)."),
+  contextWindowTokens: z
+    .number()
+    .int()
+    .min(1000)
+    .default(128_000)
+    .describe(
+      "Context window of models palaver does not know (common families such as gpt-4o, claude and gemini " +
+        "have their own); contextWindows overrides it per model.",
+    ),
+  contextWindows: z
+    .record(z.string(), z.number().int().min(1000))
+    .default({})
+    .describe('Context window per model name, e.g. { "llama3.2": 8192 }.'),
+  contextBudget: z
+    .number()
+    .min(0.1)
+    .max(0.95)
+    .default(0.6)
+    .describe(
+      "Share of the window a prompt may use (leaving room for maxTokens of answer); older tool results, " +
+        "then the oldest turns, are left out of what is sent to stay inside it. The session keeps everything.",
+    ),
+  consolidationRatio: z
+    .number()
+    .min(0.1)
+    .max(0.95)
+    .default(0.5)
+    .describe(
+      "History not yet in memory past this share of the window is consolidated into MEMORY.md/HISTORY.md.",
+    ),
   maxConcurrentTurns: z.number().int().positive().default(4),
   maxSubagents: z.number().int().positive().default(3).describe("Background subagents running at once."),
   subagentMaxIterations: z.number().int().positive().default(15),

@@ -27,6 +27,7 @@ export class Metrics implements ApprovalMeter {
   private readonly llmCalls: Counter<"model">;
   private readonly llmErrors: Counter<"kind">;
   private readonly llmTokens: Counter<"type">;
+  private readonly promptTokens: Histogram;
   private readonly toolCalls: Counter<"tool">;
   private readonly toolErrors: Counter<"tool">;
   private readonly approvals: Counter<"decision">;
@@ -81,6 +82,12 @@ export class Metrics implements ApprovalMeter {
       name: "palaver_llm_tokens_total",
       help: "Tokens used, prompt and completion",
       labelNames: ["type"],
+      registers,
+    });
+    this.promptTokens = new Histogram({
+      name: "palaver_llm_prompt_tokens",
+      help: "Prompt tokens of each LLM call as the provider counted them (how full the context window gets)",
+      buckets: [1_000, 4_000, 8_000, 16_000, 32_000, 64_000, 100_000, 128_000, 200_000, 400_000, 1_000_000],
       registers,
     });
     this.toolCalls = new Counter({
@@ -157,6 +164,7 @@ export class Metrics implements ApprovalMeter {
     const llmCalls = this.llmCalls;
     const llmErrors = this.llmErrors;
     const llmTokens = this.llmTokens;
+    const promptTokens = this.promptTokens;
     const metrics = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the wrapper reports here
     return {
       get model() {
@@ -170,6 +178,7 @@ export class Metrics implements ApprovalMeter {
           if (response.usage) {
             llmTokens.inc({ type: "prompt" }, response.usage.promptTokens);
             llmTokens.inc({ type: "completion" }, response.usage.completionTokens);
+            if (response.usage.promptTokens > 0) promptTokens.observe(response.usage.promptTokens);
           }
           return response;
         } catch (err) {

@@ -210,6 +210,25 @@ function isOutOfCredit(err: APIError): boolean {
   return err.status === 429 && (err.code === "insufficient_quota" || err.type === "insufficient_quota");
 }
 
+/**
+ * The prompt does not fit the model's context window, in the words of the
+ * servers palaver talks to: OpenAI and Azure (code context_length_exceeded,
+ * "maximum context length is N tokens"), OpenRouter and vLLM ("This
+ * endpoint's/model's maximum context length is ..."), llama.cpp ("exceeds the
+ * available context size"), ollama ("prompt too long; exceeded max context
+ * length"), Anthropic-compatible APIs ("prompt is too long: N tokens > M
+ * maximum"), Mistral ("too large for model with N maximum context length")
+ * and Gemini ("input token count ... exceeds the maximum number of tokens").
+ * A 500 counts only when its text says so (ollama's native errors).
+ */
+const CONTEXT_OVERFLOW =
+  /maximum context length|context[_ ]length[_ ]exceeded|exceeds? the (available )?context (size|window|length)|prompt is too long|prompt too long|too large for model with \d+ maximum context|input token count.*exceeds the maximum|input tokens exceed the configured limit|context window (is )?exceeded|exceeds the model'?s context|too long to fit into the model|input exceeds context length/i;
+
+export function isContextOverflow(status: number | undefined, code: unknown, message: string): boolean {
+  if (status !== undefined && ![400, 413, 422, 500].includes(status)) return false;
+  return code === "context_length_exceeded" || CONTEXT_OVERFLOW.test(message);
+}
+
 /** Any failure of one attempt → LlmError with kind and retryable set. */
 export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
   // Which signal fired decides, whatever shape the SDK gave the failure.
@@ -243,6 +262,14 @@ export function classifyLlmError(err: unknown, state: AttemptState): LlmError {
     }
     if (status === 429)
       return new LlmError(`rate limited (HTTP 429): ${err.message}`, "rate_limit", true, base);
+    if (isContextOverflow(status, apiErr.code, err.message)) {
+      return new LlmError(
+        `the prompt is longer than the model's context window (HTTP ${status}): ${err.message}`,
+        "context_overflow",
+        false,
+        base,
+      );
+    }
     if (status >= 500 || status === 408 || status === 409) {
       return new LlmError(`LLM server error (HTTP ${status}): ${err.message}`, "server", true, base);
     }

@@ -1,7 +1,10 @@
 /** What the chat is told when the language model fails: plain words, no stack, no secrets. */
 import { LlmError, type LlmErrorKind } from "../util/errors.js";
 
-const REASONS: Record<Exclude<LlmErrorKind, "auth" | "quota" | "bad_request" | "aborted">, string> = {
+const REASONS: Record<
+  Exclude<LlmErrorKind, "auth" | "quota" | "bad_request" | "context_overflow" | "aborted">,
+  string
+> = {
   rate_limit: "rate limited by the provider",
   server: "the provider had a server error",
   network: "could not connect to it",
@@ -43,6 +46,12 @@ export function userFacingLlmError(err: unknown): string {
         "The model name may be wrong or the conversation too long; /new starts a fresh one."
       );
     }
+    case "context_overflow":
+      return (
+        "Sorry — this conversation no longer fits in what the language model can read at once, " +
+        "even with older parts left out, so I couldn't answer. /new starts a fresh conversation " +
+        "(what we talked about is saved in memory first)."
+      );
     case "rate_limit":
     case "server":
     case "network":

@@ -65,6 +65,8 @@ export type LlmErrorKind =
   | "timeout"
   | "auth"
   | "bad_request"
+  /** The prompt is longer than the model's context window (a kind of bad request). */
+  | "context_overflow"
   | "aborted"
   | "invalid_response"
   /** Not tried: the circuit breaker has paused this model after repeated failures. */

@@ -38,26 +38,7 @@ beforeEach(async () => {
 
 afterEach(() => harness.close());
 
-/**
- * Starts `palaver gateway` and resolves once it logged "gateway running"
- * (every channel's first start has settled) and `connected` holds. Not
- * /readyz: it can answer 200 before the channels are registered.
- */
-async function startGateway(connected: () => boolean): Promise<RunningCli> {
-  const run = harness.spawnGateway();
-  let exited = false;
-  void run.exited.then(() => (exited = true));
-  await waitFor(
-    () => {
-      if (exited) throw new Error(`the gateway exited before it was ready:\n${run.stderr}`);
-      return run.stderr.includes('"msg":"gateway running"') && connected();
-    },
-    harness.startupMs,
-    "the gateway to run, connected to the platform",
-  );
-  return run;
-}
-
+const startGateway = (connected: () => boolean) => harness.startGatewayWhen(connected);
 const kill = (run: RunningCli) => harness.kill(run);
 
 /** Echoes the user; a `slow` one waits (until the client disconnects, when killed). */

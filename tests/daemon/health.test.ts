@@ -95,6 +95,8 @@ describe("health endpoints of the gateway", () => {
     expect(metrics.get('palaver_messages_out_total{channel="telegram",kind="final"}')).toBe(1);
     expect(metrics.get('palaver_llm_calls_total{model="fake-model"}')).toBeGreaterThanOrEqual(1);
     expect(metrics.get('palaver_llm_tokens_total{type="prompt"}')).toBe(10);
+    expect(metrics.get("palaver_llm_prompt_tokens_count")).toBe(1);
+    expect(metrics.get("palaver_llm_prompt_tokens_sum")).toBe(10);
     expect(metrics.get('palaver_turn_duration_seconds_count{outcome="replied"}')).toBe(1);
     expect(metrics.get("palaver_queue_depth")).toBe(0);
     expect(metrics.has("palaver_process_resident_memory_bytes")).toBe(true);

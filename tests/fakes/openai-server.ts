@@ -13,6 +13,9 @@
  * `fake.refuseParams(...)` makes it answer 400 to requests carrying a
  * parameter a model does not support, the way OpenAI does for reasoning models.
  * `requests` records chat-completion requests only (not GET /v1/models).
+ * `fake.limitContext({ maxTokens })` makes it refuse prompts over that many
+ * tokens (o200k, as tests/fakes/context-limit.ts counts them) with a real
+ * provider's 400 body, and report the count as usage.prompt_tokens.
  */
 import {
   createServer,
@@ -23,6 +26,7 @@ import {
 } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { setMaxListeners } from "node:events";
+import { ContextLimit, type ContextLimitOptions } from "./context-limit.js";
 
 export interface FakeToolCall {
   name: string;
@@ -171,6 +175,9 @@ export class FakeOpenAI {
   private readonly queue: FakeReply[] = [];
   private readonly refusals: ParamRefusal[] = [];
   private handler: FakeHandler | undefined;
+  private contextLimit: ContextLimit | undefined;
+  /** Indexes (in `requests`) of the requests refused as over the context limit. */
+  readonly overflows: number[] = [];
   private readonly sockets = new Set<Socket>();
   /** Aborted on close() so pending delays end at once. */
   private readonly closing = new AbortController();
@@ -222,6 +229,11 @@ export class FakeOpenAI {
   /** Parameters refused with a 400 before the queue or the handler is asked. */
   refuseParams(...refusals: ParamRefusal[]): void {
     this.refusals.push(...refusals);
+  }
+
+  /** Prompts over `maxTokens` get the provider's "context length exceeded" 400 (see context-limit.ts). */
+  async limitContext(opts: ContextLimitOptions): Promise<void> {
+    this.contextLimit = await ContextLimit.create(opts);
   }
 
   /** Used when the queue is empty. */
@@ -290,8 +302,19 @@ export class FakeOpenAI {
       });
       return;
     }
-    const reply =
+    const promptTokens = this.contextLimit?.count(body);
+    if (this.contextLimit && promptTokens !== undefined && promptTokens > this.contextLimit.maxTokens) {
+      this.overflows.push(index);
+      const refusal = this.contextLimit.refusal(promptTokens);
+      sendJson(res, refusal.status, refusal.body);
+      return;
+    }
+    const queued =
       this.queue.shift() ?? (this.handler ? await this.handler(recorded, index) : { content: "ok" });
+    const reply =
+      promptTokens !== undefined && !queued.usage
+        ? { ...queued, usage: { prompt_tokens: promptTokens, completion_tokens: 5 } }
+        : queued;
 
     if (reply.delayMs) {
       const gone = await this.wait(reply.delayMs, res);

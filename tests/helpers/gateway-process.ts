@@ -13,6 +13,7 @@ import { FakeOpenAI } from "../fakes/openai-server.js";
 import type { FakeSlack } from "../fakes/slack-server.js";
 import { FakeTelegram } from "../fakes/telegram-server.js";
 import { startCli, type RunningCli } from "./cli.js";
+import { waitFor } from "./wait.js";
 
 export interface GatewayFakes {
   /** FakeOpenAI's baseURL (or that of a fake LLM in another process). */
@@ -220,6 +221,26 @@ export class GatewayHarness {
     died.catch(() => undefined);
     polling.catch(() => undefined);
     await Promise.race([polling, died]);
+    return run;
+  }
+
+  /**
+   * Spawns a gateway and resolves once it logged "gateway running" (every channel's first start has
+   * settled) and `ready` holds (e.g. connected to the platform's fake). Not /readyz: it can answer
+   * 200 before the channels are registered.
+   */
+  async startGatewayWhen(ready: () => boolean): Promise<RunningCli> {
+    const run = this.spawnGateway();
+    let exited = false;
+    void run.exited.then(() => (exited = true));
+    await waitFor(
+      () => {
+        if (exited) throw new Error(`the gateway exited before it was ready:\n${run.stderr}`);
+        return run.stderr.includes('"msg":"gateway running"') && ready();
+      },
+      this.startupMs,
+      "the gateway to run, connected to the platform",
+    );
     return run;
   }
 

@@ -13,7 +13,7 @@ import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage }
 import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "./config.js";
 import { EventHub } from "./events.js";
-import { HttpError } from "./http.js";
+import { HttpError, isLoopbackName } from "./http.js";
 import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf, titleOf } from "./history.js";
 import { LiveState } from "./live.js";
 import type {
@@ -36,8 +36,6 @@ export const MESSAGE_CHARS = 32_000;
 /** New conversations and messages per minute: guard rails, far above what a person types. */
 const CONVERSATIONS_PER_MINUTE = 30;
 const MESSAGES_PER_MINUTE = 60;
-
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|::1)$/i;
 
 export interface WebChannelOptions {
   /** Where the page's built files are (default dist/web/). */
@@ -93,7 +91,7 @@ class WebChannel implements Channel, WebApp {
     }
     const { token, file } = await loadToken(this.section.token, stateDir);
     const hub = new EventHub();
-    const loopbackOnly = LOOPBACK.test(http.host);
+    const loopbackOnly = isLoopbackName(http.host);
     this.hub = hub;
     this.sink = sink;
     this.unmount = http.mount(
@@ -107,7 +105,6 @@ class WebChannel implements Channel, WebApp {
         files: this.files,
         logins: new RateLimit(10, 60_000),
         loopbackOnly,
-        log: this.log,
       }),
     );
     if (!loopbackOnly) {
@@ -194,7 +191,7 @@ class WebChannel implements Channel, WebApp {
 
   onTurn(event: TurnEvent): void {
     const base = { conversationId: event.chatId, turnId: event.turnId };
-    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base });
+    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base }, event.background);
     else this.publish({ type: "turnEnd", ...base, outcome: event.outcome ?? "done" });
   }
 
@@ -318,8 +315,8 @@ class WebChannel implements Channel, WebApp {
     return this.sink;
   }
 
-  private publish(event: Published): void {
-    this.live.see(event);
+  private publish(event: Published, background = false): void {
+    this.live.see(event, background);
     try {
       this.hub?.publish(event);
     } catch (err) {

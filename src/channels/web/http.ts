@@ -127,6 +127,16 @@ export function sameOrigin(req: IncomingMessage): boolean {
   return targets.some((t) => t !== undefined && t.trim().toLowerCase() === host.toLowerCase());
 }
 
+/** A name of this machine's loopback interface: `localhost`, `127.x.x.x`, `::1` (or `[::1]`). */
+export function isLoopbackName(hostname: string): boolean {
+  return /^(localhost|127(?:\.\d{1,3}){3}|::1|\[::1\])$/i.test(hostname);
+}
+
+/** The host name of a Host header, without its port. */
+export function hostnameOf(hostHeader: string): string {
+  return hostHeader.replace(/:\d+$/, "");
+}
+
 /** A browser navigation (the address bar, a link) rather than the page's fetch. */
 export function isNavigation(req: IncomingMessage): boolean {
   const mode = req.headers["sec-fetch-mode"];

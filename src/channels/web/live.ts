@@ -1,14 +1,23 @@
 /**
  * What is happening in each conversation now, so a tab that opens (or reloads) mid-turn sees it:
- * the running turn, its text so far and the questions still open. History covers the rest.
+ * the running turn with the message it answers (the session file gets both when the turn ends),
+ * its text so far, messages still queued and the questions still open. History covers the rest.
  */
+import { parseCommand } from "../../bus/commands.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import type { WebEvent, WebEventType } from "./protocol.js";
 
 type Ev<T extends WebEventType> = Extract<WebEvent, { type: T }>;
 
+/** Messages kept per conversation while they wait for their turn. */
+const MAX_PENDING = 20;
+
 interface Now {
   turnId?: string;
+  /** The message the running turn answers. */
+  asked?: Ev<"user">;
+  /** Messages sent and not yet answered, oldest first: each turn takes the first. */
+  pending: Ev<"user">[];
   delta?: Ev<"delta">;
   questions: Map<string, Ev<"question">>;
 }
@@ -19,17 +28,26 @@ export class LiveState {
   /** Which conversation a question is in, for the answer (POST /api/questions/:id). */
   private readonly questionChats = new BoundedMap<string, string>(1000);
 
-  see(event: Exclude<WebEvent, { type: "ping" }>): void {
+  /** Takes note of an event; `background`: a turnStart of cron or a subagent, which answers no message. */
+  see(event: Exclude<WebEvent, { type: "ping" }>, background = false): void {
     const id = event.conversationId;
-    const now: Now = this.now.get(id) ?? { questions: new Map() };
+    const now: Now = this.now.get(id) ?? { pending: [], questions: new Map() };
     switch (event.type) {
       case "turnStart":
         now.turnId = event.turnId;
+        now.asked = background ? undefined : now.pending.shift();
         now.delta = undefined;
         break;
       case "turnEnd":
         if (now.turnId === event.turnId) now.turnId = undefined;
+        now.asked = undefined;
         now.delta = undefined;
+        break;
+      case "user":
+        // No turn of its own: /stop, and a message typed while a question is open (its answer).
+        if (now.questions.size === 0 && parseCommand(event.text)?.name !== "stop") {
+          now.pending = [...now.pending, event].slice(-MAX_PENDING);
+        }
         break;
       case "delta":
         now.delta = event;
@@ -46,7 +64,6 @@ export class LiveState {
         now.questions.delete(event.questionId);
         break;
       case "toolHint":
-      case "user":
         break;
     }
     this.now.set(id, now);
@@ -65,9 +82,10 @@ export class LiveState {
     const now = this.now.get(conversationId);
     if (!now) return [];
     const out: WebEvent[] = [];
+    if (now.asked) out.push(now.asked);
     if (now.turnId) out.push({ type: "turnStart", conversationId, turnId: now.turnId });
     if (now.delta) out.push(now.delta);
-    out.push(...now.questions.values());
+    out.push(...now.questions.values(), ...now.pending);
     return out;
   }
 }

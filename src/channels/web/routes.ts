@@ -8,11 +8,12 @@ import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { HttpHandler } from "../../daemon/health.js";
-import type { Logger } from "../../log.js";
 import type { WebAuth } from "./auth.js";
 import type { EventHub } from "./events.js";
 import {
+  hostnameOf,
   HttpError,
+  isLoopbackName,
   isNavigation,
   isSecure,
   readJson,
@@ -62,7 +63,6 @@ export interface RouteDeps {
   logins: RateLimit;
   /** Bound to loopback: requests must name a loopback host (no DNS rebinding). */
   loopbackOnly: boolean;
-  log: Logger;
 }
 
 const LoginSchema = z.object({ token: z.string().max(1024) }) satisfies z.ZodType<LoginRequest>;
@@ -71,8 +71,6 @@ const SendSchema = z.object({
   uploads: z.array(z.string().max(64)).max(20).optional(),
 });
 const ChooseSchema = z.object({ choiceId: z.string().max(64) }) satisfies z.ZodType<ChooseRequest>;
-
-const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 
 export function createWebHandler(deps: RouteDeps): HttpHandler {
   return async (req, res) => {
@@ -95,7 +93,7 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
   const url = new URL(req.url ?? "/", "http://localhost");
   const path = url.pathname;
   const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
-  if (deps.loopbackOnly && !LOOPBACK_HOST.test(req.headers.host ?? "")) {
+  if (deps.loopbackOnly && !isLoopbackName(hostnameOf(req.headers.host ?? ""))) {
     // Another name for this address (DNS rebinding): the page is only served as localhost.
     throw new HttpError(421, "this server answers only to 127.0.0.1 or localhost");
   }

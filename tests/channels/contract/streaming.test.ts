@@ -2,8 +2,9 @@
  * Streamed replies on every platform, each through the loopback fake of its API: the turn's deltas
  * show a live preview that grows, the final replaces it exactly once and looks exactly as a final
  * sent without streaming, the preview never updates faster than configured, a long answer continues
- * in a second message, /stop leaves the partial text marked, and a preview that cannot be edited
- * leaves the final to be sent once as a new message.
+ * in a second message, /stop leaves the partial text marked, a preview that cannot be edited
+ * leaves the final to be sent once as a new message, and a tool-calling turn of the real agent
+ * (the streaming fake LLM) shows its progress, then the answer.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,6 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
+import { toolCall, type FakeReply } from "../../fakes/openai-server.js";
+import { startHarness, type Harness } from "../../helpers/agent-harness.js";
 import { captureLog } from "../../helpers/log.js";
 import { waitFor } from "../../helpers/wait.js";
 import type { PlatformRig } from "./driver.js";
@@ -26,6 +29,8 @@ describe.each(DRIVERS)("streamed replies: $name", (driver) => {
   let manager: ChannelManager | undefined;
   let msg: InboundMessage;
   let turns = 0;
+  /** The real agent on `bus`, for the tests that stream from the fake LLM. */
+  let agent: Harness | undefined;
 
   beforeEach(async () => {
     workspace = await mkdtemp(join(tmpdir(), `palaver-streaming-${driver.name}-`));
@@ -36,6 +41,8 @@ describe.each(DRIVERS)("streamed replies: $name", (driver) => {
   afterEach(async () => {
     await manager?.stop(1000);
     manager = undefined;
+    await agent?.cleanup();
+    agent = undefined;
     await rig.close();
     await rm(workspace, { recursive: true, force: true });
   });
@@ -184,5 +191,39 @@ describe.each(DRIVERS)("streamed replies: $name", (driver) => {
     await stream(t, [" is **42**"], false);
     await finish(t, ANSWER);
     expect(rig.currentTexts().filter((x) => x === expected[0])).toHaveLength(2); // the unstreamed one + this
+  });
+
+  it("a tool-calling turn streams its progress, then the answer: each shown once, nothing lost", async () => {
+    const PROGRESS = "Let me look that up.";
+    // Pieces at a model's pace, so both texts are seen growing.
+    const pace = { pieceChars: 4, pieceDelayMs: 15 };
+    const script: FakeReply[] = [
+      { content: PROGRESS, toolCalls: [toolCall("list_dir", { path: "." })], ...pace },
+      { content: ANSWER, ...pace },
+    ];
+    agent = await startHarness({ config: { channels: { streaming: true } } });
+    agent.fake!.enqueue(...script);
+    bus = agent.bus; // the agent answers what the channel admits, as in the gateway
+    await start(0);
+    await waitFor(
+      () => agent!.outbound.some((m) => (m.kind ?? "final") === "final" && m.turnId !== undefined),
+      undefined,
+      "the turn's final",
+    );
+    await manager!.flush(5000);
+    const shown = rig.currentTexts();
+    const previews = rig.previews();
+
+    // The model got the tool's result and wrote the answer after it: both calls streamed.
+    expect(agent.fake!.requests.map((r) => r.body.stream)).toEqual([true, true]);
+    expect(agent.fake!.requests[1]!.body.messages.at(-1)?.role).toBe("tool");
+    // Each text was on screen while it was written (a part of it), the progress first.
+    const partOf = (text: string) => (p: string) => p.length < text.length && text.startsWith(p);
+    const progressAt = previews.findIndex(partOf(PROGRESS));
+    expect(progressAt).toBeGreaterThanOrEqual(0);
+    expect(previews.findIndex(partOf(ANSWER))).toBeGreaterThan(progressAt);
+    // Progress, then the answer, each exactly once and exactly as a final of that text looks.
+    const expected = [...(await shownWithoutStreaming(PROGRESS)), ...(await shownWithoutStreaming(ANSWER))];
+    expect(shown).toEqual(expected);
   });
 });

@@ -4,7 +4,7 @@
  * the session file, /stop ends a turn, a question is answered with its button, and an upload
  * reaches the model as an attachment.
  */
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryMessage, SendAccepted, UploadResult } from "../../../src/channels/web/protocol.js";
@@ -72,6 +72,11 @@ describe("web chat conversations", () => {
     await rig.waitForEvent(tab, "delta");
     const list = await rig.request("/api/conversations", { headers: rig.bearer() });
     expect(list.json()).toEqual([expect.objectContaining({ id: "slow", busy: true })]);
+    // A tab opened (or reloaded) now: the session file has nothing yet, the replay has the turn.
+    const late = await rig.subscribe("slow");
+    await rig.waitForEvent(late, "delta");
+    expect(late.slice(0, 3).map((e) => e.type)).toEqual(["user", "turnStart", "delta"]);
+    expect(late[0]).toMatchObject({ text: "take your time" });
 
     const stop = await rig.post("/api/conversations/slow/stop", {}, rig.bearer());
     expect(stop.status).toBe(202);
@@ -155,5 +160,29 @@ describe("web chat conversations", () => {
       content: "read this",
       files: [{ name: "my_notes.txt" }],
     });
+  });
+
+  it("lets the page download a file the agent sends, by an opaque id", async () => {
+    rig = await WebRig.start();
+    await mkdir(join(rig.dir, "ws"), { recursive: true });
+    await writeFile(join(rig.dir, "ws", "report.txt"), "all systems go");
+    rig.fake.enqueue(
+      { toolCalls: [toolCall("message", { content: "here it is", media: ["report.txt"] })] },
+      { content: "sent" },
+    );
+    const tab = await rig.subscribe("out");
+    await rig.post("/api/conversations/out/messages", { text: "send me the report" }, rig.bearer());
+    const final = await rig.waitForEvent(tab, "final", (e) => e.text === "here it is");
+    expect(final.files).toEqual([{ id: expect.any(String) as unknown, name: "report.txt", bytes: 14 }]);
+    const id = final.files![0]!.id!;
+    expect(id).not.toContain("report");
+
+    expect((await rig.request(`/api/files/${id}`)).status).toBe(401);
+    const file = await rig.request(`/api/files/${id}`, { headers: rig.bearer() });
+    expect(file.status).toBe(200);
+    expect(file.body).toBe("all systems go");
+    expect(file.headers["content-disposition"]).toBe("attachment; filename*=UTF-8''report.txt");
+    expect(file.headers["content-type"]).toBe("application/octet-stream");
+    expect((await rig.request("/api/files/unknown", { headers: rig.bearer() })).status).toBe(404);
   });
 });
