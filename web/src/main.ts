@@ -128,7 +128,7 @@ function open(id: string): Promise<void> {
   let early: WebEvent[] | undefined = [];
   unsubscribe = subscribe(id, {
     onEvent: (event) => (early ? early.push(event) : onEvent(event)),
-    onReopen: () => void reload(id),
+    onReopen: () => void reopen(id),
     onClosed: () => void lost(),
   });
   loaded = (async () => {
@@ -157,16 +157,15 @@ function endsWith(history: HistoryMessage[], event: WebEvent): boolean {
   return false;
 }
 
-/** After a break in the event stream: the history again, since events may have been missed. */
-async function reload(id: string): Promise<void> {
+/**
+ * After a break in the event stream: events may have been missed, so the conversation is opened
+ * afresh (a new stream, whose replay of the running turn is kept, then the history).
+ */
+async function reopen(id: string): Promise<void> {
   if (id !== current) return;
-  try {
-    transcript.showHistory(await api.history(id));
-    notice("");
-  } catch {
-    // the stream is back, so the next event or reload tries again
-  }
-  refreshList();
+  notice("");
+  conversations = await api.conversations().catch(() => conversations);
+  await open(id);
 }
 
 async function lost(): Promise<void> {
