@@ -15,6 +15,7 @@ import { benchStartup } from "./startup.js";
 import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
 import type { BenchResult } from "./types.js";
+import { benchWeb } from "./web.js";
 
 const benches: (() => Promise<BenchResult>)[] = [
   benchSessionAppend,
@@ -28,6 +29,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchBotCalls,
   benchStreaming,
   benchContextBudget,
+  benchWeb,
 ];
 
 let failed = 0;

@@ -1,0 +1,365 @@
+/**
+ * The web chat in a real browser: Debian's Chromium driven by playwright-core, against the real
+ * `palaver gateway` child process (web channel on) and the streaming fake LLM. One gateway for
+ * the file; each test opens a fresh browser context and starts a new chat.
+ *
+ * Skipped, with the reason printed, when Chromium is not installed (`apt-get install chromium`;
+ * .ci/run does it). Screenshots at desktop and phone width go to test-results/web/; with
+ * PALAVER_UPDATE_SCREENSHOT=1 the desktop one also replaces docs/web-chat.png (the README's).
+ */
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { lastUserText, toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
+import { ROOT, type RunningCli } from "../helpers/cli.js";
+import { GatewayHarness, writeGatewayConfig } from "../helpers/gateway-process.js";
+import { MIN_WAIT_MS, waitFor } from "../helpers/wait.js";
+import { ensureWebBuilt } from "./build.js";
+
+const CHROMIUM = process.env.PALAVER_CHROMIUM ?? "/usr/bin/chromium";
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+if (!HAVE_CHROMIUM) {
+  console.log(
+    `tests/web/browser.test.ts skipped: no Chromium at ${CHROMIUM} ` +
+      "(apt-get install chromium, or set PALAVER_CHROMIUM to its path)",
+  );
+}
+
+const ARTIFACTS = join(ROOT, "test-results", "web");
+/** expect.poll with the suite's patience (its default second is nothing on a busy machine). */
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: MIN_WAIT_MS });
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 740 };
+
+/** Streams in about 150 pieces, a few ms apart: long enough to be seen growing. */
+const STREAMED =
+  "Use **console.log**:\n\n```js\nconsole.log('Hello, world!');\n```\n\n" +
+  "In a browser it writes to the developer console; in Node, to standard output.\n\n" +
+  "1. `console.error` writes to standard error.\n2. `console.table` shows arrays as a table.\n\nThat is all.";
+const SLOW = "This answer takes its time: ".padEnd(400, "word ");
+/** Every way an answer could try to run something or make the page load something. */
+const xssAnswer = (watched: string) =>
+  [
+    "XSS-START <script>alert('script')</script>",
+    "<img src=x onerror=\"alert('img')\">",
+    "[click me](javascript:alert('link'))",
+    `<img src="${watched}/raw.png">`,
+    `![pixel](${watched}/markdown.png)`,
+    "XSS-END",
+  ].join("\n\n");
+
+let watchedUrl = "";
+
+/** The fake LLM's answers, chosen by the user's words (each test has its own). */
+function reply(req: RecordedRequest): FakeReply {
+  const last = req.body.messages.at(-1);
+  const text = lastUserText(req);
+  if (text.includes("run the command")) {
+    return last?.role === "tool"
+      ? { content: "Ran it." }
+      : { toolCalls: [toolCall("exec", { command: "touch approved-by-page" })] };
+  }
+  if (text.includes("send me the report")) {
+    return last?.role === "tool"
+      ? { content: "Sent." }
+      : { toolCalls: [toolCall("message", { content: "Here is the report.", media: ["report.txt"] })] };
+  }
+  if (text.includes("stream please")) return { content: STREAMED, pieceChars: 2, pieceDelayMs: 15 };
+  if (text.includes("slow please")) return { content: SLOW, pieceChars: 4, pieceDelayMs: 100 };
+  if (text.includes("attack please")) return { content: xssAnswer(watchedUrl) };
+  if (text.includes("[Attached file:")) return { content: "Got your file." };
+  return { content: `You said: ${text}` };
+}
+
+/** The `…/#token=…` address the gateway prints at start, from its stdout or its log. */
+async function chatUrlOf(run: RunningCli, harness: GatewayHarness): Promise<string> {
+  const find = () => /(http:\/\/[^\s"'/]+\/#token=[A-Za-z0-9_-]+)/.exec(run.stdout + run.stderr)?.[1];
+  await Promise.race([
+    waitFor(() => find() !== undefined, harness.startupMs, "the chat address in the gateway's output"),
+    run.exited.then((code) => {
+      throw new Error(`the gateway exited (${code}):\n${run.stderr}`);
+    }),
+  ]);
+  return find()!;
+}
+
+describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
+  const harness = new GatewayHarness({ prefix: "palaver-web-browser-", telegram: false });
+  let browser: Browser;
+  let chatUrl = "";
+  let watched: Server;
+  const watchedHits: string[] = [];
+  let context: BrowserContext | undefined;
+
+  beforeAll(async () => {
+    ensureWebBuilt();
+    await mkdir(ARTIFACTS, { recursive: true });
+    watched = createServer((req, res) => {
+      watchedHits.push(req.url ?? "");
+      res.end();
+    });
+    await new Promise<void>((resolve) => watched.listen(0, "127.0.0.1", resolve));
+    watchedUrl = `http://127.0.0.1:${(watched.address() as AddressInfo).port}`;
+    await harness.start();
+    harness.llm.setHandler(reply);
+    const configPath = await writeGatewayConfig(
+      harness.dir,
+      { llmBaseURL: harness.llm.baseURL },
+      {
+        channels: { web: { enabled: true }, streaming: true, sendProgress: true, sendToolHints: true },
+        // exec asks (and only exec): the approval test answers with the page's button.
+        tools: {
+          approval: { mode: "off", rules: [{ tool: "exec", action: "ask" }] },
+          exec: { sandbox: "off" },
+        },
+      },
+    );
+    chatUrl = await chatUrlOf(harness.spawnGateway({ configPath }), harness);
+    browser = await chromium.launch({ executablePath: CHROMIUM });
+  });
+
+  afterEach(async () => {
+    await context?.close();
+    context = undefined;
+    const problems = pageProblems;
+    pageProblems = [];
+    expect(problems).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await harness.close();
+    await new Promise<void>((resolve) => watched?.close(() => resolve()));
+  });
+
+  /** Uncaught errors and Content-Security-Policy refusals of any page: none in any test. */
+  let pageProblems: string[] = [];
+
+  async function openPage(viewport = DESKTOP): Promise<Page> {
+    context = await browser.newContext({ viewport });
+    context.on("page", watch);
+    return context.newPage();
+  }
+
+  function watch(page: Page): void {
+    page.on("pageerror", (err) => pageProblems.push(`uncaught: ${err.message}`));
+    page.on("console", (msg) => {
+      if (msg.type() === "error" && /Content.Security.Policy/i.test(msg.text()))
+        pageProblems.push(msg.text());
+    });
+  }
+
+  /**
+   * Opens the printed address and starts a new chat, so each test has its own conversation (the
+   * first test gets the one the page made itself, there being none).
+   */
+  async function openChat(viewport = DESKTOP): Promise<Page> {
+    const page = await openPage(viewport);
+    await page.goto(chatUrl);
+    const current = page.locator('#conversations a[aria-current="page"]');
+    await current.waitFor();
+    const links = page.locator("#conversations a");
+    if ((await links.count()) > 1 || !(await current.textContent())?.startsWith("New chat")) {
+      const before = await current.getAttribute("href");
+      await page.locator("#new-chat").click();
+      await poll(() => current.getAttribute("href")).not.toBe(before);
+    }
+    await poll(() => page.locator("#transcript article").count()).toBe(0);
+    return page;
+  }
+
+  async function send(page: Page, text: string): Promise<void> {
+    await page.locator("#input").fill(text);
+    await page.locator("#input").press("Enter");
+  }
+
+  const lastAnswer = (page: Page) => page.locator("#transcript article.assistant").last();
+
+  it("sends with Enter, shows the answer growing as it streams, then the final; the token leaves the address", async () => {
+    const page = await openChat();
+    expect(page.url()).not.toContain("token");
+    // Every length the streaming answer's text had, recorded in the page as it changes.
+    // (Strings, not functions: these run in the page, and the tests are typed without the DOM.)
+    await page.evaluate(`{
+      window.seen = [];
+      new MutationObserver(() => {
+        const el = document.querySelector("#transcript article.assistant.streaming .body");
+        if (el) window.seen.push(el.textContent.length);
+      }).observe(document.getElementById("transcript"), { subtree: true, childList: true, characterData: true });
+    }`);
+    // Shift+Enter breaks the line instead of sending.
+    await page.locator("#input").fill("How do I print something in JavaScript?");
+    await page.locator("#input").press("Shift+Enter");
+    await poll(() => page.locator("#input").inputValue()).toBe("How do I print something in JavaScript?\n");
+    await page.locator("#input").pressSequentially("Short answer, stream please.");
+    await page.locator("#input").press("Enter");
+    await poll(() => page.locator("#input").inputValue()).toBe("");
+    await page.locator("#transcript article.user", { hasText: "Short answer" }).waitFor();
+    await page.locator("#stop").waitFor({ state: "visible" });
+
+    const answer = lastAnswer(page);
+    await answer.locator("text=That is all.").waitFor();
+    await poll(() => answer.getAttribute("aria-busy")).toBeNull();
+    await page.locator("#stop").waitFor({ state: "hidden" });
+    const seen = await page.evaluate<number[]>("window.seen");
+    const full = (await answer.locator(".body").textContent())!.length;
+    const partial = new Set(seen.filter((n) => n > 0 && n < full - 20));
+    expect(partial.size, `lengths seen while streaming: ${seen.join(",")}`).toBeGreaterThanOrEqual(2);
+    // Markdown rendered, with a copy button on the code block.
+    await poll(() => answer.locator("strong").textContent()).toBe("console.log");
+    await poll(() => answer.locator(".code pre").textContent()).toContain("console.log('Hello, world!');");
+    await poll(() => answer.locator(".code button.copy").count()).toBe(1);
+
+    await page.screenshot({ path: join(ARTIFACTS, "desktop.png") });
+    if (process.env.PALAVER_UPDATE_SCREENSHOT === "1") {
+      await copyFile(join(ARTIFACTS, "desktop.png"), join(ROOT, "docs", "web-chat.png"));
+    }
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(ARTIFACTS, "phone.png") });
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.screenshot({ path: join(ARTIFACTS, "phone-dark.png") });
+    // Usable at phone width: nothing wider than the screen, the box and the list reachable.
+    expect(await page.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(
+      PHONE.width,
+    );
+    await page.locator("#input").waitFor({ state: "visible" });
+    await page.locator("#menu").click();
+    await page.locator("#sidebar").waitFor({ state: "visible" });
+    await page.screenshot({ path: join(ARTIFACTS, "phone-conversations.png") });
+  });
+
+  it("Stop during a slow answer ends the turn; the partial answer stays, marked stopped", async () => {
+    const page = await openChat();
+    await send(page, "slow please");
+    // Not the last answer for long: /stop is answered with a reply of its own.
+    const answer = page.locator("#transcript article.assistant", { hasText: "takes its time" });
+    await answer.waitFor();
+    await page.locator("#stop").click();
+    await answer.locator(".outcome", { hasText: "stopped" }).waitFor();
+    await page.locator("#stop").waitFor({ state: "hidden" });
+    expect(await answer.locator(".body").textContent()).toContain("This answer takes its time");
+    expect((await answer.locator(".body").textContent())!.length).toBeLessThan(SLOW.trim().length);
+  });
+
+  it("a reload shows the conversation's history", async () => {
+    const page = await openChat();
+    await send(page, "remember me");
+    await lastAnswer(page).locator("text=You said: remember me").waitFor();
+    const hash = new URL(page.url()).hash;
+    await page.reload();
+    await page.locator("#transcript article.user", { hasText: "remember me" }).waitFor();
+    await lastAnswer(page).locator("text=You said: remember me").waitFor();
+    expect(new URL(page.url()).hash).toBe(hash);
+    expect(await page.locator("#transcript article").count()).toBe(2);
+  });
+
+  it("an answer full of HTML and javascript: links runs nothing, loads nothing, and shows as text", async () => {
+    const page = await openChat();
+    const dialogs: string[] = [];
+    const requests: string[] = [];
+    page.on("dialog", (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    page.on("request", (r) => requests.push(r.url()));
+    await send(page, "attack please <img src=x onerror=\"alert('user')\">");
+    const answer = lastAnswer(page);
+    await answer.locator("text=XSS-END").waitFor();
+    const text = (await answer.locator(".body").textContent())!;
+    expect(text).toContain("<script>alert('script')</script>");
+    expect(text).toContain("<img src=x onerror=\"alert('img')\">");
+    expect(text).toContain("click me");
+    expect(await page.locator("#transcript img, #transcript script").count()).toBe(0);
+    expect(await page.locator('#transcript a[href^="javascript"]').count()).toBe(0);
+    await answer.locator("text=click me").click();
+    // The user's own text is text too.
+    await page.locator("#transcript article.user", { hasText: "onerror" }).waitFor();
+    // A round trip through the page after all that: anything it started has been seen by now.
+    await page.evaluate(`fetch("/api/me").then((r) => r.status)`);
+    expect(dialogs).toEqual([]);
+    expect(requests.filter((u) => u.startsWith(watchedUrl) || u.endsWith("/x"))).toEqual([]);
+    expect(watchedHits).toEqual([]);
+  });
+
+  it("without the token, or with a wrong one, the page says where to find it", async () => {
+    const base = chatUrl.slice(0, chatUrl.indexOf("#"));
+    const page = await openPage();
+    await page.goto(base);
+    await page.locator("#unauthorized").waitFor({ state: "visible" });
+    expect(await page.locator("#app").isHidden()).toBe(true);
+    expect(await page.locator("#unauthorized").textContent()).toContain("web/token");
+
+    await page.goto(`${base}#token=not-the-token`);
+    await page.reload(); // a fragment change alone does not load the page again
+    await page.locator("#unauthorized").waitFor({ state: "visible" });
+    expect(page.url()).not.toContain("not-the-token");
+  });
+
+  it("an uploaded file reaches the model as an attachment", async () => {
+    const page = await openChat();
+    await page.locator("#files").setInputFiles({
+      name: "notes.txt",
+      mimeType: "text/plain",
+      buffer: Buffer.from("the notes"),
+    });
+    const chip = page.locator("#attachments .chip", { hasText: "notes.txt" });
+    await chip.locator(".status", { hasNotText: "uploading" }).waitFor();
+    const before = harness.llm.requests.length;
+    await send(page, "read this");
+    await lastAnswer(page).locator("text=Got your file.").waitFor();
+    const asked = harness.llm.requests.slice(before).map(lastUserText);
+    expect(asked.some((t) => t.includes("read this") && /\[Attached file: [^\]]*notes[^\]]*\]/.test(t))).toBe(
+      true,
+    );
+    await page.locator("#transcript article.user .files", { hasText: "notes.txt" }).waitFor();
+  });
+
+  it("a file the agent sends is a download link that gives the file", async () => {
+    await writeFile(join(harness.dir, "ws", "report.txt"), "the report's text\n");
+    const page = await openChat();
+    await send(page, "send me the report");
+    const link = page
+      .locator("#transcript article.assistant", { hasText: "Here is the report." })
+      .locator("a[download]", { hasText: "report.txt" });
+    await link.waitFor();
+    const href = (await link.getAttribute("href"))!;
+    expect(href).toMatch(/^\/api\/files\//);
+    // Fetched as the page would (with its cookie), not through the download dialog.
+    expect(await page.evaluate<string>(`fetch(${JSON.stringify(href)}).then((r) => r.text())`)).toBe(
+      "the report's text\n",
+    );
+  });
+
+  it("an approval is answered with the page's button, and the command runs", async () => {
+    const page = await openChat();
+    await send(page, "run the command");
+    const question = page.locator("#transcript article.question");
+    await question.locator("button.choice").first().waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, "approval.png") });
+    await question.locator('button[data-choice="approve"]').click();
+    await lastAnswer(page).locator("text=Ran it.").waitFor();
+    await poll(() => question.locator("button").count()).toBe(0);
+    await waitFor(
+      () => existsSync(join(harness.dir, "ws", "approved-by-page")),
+      undefined,
+      "the command ran",
+    );
+  });
+
+  it("two tabs on one conversation both see the reply", async () => {
+    const page = await openChat();
+    const other = await context!.newPage();
+    await other.goto(page.url());
+    await other.locator("#app").waitFor({ state: "visible" });
+    await send(page, "both tabs");
+    for (const p of [page, other]) {
+      await p.locator("#transcript article.user", { hasText: "both tabs" }).waitFor();
+      await lastAnswer(p).locator("text=You said: both tabs").waitFor();
+    }
+    expect(await other.locator("#transcript article.user").count()).toBe(1);
+  });
+});
