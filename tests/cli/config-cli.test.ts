@@ -376,6 +376,8 @@ describe("palaver status", () => {
         expect.stringMatching(/^channels\.discord\.token is empty/) as unknown,
       ],
       sessions: 2,
+      // Issue 18: people let in by pairing code, and codes waiting.
+      pairing: { approved: 0, pending: 0 },
       // Sandboxed or not depends on this machine's bwrap (exec-status.test.ts checks both).
       exec: { sandboxed: expect.any(Boolean) as unknown, detail: expect.any(String) as unknown },
     });
