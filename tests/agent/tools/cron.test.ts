@@ -204,7 +204,7 @@ describe("cron tool: where the job's replies can go", () => {
   it("refuses a channel the config does not know, naming the ones that exist", async () => {
     const out = await add(checkedRegistry(), "telegarm", "42");
     expect(out).toMatch(
-      /^Error: .*unknown channel "telegarm": the channels are telegram, slack, discord, cli/,
+      /^Error: .*unknown channel "telegarm": the channels are telegram, slack, discord, web, cli/,
     );
     expect(await service.list()).toEqual([]);
   });

@@ -19,6 +19,7 @@ describe("channels.slack config", () => {
     expect(SlackConfigSchema.parse({})).toEqual({
       enabled: false,
       allowFrom: [],
+      dmPolicy: "pairing",
       admins: [],
       mode: "socket",
       botToken: "",
