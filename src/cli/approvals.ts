@@ -8,8 +8,7 @@ import { FileChatRules } from "../approvals/chat-rules.js";
 import type { ChatRule } from "../approvals/types.js";
 import { approvalRulesPath } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
-import { errorMessage } from "../util/errors.js";
-import { addCommonOptions, loadForCli } from "./common.js";
+import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerApprovalsCommand(program: Command): void {
   const approvals = program
@@ -52,16 +51,6 @@ function open(cmd: Command): FileChatRules {
   // Info logs would land between the lines this command prints; --verbose brings them back.
   const loaded = loadForCli(cmd, { level: "warn" });
   return new FileChatRules(approvalRulesPath(loaded.path));
-}
-
-/** A failure is one line on stderr and exit code 1, not a stack trace. */
-function guarded(fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
-    process.exitCode = 1;
-  }
 }
 
 function what(rule: ChatRule): string {

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { configPathFor, loadConfig, type LoadedConfig } from "../config/load.js";
 import { secretValues } from "../config/secrets.js";
 import { configureLogging, logger, registerSecrets } from "../log.js";
-import { ConfigError, EXIT_CONFIG } from "../util/errors.js";
+import { ConfigError, errorMessage, EXIT_CONFIG } from "../util/errors.js";
 
 export interface CommonOptions {
   config?: string;
@@ -84,4 +84,14 @@ export function loadForCli(cmd: Command, options: LoadForCliOptions = {}): Loade
     for (const warning of loaded.warnings) log.warn(warning);
   }
   return loaded;
+}
+
+/** Runs a command's action: a failure is one line on stderr and exit code 1, not a stack trace. */
+export async function guarded(fn: () => void | Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
+    process.exitCode = 1;
+  }
 }

@@ -17,8 +17,7 @@ import { CronService } from "../cron/service.js";
 import { checkTarget } from "../cron/targets.js";
 import { sessionsDirOf } from "../sessions/store.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
-import { errorMessage } from "../util/errors.js";
-import { addCommonOptions, loadForCli } from "./common.js";
+import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 const SHUTDOWN_GRACE_MS = 10_000;
 const CLI_LABELS: ScheduleLabels = { every: "--every", cron: "--cron", at: "--at", tz: "--tz" };
@@ -192,16 +191,6 @@ function open(cmd: Command): { service: CronService; loaded: LoadedConfig } {
     sessionsDir: sessionsDirOf(loaded.workspace),
   });
   return { service, loaded };
-}
-
-/** A failure is one line on stderr and exit code 1, not a stack trace. */
-async function guarded(fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
-    process.exitCode = 1;
-  }
 }
 
 /** Pure: the jobs as a table for `palaver cron list`. */

@@ -14,8 +14,7 @@ import {
   type ApprovedSender,
   type PendingCode,
 } from "../pairing/store.js";
-import { errorMessage } from "../util/errors.js";
-import { addCommonOptions, loadForCli } from "./common.js";
+import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerPairingCommand(program: Command): void {
   const pairing = program
@@ -86,16 +85,6 @@ function open(cmd: Command): PairingStore {
   // Info logs would land between the lines this command prints; --verbose brings them back.
   const loaded = loadForCli(cmd, { level: "warn" });
   return new PairingStore(pairingPath(stateDir(loaded.path)));
-}
-
-/** A failure is one line on stderr and exit code 1, not a stack trace. */
-function guarded(fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    process.stderr.write(`palaver: ${errorMessage(err)}\n`);
-    process.exitCode = 1;
-  }
 }
 
 /** Pure: both lists as `palaver pairing list` prints them. */
