@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs every benchmark and prints each result beside its target, then each of its
  * measures as median of the rounds, spread, target and ratio (bench/measure.ts).
+ * `npm run bench -- startup web` runs only the benchmarks whose names contain one of the words.
  */
 import { benchBotCalls } from "./bot-calls.js";
 import { benchConcurrency } from "./concurrency.js";
@@ -32,8 +33,19 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchWeb,
 ];
 
+const words = process.argv.slice(2).map((w) => w.toLowerCase());
+const chosen = benches.filter(
+  (bench) => words.length === 0 || words.some((w) => bench.name.toLowerCase().includes(w)),
+);
+if (chosen.length === 0) {
+  console.error(
+    `no benchmark matches ${words.join(", ")}: they are ${benches.map((b) => b.name).join(", ")}`,
+  );
+  process.exit(2);
+}
+
 let failed = 0;
-for (const bench of benches) {
+for (const bench of chosen) {
   const result = await bench();
   if (!result.pass) failed++;
   console.log(
