@@ -151,7 +151,7 @@ export class LivePreview {
 
   private async replaceWith(content: string): Promise<boolean> {
     await this.halt();
-    if (this.broken || this.refs.length === 0) return false;
+    if (this.broken || this.refs.length === 0 || this.surface.finalInPlace === false) return false;
     const parts = this.surface.finalParts(content);
     for (let attempt = 0; ; attempt++) {
       try {

@@ -107,6 +107,11 @@ export interface PreviewSurface {
   post(text: string, formatted: boolean): Promise<string>;
   /** Rewrites the message `ref`. A rewrite that changes nothing must succeed. */
   edit(ref: string, text: string, formatted: boolean): Promise<void>;
+  /**
+   * False: the final is never written over the preview but sent as a message of its own (the web
+   * chat, whose page replaces the turn's live text with its final event). Default true.
+   */
+  readonly finalInPlace?: boolean;
   /** The final answer as the platform would send it: formatted parts, each within its limits. */
   finalParts(content: string): string[];
   /**

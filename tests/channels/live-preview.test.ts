@@ -55,6 +55,15 @@ describe("LivePreview", () => {
     expect(chat.messages).toEqual([{ text: "<b>Hello, world!</b>", formatted: true }]);
   });
 
+  it("leaves the final to a message of its own on a surface that does not finalize in place", async () => {
+    const chat = Object.assign(new ChatSurface(), { finalInPlace: false });
+    const preview = new LivePreview(chat, { intervalMs: 60_000 });
+    preview.update("Hel");
+    await waitFor(() => chat.messages.length === 1, undefined, "the first preview");
+    expect(await preview.finish("Hello")).toBe(false); // the caller sends it
+    expect(chat.calls).toEqual(["post Hel"]);
+  });
+
   it("sends the newest text once the interval has passed", async () => {
     const chat = new ChatSurface();
     const preview = new LivePreview(chat, { intervalMs: 30 });

@@ -208,16 +208,12 @@ class WebChannel implements Channel, WebApp {
     return {
       maxChars: 1_000_000,
       intervalMs: 100,
+      finalInPlace: false,
       post: (text) => {
         delta(text);
         return Promise.resolve(ref);
       },
-      edit: (at, text, formatted) => {
-        if (formatted) {
-          return Promise.reject(
-            new ChannelError("the web chat sends a final as its own event", { platform: "web" }),
-          );
-        }
+      edit: (at, text) => {
         if (at === ref) delta(text);
         return Promise.resolve();
       },
