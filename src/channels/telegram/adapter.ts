@@ -15,6 +15,7 @@
  * the access check) and always answered, with the sink's notice shown to the
  * presser alone.
  */
+import { setMaxListeners } from "node:events";
 import type { Bot } from "grammy";
 import type { CallbackQuery, Message } from "grammy/types";
 import { COMMANDS, parseCommand } from "../../bus/commands.js";
@@ -193,6 +194,9 @@ export class TelegramChannel implements Channel {
   async start(sink: InboundSink, signal: AbortSignal): Promise<void> {
     await this.shutdown();
     const lifetime = new AbortController();
+    // Every Bot API call in flight (typing and previews of many chats at once) listens to it until
+    // it ends (api.ts takes the listener off): many at once is normal, not the leak Node warns of.
+    setMaxListeners(0, lifetime.signal);
     this.lifetime = lifetime;
     this.sink = sink;
     this.inbound = new InboundPath({
