@@ -11,6 +11,25 @@ export function isAllowed(msg: InboundMessage, allowFrom: readonly string[]): bo
   return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), allowFrom);
 }
 
+/**
+ * Who may talk in a channel beyond its allowFrom, and what a refused sender is told (the gateway's
+ * is pairing/gate.ts).
+ */
+export interface AccessPolicy {
+  allows(channel: string, msg: InboundMessage, allowFrom: readonly string[]): boolean;
+  /** A button presser not in allowFrom who may press anyway (an approved sender). */
+  allowsSender(channel: string, senderId: string): boolean;
+  /** Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for the refusal notice. */
+  refusal(channel: string, msg: InboundMessage): string | null | undefined;
+}
+
+/** allowFrom alone, and the usual refusal notice: the terminal chat and managers without pairing. */
+export const ALLOW_FROM_ONLY: AccessPolicy = {
+  allows: (_channel, msg, allowFrom) => isAllowed(msg, allowFrom),
+  allowsSender: () => false,
+  refusal: () => undefined,
+};
+
 /** The same rule for a sender known by id and aliases only (a cron job's creator, say). */
 export function isSenderAllowed(
   senderId: string,

@@ -6,7 +6,6 @@
  * one chat's failing sends never hold back another's), keeps replies for a
  * channel that is not running until it runs, and stops channels in reverse order.
  */
-import { randomUUID } from "node:crypto";
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
@@ -15,12 +14,18 @@ import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { settleWithin } from "../util/timeout.js";
-import { isAllowed, isSenderAllowed, NoticeLimiter, refusalNotice } from "./access.js";
+import {
+  ALLOW_FROM_ONLY,
+  isSenderAllowed,
+  NoticeLimiter,
+  refusalNotice,
+  type AccessPolicy,
+} from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
-import { LivePreview } from "./live-preview.js";
+import type { LivePreview } from "./live-preview.js";
 import { InterruptedPreviews } from "./interrupted-previews.js";
-import { TurnPreviews } from "./turn-previews.js";
+import { journaledPreview, TurnPreviews } from "./turn-previews.js";
 import type {
   Channel,
   ChoiceClick,
@@ -39,18 +44,6 @@ export interface ChannelOptions {
   /** Override channels.streaming and the stream interval for this channel. */
   streaming?: boolean;
   streamIntervalMs?: number;
-}
-
-/**
- * Who may talk in a channel beyond its allowFrom, and what a refused sender is told (the gateway's
- * is pairing/gate.ts). Without one: allowFrom alone, and the refusal notice.
- */
-export interface AccessPolicy {
-  allows(channel: string, msg: InboundMessage, allowFrom: readonly string[]): boolean;
-  /** A button presser not in allowFrom who may press anyway (an approved sender). */
-  allowsSender(channel: string, senderId: string): boolean;
-  /** Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for the refusal notice. */
-  refusal(channel: string, msg: InboundMessage): string | null | undefined;
 }
 
 export interface ChannelManagerOptions {
@@ -114,6 +107,7 @@ export class ChannelManager {
   private readonly entries = new Map<string, Entry>();
   private readonly log: Logger;
   private readonly notices: NoticeLimiter;
+  private readonly access: AccessPolicy;
   /** Sends per chat, so one chat's messages go out in order while other chats go on. */
   private readonly sends = new KeyedQueue();
   /** Final replies for channels that are not running, until they run. */
@@ -128,6 +122,7 @@ export class ChannelManager {
   constructor(private readonly opts: ChannelManagerOptions) {
     this.log = opts.log ?? logger("channels");
     this.notices = opts.notices ?? new NoticeLimiter();
+    this.access = opts.access ?? ALLOW_FROM_ONLY;
     this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);
     this.interrupted = new InterruptedPreviews({
       ...(opts.journal ? { journal: opts.journal } : {}),
@@ -281,17 +276,14 @@ export class ChannelManager {
   }
 
   private allows(entry: Entry, msg: InboundMessage): boolean {
-    const { access } = this.opts;
-    return access
-      ? access.allows(entry.channel.name, msg, entry.options.allowFrom)
-      : isAllowed(msg, entry.options.allowFrom);
+    return this.access.allows(entry.channel.name, msg, entry.options.allowFrom);
   }
 
   /** A button press: strangers are refused here, before the question desk sees it. */
   private choose(entry: Entry, click: ChoiceClick): ChoiceOutcome {
     if (
       !isSenderAllowed(click.senderId, click.senderAliases ?? [], entry.options.allowFrom) &&
-      !this.opts.access?.allowsSender(entry.channel.name, click.senderId)
+      !this.access.allowsSender(entry.channel.name, click.senderId)
     )
       return { accepted: false, notice: "You are not allowed to answer this." };
     return (
@@ -366,7 +358,7 @@ export class ChannelManager {
       "refused sender",
     );
     // Pairing (the access policy) may answer with a code instead, or not at all.
-    const content = notify ? this.opts.access?.refusal(name, msg) : null;
+    const content = notify ? this.access.refusal(name, msg) : null;
     if (notify && content !== null) {
       this.enqueue({
         msg: {
@@ -515,26 +507,12 @@ export class ChannelManager {
     const turnId = msg.turnId;
     if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
     return this.previews.forDelta(turnId, () => {
-      const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
-      const surface = entry.channel.previewSurface?.(target);
+      const place = { turnId, channel: entry.channel.name, chatId: msg.chatId, metadata: msg.metadata };
+      const surface = entry.channel.previewSurface?.(place);
       if (!surface) return undefined;
       const intervalMs =
         entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
-      const journal = this.opts.journal;
-      if (!journal) return new LivePreview(surface, { intervalMs });
-      // Journaled while on screen (where, not what), so a crash mid-stream can be repaired at the next start.
-      const id = randomUUID();
-      const where = { id, turnId, channel: entry.channel.name, chatId: msg.chatId };
-      return new LivePreview(surface, {
-        intervalMs,
-        onPosted: (refs) =>
-          journal.recordPreview({
-            ...where,
-            ...(msg.metadata ? { metadata: msg.metadata } : {}),
-            refs: [...refs],
-          }),
-        onEnded: () => journal.closePreview(id),
-      });
+      return journaledPreview(surface, intervalMs, place, this.opts.journal);
     });
   }
 

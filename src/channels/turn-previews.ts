@@ -3,8 +3,40 @@
  * draws each one). A preview is taken off when its turn's final or progress message is on its way to
  * replace it, and a turn that ended lately is remembered, so a delta still on its way starts nothing.
  */
+import { randomUUID } from "node:crypto";
+import type { Journal } from "../daemon/journal.js";
 import { BoundedMap } from "../util/bounded-map.js";
-import type { LivePreview } from "./live-preview.js";
+import { LivePreview } from "./live-preview.js";
+import type { PreviewSurface } from "./types.js";
+
+/** Where a turn's preview is shown. */
+export interface PreviewPlace {
+  turnId: string;
+  channel: string;
+  chatId: string;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/**
+ * A live preview on `surface`, journaled while it is on screen (where, never what), so a crash
+ * mid-stream can be repaired at the next start (interrupted-previews.ts).
+ */
+export function journaledPreview(
+  surface: PreviewSurface,
+  intervalMs: number,
+  place: PreviewPlace,
+  journal: Pick<Journal, "recordPreview" | "closePreview"> | undefined,
+): LivePreview {
+  if (!journal) return new LivePreview(surface, { intervalMs });
+  const id = randomUUID();
+  const { metadata, ...where } = place;
+  return new LivePreview(surface, {
+    intervalMs,
+    onPosted: (refs) =>
+      journal.recordPreview({ id, ...where, ...(metadata ? { metadata } : {}), refs: [...refs] }),
+    onEnded: () => journal.closePreview(id),
+  });
+}
 
 export class TurnPreviews {
   private readonly open = new Map<string, LivePreview>();

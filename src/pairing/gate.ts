@@ -3,7 +3,7 @@
  * stranger is told, the owner's `/pairing` command, and the welcome for the newly approved.
  *
  * The channel manager asks `allows` before anything else happens to a message and `refusal` for
- * what to answer a refused one (channels/manager.ts `AccessPolicy`); the agent loop hands it
+ * what to answer a refused one (channels/access.ts `AccessPolicy`); the agent loop hands it
  * `/pairing` (agent/loop.ts `PairingCommands`). Everything is decided by the channel's dmPolicy as
  * configured now. Pairing never lets anyone into a group: only a message its platform marks as a
  * direct one (`metadata.isGroup === false`) can be paired or let in by pairing.
