@@ -160,8 +160,8 @@ const isOptionalString = (v: unknown) => v === undefined || typeof v === "string
 function isWellFormedMessage(json: unknown): boolean {
   if (!isObject(json) || json._type === "metadata" || !ROLES.has(json.role as string)) return false;
   const { content, tool_calls: toolCalls } = json;
-  if (!(content === undefined || content === null || typeof content === "string" || Array.isArray(content)))
-    return false;
+  // Content parts (images) are rare and have shapes of their own: the schema checks those.
+  if (!(content === undefined || content === null || typeof content === "string")) return false;
   if (!isOptionalString(json.tool_call_id) || !isOptionalString(json.name)) return false;
   if (toolCalls === undefined) return true;
   if (!Array.isArray(toolCalls)) return false;
