@@ -507,12 +507,17 @@ export class ChannelManager {
     const turnId = msg.turnId;
     if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
     return this.previews.forDelta(turnId, () => {
-      const place = { turnId, channel: entry.channel.name, chatId: msg.chatId, metadata: msg.metadata };
-      const surface = entry.channel.previewSurface?.(place);
+      const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
+      const surface = entry.channel.previewSurface?.(target);
       if (!surface) return undefined;
       const intervalMs =
         entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
-      return journaledPreview(surface, intervalMs, place, this.opts.journal);
+      return journaledPreview(
+        surface,
+        intervalMs,
+        { ...target, channel: entry.channel.name },
+        this.opts.journal,
+      );
     });
   }
 
