@@ -4,43 +4,14 @@
  * or src/main.ts through tsx. Logs are JSON on stderr; the health endpoint's
  * address is read from them.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
-import { MAIN, ROOT, TSX } from "../tests/helpers/cli.js";
+import { readFileSync } from "node:fs";
+import { MAIN, TSX } from "../tests/helpers/cli.js";
+import { DIST_MAIN } from "../tests/helpers/dist.js";
 import { healthUrlFromLog } from "../tests/helpers/gateway-process.js";
 
 export type Entry = "dist" | "tsx";
-
-/**
- * The build under test. BENCH_DIST_MAIN names another build's main.js (e.g. an older commit's,
- * built elsewhere) to compare against on the same machine at the same load; it is used as is.
- */
-export const DIST_MAIN = process.env.BENCH_DIST_MAIN ?? join(ROOT, "dist", "main.js");
-
-function newestMtime(dir: string, suffix: string): number {
-  let newest = 0;
-  for (const name of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
-    if (!name.endsWith(suffix)) continue;
-    newest = Math.max(newest, statSync(join(dir, name)).mtimeMs);
-  }
-  return newest;
-}
-
-/**
- * Makes sure dist/ is built from the current sources (npm run build when a
- * source is newer). Returns why it could not, or null when dist is usable.
- */
-export function ensureBuilt(): string | null {
-  if (process.env.BENCH_DIST_MAIN) return existsSync(DIST_MAIN) ? null : `${DIST_MAIN} does not exist`;
-  const stale =
-    !existsSync(DIST_MAIN) || newestMtime(join(ROOT, "src"), ".ts") > newestMtime(join(ROOT, "dist"), ".js");
-  if (!stale) return null;
-  const build = spawnSync("npm", ["run", "build"], { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
-  if (build.status === 0 && existsSync(DIST_MAIN)) return null;
-  return `npm run build failed (${build.status}): ${(build.stdout + build.stderr).trim().slice(-500)}`;
-}
 
 export interface GatewayChild {
   child: ChildProcess;

@@ -19,7 +19,8 @@ import { FakeOpenAI } from "../tests/fakes/openai-server.js";
 import { FakeSlack } from "../tests/fakes/slack-server.js";
 import { FakeTelegram } from "../tests/fakes/telegram-server.js";
 import { isLongPoll, writeGatewayConfig, type GatewayFakes } from "../tests/helpers/gateway-process.js";
-import { cpuMs, ensureBuilt, residentBytes, spawnGateway, type Entry } from "./gateway-child.js";
+import { ensureBuilt } from "../tests/helpers/dist.js";
+import { cpuMs, residentBytes, spawnGateway, type Entry } from "./gateway-child.js";
 import { median, meets } from "./measure.js";
 import type { BenchResult, Measure } from "./types.js";
 

@@ -22,7 +22,8 @@ import { chromium } from "playwright-core";
 import { FakeOpenAI } from "../tests/fakes/openai-server.js";
 import { writeGatewayConfig } from "../tests/helpers/gateway-process.js";
 import { ensureWebBuilt, WEB_DIST } from "../tests/web/build.js";
-import { ensureBuilt, residentBytes, spawnGateway, type Entry, type GatewayChild } from "./gateway-child.js";
+import { ensureBuilt } from "../tests/helpers/dist.js";
+import { residentBytes, spawnGateway, type Entry, type GatewayChild } from "./gateway-child.js";
 import { percentile } from "./helpers.js";
 import type { BenchResult } from "./types.js";
 

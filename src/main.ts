@@ -14,7 +14,7 @@ import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerPairingCommand } from "./cli/pairing.js";
 import { registerStatusCommand } from "./cli/status.js";
-import { packageRoot } from "./config/paths.js";
+import { packageRoot } from "./util/package-root.js";
 import { logger } from "./log.js";
 import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
 

@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "../util/package-root.js";
 
 /** `~` and `~/x` expanded to the home folder; everything else resolved against cwd. */
 export function expandHome(path: string, cwd = process.cwd()): string {
@@ -13,16 +12,6 @@ export function expandHome(path: string, cwd = process.cwd()): string {
 /** --config, else $PALAVER_CONFIG, else ~/.palaver/config.json. */
 export function resolveConfigPath(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   return expandHome(explicit ?? env.PALAVER_CONFIG ?? "~/.palaver/config.json");
-}
-
-/** The folder holding palaver's package.json (works from src/ under tsx and from dist/). */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "workspace"))) return dir;
-    dir = dirname(dir);
-  }
-  throw new Error("cannot find palaver's package folder (package.json beside workspace/)");
 }
 
 /** Templates copied into a new workspace by `palaver onboard`. */

@@ -28,7 +28,7 @@ export interface CliOptions {
   cwd: string;
   /** Added to a clean environment (PATH only, no PALAVER_* of the developer's shell). */
   env?: NodeJS.ProcessEnv;
-  /** The entry to run; default src/main.ts. */
+  /** The entry to run; default src/main.ts (through tsx). A .js entry (the build in dist/) runs as is. */
   entry?: string;
   /** Hard limit: the child is SIGKILLed after it (default CHILD_TIMEOUT_MS). */
   timeoutMs?: number;
@@ -53,7 +53,9 @@ export interface RunningCli {
 }
 
 export function startCli(args: string[], opts: CliOptions): RunningCli {
-  const child = spawn(process.execPath, ["--import", TSX, opts.entry ?? MAIN, ...args], {
+  const entry = opts.entry ?? MAIN;
+  const loader = entry.endsWith(".js") ? [] : ["--import", TSX];
+  const child = spawn(process.execPath, [...loader, entry, ...args], {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH, NO_COLOR: "1", ...opts.env },
     stdio: ["pipe", "pipe", "pipe"],

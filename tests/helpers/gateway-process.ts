@@ -117,6 +117,8 @@ export interface GatewayHarnessOptions {
   childLimitMs?: number;
   /** Limit for startGateway's wait: children start through tsx, seconds each on a busy 2-core machine. */
   startupMs?: number;
+  /** What the children run (startCli's entry): default src/main.ts through tsx; DIST_MAIN for the build. */
+  entry?: string;
 }
 
 /** Generous defaults: far above a loaded machine's start time, and a hang still ends. */
@@ -199,6 +201,7 @@ export class GatewayHarness {
       cwd: this.dir,
       env: { HOME: this.dir, ...env },
       timeoutMs: this.childLimitMs,
+      ...(this.opts.entry ? { entry: this.opts.entry } : {}),
     });
     this.children.push(run);
     return run;

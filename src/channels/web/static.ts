@@ -6,13 +6,13 @@
 import { readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { brotliCompress, constants, gzip } from "node:zlib";
+import { packageRoot } from "../../util/package-root.js";
 import { SECURITY_HEADERS, sendText } from "./http.js";
 
-/** Works from src/ (tsx, tests) and from dist/ alike: both sit three folders below the package root. */
-export const DEFAULT_WEB_ROOT = fileURLToPath(new URL("../../../dist/web/", import.meta.url));
+/** Where `npm run build` puts the page: dist/web/ in palaver's package folder (from src/ under tsx and from the bundle alike). */
+const defaultWebRoot = () => join(packageRoot(), "dist", "web");
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -48,7 +48,7 @@ export class StaticAssets {
   /** Read files by path; a missing one is not kept, so a build that appears later is found. */
   private readonly cache = new Map<string, Promise<Entry | undefined>>();
 
-  constructor(private readonly root: string = DEFAULT_WEB_ROOT) {}
+  constructor(private readonly root: string = defaultWebRoot()) {}
 
   /** Serves `/` and `/assets/*`; false for any other path (the caller's 404). */
   async serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {

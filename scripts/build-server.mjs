@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * Builds the daemon (src/main.ts) into dist/ as a handful of bundled ES modules:
+ *   dist/main.js             the CLI and everything every command needs
+ *   dist/<name>-<hash>.js    what is imported lazily (each platform's adapter with its SDK, the MCP
+ *                            SDK, the tokenizer's encodings, the HTML converter): loaded only when
+ *                            the configuration uses it, as with the unbundled build
+ *   dist/*.js.map            source maps (NODE_OPTIONS=--enable-source-maps shows them in stacks)
+ *
+ * Why bundle: Node resolves, reads and wraps every module file on its own; the three platform SDKs
+ * alone are over a thousand files. One file per lazy part starts the gateway about twice as fast
+ * (bench/startup.ts: 1.2 s → 0.7 s to ready with all three platforms on a 2-core machine).
+ * Identifiers are not minified: SDKs and our errors use class names (`err.name`), and the logs
+ * show them. Types are checked by `npm run typecheck`, not here. Usage: node scripts/build-server.mjs [outDir]
+ */
+import { readdir, rm } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * Optional native add-ons the SDKs try to require inside try/catch (discord.js, ws); bundling
+ * them would fail the build where they are absent, so they stay runtime lookups.
+ */
+const OPTIONAL_NATIVE = ["bufferutil", "utf-8-validate", "zlib-sync", "erlpack", "@discordjs/voice"];
+
+/** Files of an earlier build go (not dist/web/, the page, built by build-web.mjs). */
+async function clean(outDir) {
+  const names = await readdir(outDir).catch(() => []);
+  await Promise.all(
+    names.filter((n) => n !== "web").map((n) => rm(join(outDir, n), { recursive: true, force: true })),
+  );
+}
+
+export async function buildServer(outDir = join(ROOT, "dist")) {
+  await clean(outDir);
+  const result = await build({
+    entryPoints: [join(ROOT, "src", "main.ts")],
+    outdir: outDir,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    packages: "bundle",
+    external: OPTIONAL_NATIVE,
+    // CommonJS packages inside an ES module bundle call require() for Node's built-ins.
+    banner: {
+      js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
+    },
+    chunkNames: "[name]-[hash]",
+    minifyWhitespace: true,
+    minifySyntax: true,
+    sourcemap: "linked",
+    legalComments: "none",
+    logLevel: "warning",
+    metafile: true,
+  });
+  return Object.keys(result.metafile.outputs).filter((name) => name.endsWith(".js"));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const outDir = process.argv[2] ? resolve(process.argv[2]) : undefined;
+  const files = await buildServer(outDir);
+  console.log(`server: ${files.length} files in ${outDir ?? "dist"}`);
+}

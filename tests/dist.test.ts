@@ -1,0 +1,59 @@
+/**
+ * The build in dist/ (bundled by scripts/build-server.mjs) is what `npm start` and the systemd
+ * unit run, while every other test runs the sources through tsx. These run the bundle itself, so a
+ * package that breaks when bundled (a runtime require, a file read beside its own module) fails
+ * here: the CLI, and a gateway answering on Telegram with a tool from an MCP server (its lazily
+ * loaded SDK) in the turn.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { stdioServerCommand } from "./fakes/mcp-stdio.js";
+import { toolCall } from "./fakes/openai-server.js";
+import { ROOT, runCli } from "./helpers/cli.js";
+import { DIST_MAIN, ensureBuilt } from "./helpers/dist.js";
+import { GatewayHarness, writeGatewayConfig } from "./helpers/gateway-process.js";
+
+beforeAll(() => {
+  const problem = ensureBuilt();
+  if (problem) throw new Error(problem);
+}, 180_000);
+
+describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
+  const h = new GatewayHarness({ prefix: "palaver-dist-", entry: DIST_MAIN });
+  beforeEach(() => h.start());
+  afterEach(() => h.close());
+
+  it("prints the package's version", async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { version: string };
+    const run = await runCli(["--version"], { cwd: h.dir, entry: DIST_MAIN });
+    expect(run.stderr).toBe("");
+    expect(run.stdout.trim()).toBe(version);
+    expect(run.code).toBe(0);
+  });
+
+  it("answers on Telegram with an MCP server's tool in the turn, then stops cleanly", async () => {
+    await writeGatewayConfig(
+      h.dir,
+      { llmBaseURL: h.llm.baseURL, telegram: h.tg },
+      { tools: { mcpServers: { local: stdioServerCommand() } } },
+    );
+    h.llm.setHandler((req) => {
+      const result = req.body.messages.find((m) => m.role === "tool");
+      if (result) return { content: `the server said: ${String(result.content)}` };
+      return { toolCalls: [toolCall("mcp_local_echo", { text: "ping" })] };
+    });
+    const run = await h.startGateway();
+    await run.stderrIncludes('MCP server \\"local\\" connected');
+
+    h.tg.userMessage({ text: "use the tool" });
+    const reply = await h.tg.waitForSent(() => true, 30_000);
+    expect(reply.text).toBe("the server said: echo: ping");
+    const offered = h.llm.requests[0]!.body.tools?.map((t) => t.function.name);
+    expect(offered).toContain("mcp_local_echo");
+
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    expect(run.stderr).not.toMatch(/"level":(50|60)/);
+  });
+});
