@@ -28,7 +28,13 @@ export function spawnGateway(
   cwd: string,
   opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): GatewayChild {
-  const args = [...(opts.nodeArgs ?? []), ...(entry === "dist" ? [DIST_MAIN] : ["--import", TSX, MAIN])];
+  // BENCH_NODE_ARGS: extra flags for a look inside, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const fromEnv = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const args = [
+    ...fromEnv,
+    ...(opts.nodeArgs ?? []),
+    ...(entry === "dist" ? [DIST_MAIN] : ["--import", TSX, MAIN]),
+  ];
   const child = spawn(process.execPath, [...args, "gateway", "--config", configPath], {
     cwd,
     // As the systemd unit runs it (NODE_ENV=production), with a clean environment otherwise.

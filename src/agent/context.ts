@@ -70,6 +70,10 @@ export class ContextBuilder {
   readonly skills: SkillsLoader;
   readonly promptFileMaxChars: number;
   private cache: { signature: string; prompt: string; checkedAt: number } | undefined;
+  /** The check in flight, shared by the turns that start meanwhile. */
+  private checking: Promise<string> | undefined;
+  /** Counts memory writes through this instance: a check that saw an older count keeps no cache. */
+  private generation = 0;
 
   constructor(opts: ContextBuilderOptions) {
     this.workspace = resolve(opts.workspace);
@@ -77,7 +81,11 @@ export class ContextBuilder {
     this.promptFileMaxChars = opts.promptFileMaxChars ?? DEFAULT_PROMPT_FILE_MAX_CHARS;
     this.memory = new MemoryFiles(this.workspace);
     // Memory written through this instance shows up in the very next prompt.
-    this.memory.onMemoryWritten = () => (this.cache = undefined);
+    this.memory.onMemoryWritten = () => {
+      this.cache = undefined;
+      this.checking = undefined;
+      this.generation++;
+    };
     this.skills = new SkillsLoader(this.workspace, opts.builtinSkillsDir);
   }
 
@@ -85,10 +93,21 @@ export class ContextBuilder {
    * The system prompt. Files are read again only when their inode, size or
    * mtime moved, and that is checked at most once per PROMPT_RECHECK_MS: under
    * load the stat calls of every turn add up, and an edit showing up a second
-   * later makes no difference to anyone.
+   * later makes no difference to anyone. Turns that start together share one
+   * check (100 chats at once would stat, and on a change read, every file 100 times).
    */
   async buildSystemPrompt(now = Date.now()): Promise<string> {
     if (this.cache && now - this.cache.checkedAt < PROMPT_RECHECK_MS) return this.cache.prompt;
+    const check = (this.checking ??= this.check(now));
+    try {
+      return await check;
+    } finally {
+      if (this.checking === check) this.checking = undefined;
+    }
+  }
+
+  private async check(now: number): Promise<string> {
+    const generation = this.generation;
     const files = [...BOOTSTRAP_FILES.map((f) => join(this.workspace, f)), this.memory.paths.memory];
     const [stamps, skills] = await Promise.all([Promise.all(files.map(fileStamp)), this.skills.list()]);
     const signature = [
@@ -106,7 +125,8 @@ export class ContextBuilder {
       files.map((f, i) => (stamps[i] === "-" ? Promise.resolve("") : this.readCapped(f))),
     );
     const prompt = this.compose(texts.slice(0, BOOTSTRAP_FILES.length), texts.at(-1) ?? "", skills);
-    this.cache = { signature, prompt, checkedAt: now };
+    // Memory written while this looked: the prompt may predate it, so it is not kept.
+    if (generation === this.generation) this.cache = { signature, prompt, checkedAt: now };
     return prompt;
   }
 

@@ -138,7 +138,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
  */
 async function callModel(
   prompt: readonly ChatMessage[],
-  definitions: ToolDefinition[] | undefined,
+  definitions: readonly ToolDefinition[] | undefined,
   keepFrom: number,
   { provider, ctx, onText, budget }: RunTurnOptions,
 ): Promise<{ response: ChatResponse; promptTokens: number | undefined }> {

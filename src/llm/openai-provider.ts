@@ -353,7 +353,7 @@ export class OpenAIProvider implements Provider {
     const body: ChatCompletionCreateParams = {
       model,
       messages: req.messages.map(toApiMessage),
-      ...(req.tools?.length ? { tools: req.tools, tool_choice: "auto" as const } : {}),
+      ...(req.tools?.length ? { tools: [...req.tools], tool_choice: "auto" as const } : {}),
       max_tokens: req.maxTokens ?? this.opts.maxTokens,
       temperature: req.temperature ?? this.opts.temperature,
       ...(this.opts.reasoningEffort ? { reasoning_effort: this.opts.reasoningEffort } : {}),

@@ -47,7 +47,7 @@ export interface ToolDefinition {
 
 export interface ChatRequest {
   messages: ChatMessage[];
-  tools?: ToolDefinition[];
+  tools?: readonly ToolDefinition[];
   model?: string;
   maxTokens?: number;
   temperature?: number;

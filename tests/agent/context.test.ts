@@ -115,6 +115,29 @@ describe("ContextBuilder.buildSystemPrompt", () => {
     expect(await b.buildSystemPrompt(later())).toContain("Helps with other things");
   });
 
+  it("checks the files once for turns that start together, and not at all within the interval", async () => {
+    const b = builder();
+    const list = vi.spyOn(b.skills, "list");
+    const prompts = await Promise.all(Array.from({ length: 20 }, () => b.buildSystemPrompt(1_000_000)));
+    expect(new Set(prompts).size).toBe(1);
+    expect(list).toHaveBeenCalledTimes(1);
+    await b.buildSystemPrompt(1_000_000 + PROMPT_RECHECK_MS - 1);
+    expect(list).toHaveBeenCalledTimes(1);
+    await Promise.all([
+      b.buildSystemPrompt(1_000_000 + PROMPT_RECHECK_MS),
+      b.buildSystemPrompt(1_000_000 + PROMPT_RECHECK_MS),
+    ]);
+    expect(list).toHaveBeenCalledTimes(2);
+  });
+
+  it("does not keep a prompt read before its own memory write finished", async () => {
+    const b = builder();
+    const reading = b.buildSystemPrompt(1_000_000); // in flight: has not read MEMORY.md yet
+    await b.memory.writeMemory("- Ada moved to Oslo\n");
+    await reading;
+    expect(await b.buildSystemPrompt(1_000_001)).toContain("- Ada moved to Oslo");
+  });
+
   it("leaves the memory section out when MEMORY.md is empty", async () => {
     await writeFile(join(workspace, "memory", "MEMORY.md"), "\n\n");
     expect(await builder().buildSystemPrompt()).not.toContain("# Memory");

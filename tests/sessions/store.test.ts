@@ -504,6 +504,14 @@ describe("SessionStore append handles", () => {
     await store.close();
   });
 
+  it("holds a file open for each of 100 chats writing at once by default (no eviction per append)", async () => {
+    const store = new SessionStore(sessionsDir);
+    const sessions = await Promise.all(Array.from({ length: 100 }, (_, i) => store.get(`t:${i}`)));
+    await Promise.all(sessions.map((s) => store.append(s, [{ role: "user", content: "a" }])));
+    expect(store.openFiles).toBe(100);
+    await store.close();
+  });
+
   it("holds at most maxOpenFiles, closing the least recently used; nothing is lost", async () => {
     const store = new SessionStore(sessionsDir, undefined, { maxOpenFiles: 2 });
     const keys = ["t:1", "t:2", "t:3", "t:4"];

@@ -6,14 +6,17 @@ import type { Tool, ToolContext } from "./types.js";
 /** Holds the tools of one agent and runs calls against them safely. */
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
+  /** The definitions as last built: one array while the tools stay the same (its token count is cached by identity). */
+  private builtDefinitions: readonly ToolDefinition[] | undefined;
 
   register(tool: Tool): void {
     if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} registered twice`);
     this.tools.set(tool.name, tool);
+    this.builtDefinitions = undefined;
   }
 
   unregister(name: string): void {
-    this.tools.delete(name);
+    if (this.tools.delete(name)) this.builtDefinitions = undefined;
   }
 
   has(name: string): boolean {
@@ -30,8 +33,9 @@ export class ToolRegistry {
     return { readOnly: tool?.readOnly === true, replayNote: tool?.replayNote };
   }
 
-  definitions(): ToolDefinition[] {
-    return [...this.tools.values()].map(toDefinition);
+  definitions(): readonly ToolDefinition[] {
+    this.builtDefinitions ??= [...this.tools.values()].map(toDefinition);
+    return this.builtDefinitions;
   }
 
   /** Runs one call. Never throws: every failure becomes text for the model. */

@@ -1,7 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { createDefaultTools } from "../../../src/agent/tools/index.js";
+import { defineTool } from "../../../src/agent/tools/types.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { TempDirs, makeContext } from "./helpers.js";
 
@@ -49,5 +51,27 @@ describe("createDefaultTools", () => {
     expect(await call("read_file", { path: "/etc/hostname" })).toMatch(/^Error: access denied/);
     expect(await call("exec", { command: "echo forbidden" })).toMatch(/^Error: command refused/);
     expect(await call("web_fetch", { url: "http://127.0.0.1:1/" })).toMatch(/^Error: refused to fetch/);
+  });
+});
+
+describe("ToolRegistry.definitions", () => {
+  it("is one array while the tools stay the same (its token count is cached by identity), a new one after a change", () => {
+    const reg = createDefaultTools(ConfigSchema.parse({}), "/tmp/unused-workspace");
+    const first = reg.definitions();
+    expect(reg.definitions()).toBe(first);
+
+    reg.register(
+      defineTool({
+        name: "extra",
+        description: "x",
+        parameters: z.object({}),
+        execute: () => Promise.resolve(""),
+      }),
+    );
+    const second = reg.definitions();
+    expect(second).not.toBe(first);
+    expect(second.map((d) => d.function.name)).toContain("extra");
+    reg.unregister("extra");
+    expect(reg.definitions().map((d) => d.function.name)).toEqual(first.map((d) => d.function.name));
   });
 });
