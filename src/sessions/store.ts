@@ -210,12 +210,13 @@ export class SessionStore {
   constructor(
     readonly sessionsDir: string,
     log?: Logger,
-    opts: { maxOpenFiles?: number; idleCloseMs?: number } = {},
+    opts: { maxOpenFiles?: number; idleCloseMs?: number; recheckOpenFilesMs?: number } = {},
   ) {
     this.log = log ?? logger("sessions");
     this.handles = new AppendHandles({
       max: opts.maxOpenFiles,
       idleMs: opts.idleCloseMs,
+      recheckMs: opts.recheckOpenFilesMs,
       schedule: (key, work) => this.writes.push(key, work),
     });
   }
@@ -380,7 +381,7 @@ export class SessionStore {
       const held = await this.handles.get(key, path);
       if (held) {
         try {
-          await held.appendFile(text, "utf8");
+          await appendAll(held, text);
         } catch (err) {
           await this.handles.close(key); // the next append opens the file afresh
           throw err;
@@ -399,7 +400,7 @@ export class SessionStore {
           await fh.read(last, 0, 1, size - 1);
           if (last[0] !== 0x0a) prefix = "\n";
         }
-        await fh.appendFile(prefix + text, "utf8");
+        await appendAll(fh, prefix + text);
         await this.handles.keep(key, path, fh);
         kept = true;
       } finally {
@@ -532,5 +533,15 @@ async function isFile(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
+  }
+}
+
+/** All of `text` written at the end of a file opened for appending (one write call; appendFile's machinery costs more). */
+async function appendAll(fh: FileHandle, text: string): Promise<void> {
+  const data = Buffer.from(text, "utf8");
+  for (let done = 0; done < data.length;) {
+    const { bytesWritten } = await fh.write(data, done, data.length - done);
+    if (bytesWritten === 0) throw new Error("the file took no bytes");
+    done += bytesWritten;
   }
 }

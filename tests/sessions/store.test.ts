@@ -553,8 +553,8 @@ describe("SessionStore append handles", () => {
     await store.close();
   });
 
-  it("follows the file when it is deleted or replaced under the open handle", async () => {
-    const store = new SessionStore(sessionsDir);
+  it("follows the file when it is deleted or replaced under the open handle (checked every recheckOpenFilesMs)", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { recheckOpenFilesMs: 0 });
     const s = await store.get("t:1");
     await store.append(s, [{ role: "user", content: "a" }]);
     // Deleted (a removed cron job's session): the next append makes a new file, metadata first.
