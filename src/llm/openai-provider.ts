@@ -18,6 +18,7 @@ import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { BoundedMap } from "../util/bounded-map.js";
+import { pooledFetch } from "./pooled-fetch.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { StreamAssembler } from "./stream.js";
@@ -46,6 +47,8 @@ export interface OpenAIProviderOptions {
   log?: Logger;
   /** The config key of the provider, used in messages ("check providers.X.apiKey"). */
   name?: string;
+  /** Connections to the API at most (pooledFetch); more calls at once wait for one. Default 8. */
+  maxConnections?: number;
 }
 
 // ---------------------------------------------------------------- requests
@@ -342,6 +345,7 @@ export class OpenAIProvider implements Provider {
       defaultHeaders: opts.extraHeaders ?? {},
       maxRetries: 0,
       timeout: opts.timeoutMs,
+      fetch: pooledFetch(opts.maxConnections ?? 8),
       logger: sdkLogger(this.log),
       logLevel: "warn",
     });
@@ -513,6 +517,8 @@ export function createProvider(config: Config, log?: Logger): OpenAIProvider {
     maxRetries: d.llm.maxRetries,
     retryBaseMs: secondsToTimerMs(d.llm.retryBaseDelay),
     retryMaxMs: secondsToTimerMs(d.llm.retryMaxDelay),
+    // One per turn that can wait on the model, plus the subagents and one for memory consolidation.
+    maxConnections: d.maxConcurrentTurns + d.maxSubagents + 1,
     ...(log ? { log } : {}),
   });
 }
