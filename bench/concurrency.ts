@@ -38,7 +38,8 @@ async function startFakeLlm(): Promise<{ baseURL: string; close(): Promise<void>
 function providerFor(baseURL: string): Provider {
   return createProvider(
     ConfigSchema.parse({
-      agents: { defaults: { provider: "custom", model: "fake-model" } },
+      // The same maxConcurrentTurns as the agent's: it sizes the provider's connection pool too.
+      agents: { defaults: { provider: "custom", model: "fake-model", maxConcurrentTurns: CHATS } },
       providers: { custom: { apiKey: "bench", apiBase: baseURL } },
     }),
   );

@@ -47,7 +47,7 @@ export interface OpenAIProviderOptions {
   log?: Logger;
   /** The config key of the provider, used in messages ("check providers.X.apiKey"). */
   name?: string;
-  /** Connections to the API at most (pooledFetch); more calls at once wait for one. Default 8. */
+  /** Connections to the API at most (pooledFetch); more calls at once wait for one. Default: no limit. */
   maxConnections?: number;
 }
 
@@ -345,7 +345,7 @@ export class OpenAIProvider implements Provider {
       defaultHeaders: opts.extraHeaders ?? {},
       maxRetries: 0,
       timeout: opts.timeoutMs,
-      fetch: pooledFetch(opts.maxConnections ?? 8),
+      fetch: pooledFetch(opts.maxConnections ?? Infinity),
       logger: sdkLogger(this.log),
       logLevel: "warn",
     });

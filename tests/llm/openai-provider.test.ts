@@ -12,6 +12,7 @@ import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
 import { LlmError } from "../../src/util/errors.js";
 import { llmFailure as failure } from "../helpers/llm-failure.js";
+import { waitFor } from "../helpers/wait.js";
 import { FakeOpenAI, OPENAI_REASONING_REFUSALS, toolCall } from "../fakes/openai-server.js";
 
 let fake: FakeOpenAI;
@@ -581,5 +582,28 @@ describe("createProvider", () => {
     expect(fake.requests).toHaveLength(2);
     expect(fake.requests[1]!.body).toMatchObject({ model: "my-model", max_tokens: 77, temperature: 0.5 });
     expect(fake.requests[1]!.headers["x-test"]).toBe("yes");
+  });
+
+  it("keeps maxConcurrentTurns + maxSubagents + 1 connections to the API at most; more calls wait", async () => {
+    const config = ConfigSchema.parse({
+      agents: { defaults: { model: "custom/m", maxConcurrentTurns: 2, maxSubagents: 1 } },
+      providers: { custom: { apiBase: fake.baseURL } },
+    });
+    let inFlight = 0;
+    let most = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    fake.setHandler(async () => {
+      most = Math.max(most, ++inFlight);
+      await gate;
+      inFlight--;
+      return { content: "ok" };
+    });
+    const p = createProvider(config, silent);
+    const calls = Array.from({ length: 6 }, () => p.chat({ messages: hello }));
+    await waitFor(() => inFlight === 4, 5000, "four calls at the API");
+    release();
+    expect((await Promise.all(calls)).map((r) => r.content)).toEqual(Array(6).fill("ok"));
+    expect(most).toBe(4);
   });
 });
