@@ -27,8 +27,9 @@ export function registerGatewayCommand(program: Command): void {
       void notifyStatus("starting");
       const log = logger("gateway");
       const gateway = new Gateway({ loaded });
-      // Timers alone may not hold the event loop open (e.g. cron and heartbeat disabled, no channels).
-      const keepAlive = setInterval(() => undefined, 1 << 30);
+      // Timers alone may not hold the event loop open (e.g. cron and heartbeat disabled, no channels);
+      // exitStopped ends the process.
+      setInterval(() => undefined, 1 << 30);
       // Listen before starting, so a SIGTERM during startup is a clean stop too.
       const stopRequested = waitForSignal();
       const onHangup = () =>
@@ -44,9 +45,7 @@ export function registerGatewayCommand(program: Command): void {
         log.info({ signal: early }, "stop requested while starting: pending connections are abandoned");
         process.off("SIGHUP", onHangup);
         await gateway.stop(SHUTDOWN_GRACE_MS);
-        clearInterval(keepAlive);
-        log.info("stopped");
-        return;
+        exitStopped();
       }
       void notifyReady(readyStatus(gateway));
       const stopWatchdog = startWatchdog();
@@ -56,10 +55,19 @@ export function registerGatewayCommand(program: Command): void {
       process.off("SIGHUP", onHangup);
       await gateway.stop(SHUTDOWN_GRACE_MS);
       stopWatchdog();
-      clearInterval(keepAlive);
-      log.info("stopped");
+      exitStopped();
     });
   addCommonOptions(cmd);
+}
+
+/**
+ * Ends the process once the gateway has stopped: whatever a library left running (Slack's Web API
+ * client retries an unreachable Slack for over a minute and takes no signal) must not keep a
+ * stopped daemon alive. Logs are written synchronously, so nothing is lost.
+ */
+function exitStopped(): never {
+  logger("gateway").info("stopped");
+  process.exit();
 }
 
 /** SIGHUP: re-read the config; when it is invalid, keep running with the old one and say why. */

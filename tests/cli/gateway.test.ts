@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startCli } from "../helpers/cli.js";
 import { healthUrlFromLog } from "../helpers/gateway-process.js";
+import { waitFor } from "../helpers/wait.js";
 
 describe("palaver gateway (child process)", () => {
   let dir: string;
@@ -134,6 +135,38 @@ describe("palaver gateway (child process)", () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  it("exits promptly on SIGTERM while Slack's Web API client is still retrying an unreachable Slack", async () => {
+    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        ...config,
+        channels: {
+          slack: {
+            enabled: true,
+            mode: "socket",
+            botToken: "xoxb-test",
+            appToken: "xapp-test",
+            apiUrl: "http://127.0.0.1:9/api/", // nothing listens: every call is refused, then retried
+            allowFrom: ["U1"],
+          },
+        },
+      }),
+    );
+    const run = gateway();
+    try {
+      await run.stderrIncludes("http request failed"); // the client is in its retry loop
+      run.child.kill("SIGTERM");
+      // Its retries would go on for ~45 s; the stopped gateway must not wait for them.
+      await waitFor(() => run.child.exitCode !== null, 20_000, "the gateway to exit");
+      expect(run.child.exitCode).toBe(0);
+      expect(run.stderr).toMatch(/"msg":"stopped"/);
+    } finally {
+      run.child.kill("SIGKILL");
+      await run.exited;
     }
   });
 });

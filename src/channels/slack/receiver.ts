@@ -18,7 +18,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
-import { settleWithin, TimeoutError, withTimeout } from "../../util/timeout.js";
+import { settleWithin, TimeoutError, untilAborted, withTimeout } from "../../util/timeout.js";
 import type { ChoiceClick } from "../types.js";
 import type { SlackConfig } from "./config.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
@@ -108,7 +108,9 @@ export class SlackReceiver {
   /** Checks the bot token, then connects (Socket Mode) or listens (HTTP). */
   async start(signal: AbortSignal): Promise<BotIdentity> {
     this.lifetime = new AbortController();
-    const bot = await this.verifyBotToken();
+    // The Web API client retries an unreachable Slack for a minute or more and takes no signal: a
+    // stop must not wait for that (the gateway took 47 s to exit with Slack unreachable).
+    const bot = await untilAborted(this.verifyBotToken(), signal);
     this.bot = bot;
     const app = this.buildApp(bot);
     try {
