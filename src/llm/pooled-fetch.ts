@@ -1,7 +1,8 @@
 /**
  * The fetch the LLM client (the openai SDK) calls: node:http(s) with one keep-alive pool per
- * provider, at most `maxSockets` connections (maxConcurrentTurns: one per turn that can be waiting
- * on the model) and idle ones closed after 4 s, before a server would (as Node's fetch does).
+ * provider, at most `maxSockets` connections (createProvider: maxConcurrentTurns + maxSubagents + 1,
+ * one per call that can be waiting on the model) and idle ones closed after 4 s, before a server
+ * would (as Node's fetch does).
  *
  * Why not Node's built-in fetch (undici): per call it builds a Request, a stream for the request
  * body, clones and tees that stream (in case of a redirect) and validates every header again; in

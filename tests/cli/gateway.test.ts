@@ -27,6 +27,11 @@ describe("palaver gateway (child process)", () => {
   });
 
   const gateway = () => startCli(["gateway", "--config", configPath], { cwd: dir, env: { HOME: dir } });
+  /** Rewrites the config with these channel sections. */
+  const setChannels = async (channels: Record<string, unknown>) => {
+    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
+    await writeFile(configPath, JSON.stringify({ ...config, channels }));
+  };
 
   it("with nothing else enabled, serves the web chat and prints one line saying where", async () => {
     const run = gateway();
@@ -44,8 +49,7 @@ describe("palaver gateway (child process)", () => {
   });
 
   it("keeps running with no channels, says so, and exits 0 on SIGTERM", async () => {
-    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
-    await writeFile(configPath, JSON.stringify({ ...config, channels: { web: { enabled: false } } }));
+    await setChannels({ web: { enabled: false } });
     const run = gateway();
     await run.stderrIncludes("gateway running");
     // Still serving after start (not a fixed wait): its health endpoint answers, the process has not exited.
@@ -60,11 +64,7 @@ describe("palaver gateway (child process)", () => {
   });
 
   it("does not start an enabled platform with config problems, says why at start and on reload", async () => {
-    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
-    await writeFile(
-      configPath,
-      JSON.stringify({ ...config, channels: { telegram: { enabled: true, allowFrom: ["1"] } } }),
-    );
+    await setChannels({ telegram: { enabled: true, allowFrom: ["1"] } });
     const run = gateway();
     await run.stderrIncludes("gateway running");
     expect(run.stderr).toMatch(/channels\.telegram\.token is empty: create a bot with @BotFather/);
@@ -73,13 +73,9 @@ describe("palaver gateway (child process)", () => {
     expect(run.stderr).toMatch(/no channels are running: the enabled ones could not be started/);
     expect(run.stderr).not.toMatch(/enable one in the config/);
 
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        ...config,
-        channels: { slack: { enabled: true, allowFrom: ["U1"], botToken: "xoxb-1", appToken: "xoxb-2" } },
-      }),
-    );
+    await setChannels({
+      slack: { enabled: true, allowFrom: ["U1"], botToken: "xoxb-1", appToken: "xoxb-2" },
+    });
     run.child.kill("SIGHUP");
     await run.stderrIncludes("channel slack is not started");
     expect(run.stderr).toMatch(/channels\.slack\.appToken must be an app-level token \(xapp-\.\.\.\)/);
@@ -111,21 +107,9 @@ describe("palaver gateway (child process)", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const { port } = silent.address() as { port: number };
     try {
-      const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
-      await writeFile(
-        configPath,
-        JSON.stringify({
-          ...config,
-          channels: {
-            telegram: {
-              enabled: true,
-              token: "123:abc",
-              allowFrom: ["1"],
-              apiRoot: `http://127.0.0.1:${port}`,
-            },
-          },
-        }),
-      );
+      await setChannels({
+        telegram: { enabled: true, token: "123:abc", allowFrom: ["1"], apiRoot: `http://127.0.0.1:${port}` },
+      });
       const run = gateway();
       await firstConnection; // the channel is connecting
       run.child.kill("SIGTERM");
@@ -139,23 +123,16 @@ describe("palaver gateway (child process)", () => {
   });
 
   it("exits promptly on SIGTERM while Slack's Web API client is still retrying an unreachable Slack", async () => {
-    const config = JSON.parse(await readFile(configPath, "utf8")) as Record<string, unknown>;
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        ...config,
-        channels: {
-          slack: {
-            enabled: true,
-            mode: "socket",
-            botToken: "xoxb-test",
-            appToken: "xapp-test",
-            apiUrl: "http://127.0.0.1:9/api/", // nothing listens: every call is refused, then retried
-            allowFrom: ["U1"],
-          },
-        },
-      }),
-    );
+    await setChannels({
+      slack: {
+        enabled: true,
+        mode: "socket",
+        botToken: "xoxb-test",
+        appToken: "xapp-test",
+        apiUrl: "http://127.0.0.1:9/api/", // nothing listens: every call is refused, then retried
+        allowFrom: ["U1"],
+      },
+    });
     const run = gateway();
     try {
       await run.stderrIncludes("http request failed"); // the client is in its retry loop

@@ -13,7 +13,8 @@ import { ROOT } from "./cli.js";
  */
 export const DIST_MAIN = process.env.BENCH_DIST_MAIN ?? join(ROOT, "dist", "main.js");
 
-function newestMtime(dir: string, suffix: string): number {
+/** The newest modification time of the files under `dir` whose names end with `suffix` (ms). */
+export function newestMtime(dir: string, suffix = ""): number {
   let newest = 0;
   for (const name of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
     if (!name.endsWith(suffix)) continue;
