@@ -1,39 +1,27 @@
 /**
- * The channel manager: starts the enabled channels (a failing one is retried
- * with backoff while the others run), checks access for everything they
- * receive, forwards turn events to the channel of the turn's chat, routes
- * replies from the bus to the channel that owns the chat (in order per chat;
- * one chat's failing sends never hold back another's), keeps replies for a
- * channel that is not running until it runs, and stops channels in reverse order.
+ * The channel manager: starts the enabled channels (a failing one is retried with backoff while
+ * the others run), hands each the inbound gate for what it receives (access, journal, bus:
+ * inbound-gate.ts), forwards turn events to the channel of the turn's chat, routes replies from
+ * the bus to the channel that owns the chat (in order per chat; one chat's failing sends never
+ * hold back another's), keeps replies for a channel that is not running until it runs, and stops
+ * channels in reverse order.
  */
 import type { MessageBus } from "../bus/bus.js";
-import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
+import type { OutboundMessage, TurnEvent } from "../bus/types.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
-import { JOURNAL_ID, type Journal, type OpenPreview, type PendingOutbound } from "../daemon/journal.js";
+import type { Journal, OpenPreview, PendingOutbound } from "../daemon/journal.js";
 import { logger, redactText, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { settleWithin } from "../util/timeout.js";
-import {
-  ALLOW_FROM_ONLY,
-  isSenderAllowed,
-  NoticeLimiter,
-  refusalNotice,
-  type AccessPolicy,
-} from "./access.js";
+import { ALLOW_FROM_ONLY, NoticeLimiter, type AccessPolicy } from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
+import { InboundGate } from "./inbound-gate.js";
 import type { LivePreview } from "./live-preview.js";
 import { InterruptedPreviews } from "./interrupted-previews.js";
 import { journaledPreview, TurnPreviews } from "./turn-previews.js";
-import type {
-  Channel,
-  ChoiceClick,
-  ChoiceOutcome,
-  InboundReservation,
-  InboundSink,
-  QuestionDesk,
-} from "./types.js";
+import type { Channel, QuestionDesk } from "./types.js";
 
 export interface ChannelOptions {
   /** User ids allowed in; "*" for everybody, empty for nobody. */
@@ -106,8 +94,8 @@ interface Entry {
 export class ChannelManager {
   private readonly entries = new Map<string, Entry>();
   private readonly log: Logger;
-  private readonly notices: NoticeLimiter;
-  private readonly access: AccessPolicy;
+  /** Access, journal and bus for what the channels receive. */
+  private readonly gate: InboundGate;
   /** Sends per chat, so one chat's messages go out in order while other chats go on. */
   private readonly sends = new KeyedQueue();
   /** Final replies for channels that are not running, until they run. */
@@ -121,8 +109,16 @@ export class ChannelManager {
 
   constructor(private readonly opts: ChannelManagerOptions) {
     this.log = opts.log ?? logger("channels");
-    this.notices = opts.notices ?? new NoticeLimiter();
-    this.access = opts.access ?? ALLOW_FROM_ONLY;
+    this.gate = new InboundGate({
+      bus: opts.bus,
+      access: opts.access ?? ALLOW_FROM_ONLY,
+      notices: opts.notices ?? new NoticeLimiter(),
+      log: this.log,
+      ...(opts.journal ? { journal: opts.journal } : {}),
+      ...(opts.questions ? { questions: opts.questions } : {}),
+      intakeOpen: () => this.intakeOpen,
+      notify: (msg) => this.enqueue({ msg }),
+    });
     this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);
     this.interrupted = new InterruptedPreviews({
       ...(opts.journal ? { journal: opts.journal } : {}),
@@ -238,12 +234,7 @@ export class ChannelManager {
     const name = entry.channel.name;
     entry.stopRetrying = new AbortController();
     const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
-    const gate: InboundSink = {
-      allows: (msg) => this.allows(entry, msg),
-      publishInbound: (msg) => this.admit(entry, msg),
-      reserve: (msg) => this.reserve(entry, msg),
-      choose: (click) => this.choose(entry, click),
-    };
+    const gate = this.gate.sinkFor(name, entry.options.allowFrom);
     for (let attempt = 0; !signal.aborted; attempt++) {
       entry.state = attempt === 0 ? "starting" : "retrying";
       try {
@@ -273,102 +264,6 @@ export class ChannelManager {
       }
     }
     entry.state = "stopped";
-  }
-
-  private allows(entry: Entry, msg: InboundMessage): boolean {
-    return this.access.allows(entry.channel.name, msg, entry.options.allowFrom);
-  }
-
-  /** A button press: strangers are refused here, before the question desk sees it. */
-  private choose(entry: Entry, click: ChoiceClick): ChoiceOutcome {
-    if (
-      !isSenderAllowed(click.senderId, click.senderAliases ?? [], entry.options.allowFrom) &&
-      !this.access.allowsSender(entry.channel.name, click.senderId)
-    )
-      return { accepted: false, notice: "You are not allowed to answer this." };
-    return (
-      this.opts.questions?.choose(click) ?? { accepted: false, notice: "This question is no longer open." }
-    );
-  }
-
-  private admit(entry: Entry, msg: InboundMessage): void {
-    const name = entry.channel.name;
-    if (!this.allows(entry, msg)) {
-      this.refuse(entry, msg);
-      return;
-    }
-    const journal = this.opts.journal;
-    const id = journal ? journal.recordInbound(msg) : undefined;
-    if (id === null) {
-      this.log.info(
-        { channel: name, chatId: msg.chatId, messageId: msg.metadata?.messageId },
-        "duplicate delivery ignored",
-      );
-      return;
-    }
-    this.publishAdmitted(entry, msg, id);
-  }
-
-  private publishAdmitted(entry: Entry, msg: InboundMessage, journalId: string | undefined): void {
-    if (!this.intakeOpen) {
-      // Journaled, so the next start answers it; without a journal it is lost, and we say so.
-      this.log.warn(
-        { channel: entry.channel.name, chatId: msg.chatId, kept: journalId !== undefined },
-        "message arrived while shutting down",
-      );
-      return;
-    }
-    this.opts.bus.publishInbound(
-      journalId ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: journalId } } : msg,
-    );
-  }
-
-  /**
-   * Journals a message that is not complete yet (files downloading, queued
-   * behind another): if palaver dies before it is published, the next start
-   * answers the message as it was reserved. Publishing later replaces the entry.
-   */
-  private reserve(entry: Entry, reserved: InboundMessage): InboundReservation {
-    const journal = this.opts.journal;
-    if (!journal || !this.allows(entry, reserved)) {
-      return { publish: (msg) => this.admit(entry, msg), cancel: () => undefined };
-    }
-    // Journaled as given: the inbound path (inbound.ts) puts a note in place of files still downloading.
-    const id = journal.recordInbound(reserved);
-    return {
-      publish: (msg) => {
-        if (id === null) {
-          this.log.info({ channel: entry.channel.name, chatId: msg.chatId }, "duplicate delivery ignored");
-          return;
-        }
-        journal.updateInbound(id, msg);
-        this.publishAdmitted(entry, msg, id);
-      },
-      cancel: () => {
-        if (id !== null) journal.markDone(id);
-      },
-    };
-  }
-
-  private refuse(entry: Entry, msg: InboundMessage): void {
-    const name = entry.channel.name;
-    const notify = this.notices.shouldNotify(name, msg.senderId);
-    this.log.warn(
-      { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
-      "refused sender",
-    );
-    // Pairing (the access policy) may answer with a code instead, or not at all.
-    const content = notify ? this.access.refusal(name, msg) : null;
-    if (notify && content !== null) {
-      this.enqueue({
-        msg: {
-          channel: name,
-          chatId: msg.chatId,
-          content: content ?? refusalNotice(name, msg.senderId),
-          metadata: msg.metadata,
-        },
-      });
-    }
   }
 
   /**

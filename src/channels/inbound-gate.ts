@@ -1,0 +1,133 @@
+/**
+ * What a channel receives, on its way to the bus: the access policy first (allowFrom, pairing;
+ * a stranger gets at most a rate-limited refusal notice and causes nothing else), then the
+ * journal's record (a platform's duplicate delivery stops there), then the bus, unless palaver is
+ * shutting down. Button presses are checked the same way before the question desk sees them.
+ * The ChannelManager hands each running channel the InboundSink `sinkFor` makes.
+ */
+import type { MessageBus } from "../bus/bus.js";
+import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import { JOURNAL_ID, type Journal } from "../daemon/journal.js";
+import type { Logger } from "../log.js";
+import { isSenderAllowed, refusalNotice, type AccessPolicy, type NoticeLimiter } from "./access.js";
+import type { ChoiceClick, ChoiceOutcome, InboundReservation, InboundSink, QuestionDesk } from "./types.js";
+
+export interface InboundGateOptions {
+  bus: MessageBus;
+  access: AccessPolicy;
+  notices: NoticeLimiter;
+  log: Logger;
+  journal?: Journal;
+  questions?: QuestionDesk;
+  /** False while shutting down: what arrives then waits in the journal for the next start. */
+  intakeOpen(): boolean;
+  /** Sends a notice (a refusal, a pairing code) into the sender's chat, in the chat's order. */
+  notify(msg: OutboundMessage): void;
+}
+
+export class InboundGate {
+  constructor(private readonly opts: InboundGateOptions) {}
+
+  /** The sink for channel `name`, whose own config lets `allowFrom` in. */
+  sinkFor(name: string, allowFrom: readonly string[]): InboundSink {
+    const allows = (msg: InboundMessage) => this.opts.access.allows(name, msg, allowFrom);
+    return {
+      allows,
+      publishInbound: (msg) => this.admit(name, allows, msg),
+      reserve: (msg) => this.reserve(name, allows, msg),
+      choose: (click) => this.choose(name, allowFrom, click),
+    };
+  }
+
+  /** A button press: strangers are refused here, before the question desk sees it. */
+  private choose(name: string, allowFrom: readonly string[], click: ChoiceClick): ChoiceOutcome {
+    if (
+      !isSenderAllowed(click.senderId, click.senderAliases ?? [], allowFrom) &&
+      !this.opts.access.allowsSender(name, click.senderId)
+    )
+      return { accepted: false, notice: "You are not allowed to answer this." };
+    return (
+      this.opts.questions?.choose(click) ?? { accepted: false, notice: "This question is no longer open." }
+    );
+  }
+
+  private admit(name: string, allows: (msg: InboundMessage) => boolean, msg: InboundMessage): void {
+    if (!allows(msg)) {
+      this.refuse(name, msg);
+      return;
+    }
+    const journal = this.opts.journal;
+    const id = journal ? journal.recordInbound(msg) : undefined;
+    if (id === null) {
+      this.opts.log.info(
+        { channel: name, chatId: msg.chatId, messageId: msg.metadata?.messageId },
+        "duplicate delivery ignored",
+      );
+      return;
+    }
+    this.publishAdmitted(name, msg, id);
+  }
+
+  private publishAdmitted(name: string, msg: InboundMessage, journalId: string | undefined): void {
+    if (!this.opts.intakeOpen()) {
+      // Journaled, so the next start answers it; without a journal it is lost, and we say so.
+      this.opts.log.warn(
+        { channel: name, chatId: msg.chatId, kept: journalId !== undefined },
+        "message arrived while shutting down",
+      );
+      return;
+    }
+    this.opts.bus.publishInbound(
+      journalId ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: journalId } } : msg,
+    );
+  }
+
+  /**
+   * Journals a message that is not complete yet (files downloading, queued
+   * behind another): if palaver dies before it is published, the next start
+   * answers the message as it was reserved. Publishing later replaces the entry.
+   */
+  private reserve(
+    name: string,
+    allows: (msg: InboundMessage) => boolean,
+    reserved: InboundMessage,
+  ): InboundReservation {
+    const journal = this.opts.journal;
+    if (!journal || !allows(reserved)) {
+      return { publish: (msg) => this.admit(name, allows, msg), cancel: () => undefined };
+    }
+    // Journaled as given: the inbound path (inbound.ts) puts a note in place of files still downloading.
+    const id = journal.recordInbound(reserved);
+    return {
+      publish: (msg) => {
+        if (id === null) {
+          this.opts.log.info({ channel: name, chatId: msg.chatId }, "duplicate delivery ignored");
+          return;
+        }
+        journal.updateInbound(id, msg);
+        this.publishAdmitted(name, msg, id);
+      },
+      cancel: () => {
+        if (id !== null) journal.markDone(id);
+      },
+    };
+  }
+
+  private refuse(name: string, msg: InboundMessage): void {
+    const notify = this.opts.notices.shouldNotify(name, msg.senderId);
+    this.opts.log.warn(
+      { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
+      "refused sender",
+    );
+    // Pairing (the access policy) may answer with a code instead, or not at all.
+    const content = notify ? this.opts.access.refusal(name, msg) : null;
+    if (notify && content !== null) {
+      this.opts.notify({
+        channel: name,
+        chatId: msg.chatId,
+        content: content ?? refusalNotice(name, msg.senderId),
+        metadata: msg.metadata,
+      });
+    }
+  }
+}
