@@ -277,6 +277,31 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     expect(again.messages.map((m) => m.content)).toEqual(["one", "two", "three"]);
   });
 
+  it("reads a file of many decoding chunks whole: long lines, non-ASCII text, bad lines numbered right", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const path = join(sessionsDir, "t_2.jsonl");
+    // ~600 KB: lines of every length around the 64 KB decoding chunk, one far longer than a chunk,
+    // multi-byte characters everywhere (a chunk must never cut one), and bad lines on both sides.
+    const contents = Array.from({ length: 400 }, (_, i) =>
+      i === 150 ? "€".repeat(100_000) : `${i} ✓ ${"ä".repeat((i * 37) % 3000)}`,
+    );
+    const rawLines = [JSON.stringify({ _type: "metadata", key: "t:2", last_consolidated: 0 })];
+    const badLineNumbers: number[] = [];
+    contents.forEach((content, i) => {
+      if (i % 97 === 5) {
+        rawLines.push(`{"role": "user", "content": "cut ${i}`);
+        badLineNumbers.push(rawLines.length);
+      }
+      rawLines.push(JSON.stringify({ role: i % 2 ? "assistant" : "user", content }));
+    });
+    await writeFile(path, rawLines.join("\n") + "\n");
+    const { log, lines: records } = captureLog();
+    const s = await new SessionStore(sessionsDir, log).get("t:2");
+    expect(s.messages.map((m) => m.content)).toEqual(contents);
+    const warnings = records.filter((r) => r.level === 40 && r.line !== undefined);
+    expect(warnings.map((w) => w.line)).toEqual(badLineNumbers);
+  });
+
   it("validates metadata lines too; every bad line is kept once, raw, in <file>.corrupt (0600)", async () => {
     await mkdir(sessionsDir, { recursive: true });
     const path = join(sessionsDir, "t_2.jsonl");
