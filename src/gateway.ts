@@ -165,7 +165,16 @@ export class Gateway {
     // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
     this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
-    await this.checkExecSandbox();
+    // The sandbox probe runs bwrap once (tens of ms with this thread idle), so the enabled
+    // platforms' SDKs load meanwhile. Building an adapter touches nothing outside the process:
+    // nothing connects before channels.start(), and a failed "require" exits (78) before it.
+    const [, enabled] = await Promise.all([
+      this.checkExecSandbox(),
+      createEnabledChannels(
+        { config, workspace, log: this.log, gateway: this.services() },
+        this.opts.platforms ?? PLATFORMS,
+      ),
+    ]);
     await this.health.start();
     if (stopped.aborted) return;
     const unfinished = this.journal.open();
@@ -174,11 +183,6 @@ export class Gateway {
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
     this.agent.loop.start();
 
-    const enabled = await createEnabledChannels(
-      { config, workspace, log: this.log, gateway: this.services() },
-      this.opts.platforms ?? PLATFORMS,
-    );
-    if (stopped.aborted) return;
     for (const { channel, options } of enabled) this.channels.add(channel, options);
     if (enabled.length === 0) {
       // Enabled but refused (config problems, a failing adapter) is said above; "enable one" would mislead.

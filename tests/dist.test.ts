@@ -2,10 +2,11 @@
  * The build in dist/ (bundled by scripts/build-server.mjs) is what `npm start` and the systemd
  * unit run, while every other test runs the sources through tsx. These run the bundle itself, so a
  * package that breaks when bundled (a runtime require, a file read beside its own module) fails
- * here: the CLI, and a gateway answering on Telegram with a tool from an MCP server (its lazily
- * loaded SDK) in the turn.
+ * here: the CLI (a bad config too: zod runs with its translations stubbed out), and a gateway
+ * answering on Telegram (node-fetch with its whatwg-url stubbed out) with a tool from an MCP
+ * server (its lazily loaded SDK) in the turn.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { stdioServerCommand } from "./fakes/mcp-stdio.js";
@@ -30,6 +31,15 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     expect(run.stderr).toBe("");
     expect(run.stdout.trim()).toBe(version);
     expect(run.code).toBe(0);
+  });
+
+  it("names what is wrong in a bad config (zod, with its unused parts left out of the bundle)", async () => {
+    const path = join(h.dir, "bad.json");
+    await writeFile(path, JSON.stringify({ agents: { defaults: { maxTokens: -3, temperature: "hot" } } }));
+    const run = await runCli(["status", "--config", path], { cwd: h.dir, entry: DIST_MAIN });
+    expect(run.stderr).toContain("agents.defaults.maxTokens: expected a number > 0, got -3");
+    expect(run.stderr).toContain('agents.defaults.temperature: expected a number, got "hot"');
+    expect(run.code).toBe(78);
   });
 
   it("answers on Telegram with an MCP server's tool in the turn, then stops cleanly", async () => {
