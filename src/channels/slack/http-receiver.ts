@@ -16,7 +16,7 @@ import { HttpError, readBody } from "../web/http.js";
 import { fromHttpBody, httpAnswer, type Delivery } from "./dispatch.js";
 import { isSslCheck, parseSlackBody, signatureMatches, signedHeaders } from "./signature.js";
 
-/** Bolt's limit: Slack's largest bodies (an interaction carrying a whole message) stay well below it. */
+/** The limit Bolt had: Slack's largest bodies (an interaction carrying a whole message) stay well below it. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Slack gives up on an answer after 3 s; a body still arriving long after that is not Slack's. */
 const BODY_TIMEOUT_MS = 10_000;
@@ -88,10 +88,8 @@ export class SlackHttpReceiver {
       this.handOn(delivery);
     } catch (err) {
       if (err instanceof HttpError) {
-        // A refused body may still be arriving: close the connection rather than read it.
-        res.setHeader("connection", "close");
         this.refused(req, err.message);
-        return answer(res, err.status);
+        return refuseBody(req, res, err.status);
       }
       this.opts.log.warn({ err }, "Slack HTTP request failed");
       answer(res, 400);
@@ -137,6 +135,22 @@ export class SlackHttpReceiver {
   private refused(req: IncomingMessage, why: string): void {
     this.opts.log.warn({ remote: req.socket.remoteAddress, why }, "Slack HTTP request refused");
   }
+}
+
+/**
+ * A body refused (too large, too slow) is answered at once. The rest of a too-large body is read
+ * and dropped, for BODY_TIMEOUT_MS at most: closing the connection with data unread would reset it
+ * under the client before it read the answer. A client that was too slow is just cut off.
+ */
+function refuseBody(req: IncomingMessage, res: ServerResponse, status: number): void {
+  if (status === 413) {
+    const timer = setTimeout(() => req.socket.destroy(), BODY_TIMEOUT_MS);
+    const done = () => clearTimeout(timer);
+    req.once("end", done).once("close", done).resume();
+  } else {
+    res.setHeader("connection", "close");
+  }
+  answer(res, status);
 }
 
 function answer(res: ServerResponse, status: number, json?: unknown): void {
