@@ -119,6 +119,8 @@ export class SlackSocket {
     const connect = client.start.bind(client);
     let failures = 0;
     const attempt = async (): Promise<Awaited<ReturnType<typeof connect>>> => {
+      // Closed meanwhile: a start now would open a socket nobody closes.
+      if (this.lifetime.signal.aborted) return { ok: false };
       try {
         const result = await connect();
         failures = 0;

@@ -108,7 +108,7 @@ describe("Slack HTTP mode", () => {
       body: stream,
       headers: { "content-type": "application/json", ...signSlackRequest(SECRET, "") },
       duplex: "half",
-    } as RequestInit);
+    });
     expect(chunked.status).toBe(413);
     await takesMarker();
     expect(rig.inbound.map((m) => m.content)).toEqual(["marker"]);
