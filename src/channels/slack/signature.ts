@@ -9,7 +9,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 
 /** Slack's rule: a timestamp further off than this is a replay (or a clock to fix). */
-export const MAX_CLOCK_SKEW_S = 5 * 60;
+const MAX_CLOCK_SKEW_S = 5 * 60;
 
 export type SignedHeaders =
   { ok: true; timestamp: string; signature: string } | { ok: false; why: string; unsigned?: true };
