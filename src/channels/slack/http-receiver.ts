@@ -84,7 +84,8 @@ export class SlackHttpReceiver {
       if (req.method !== "POST") return answer(res, 405);
       const delivery = await this.verified(req, res);
       if (!delivery) return;
-      answer(res, httpAnswer(delivery).status, httpAnswer(delivery).json);
+      const ack = httpAnswer(delivery);
+      answer(res, ack.status, ack.json);
       this.handOn(delivery);
     } catch (err) {
       if (err instanceof HttpError) {
@@ -106,7 +107,7 @@ export class SlackHttpReceiver {
         return { kind: "sslCheck" };
       }
       this.refused(req, headers.why);
-      answer(res, 401);
+      refuseBody(req, res, 401);
       return undefined;
     }
     const body = await readBody(req, MAX_BODY_BYTES, BODY_TIMEOUT_MS);
@@ -138,17 +139,18 @@ export class SlackHttpReceiver {
 }
 
 /**
- * A body refused (too large, too slow) is answered at once. The rest of a too-large body is read
- * and dropped, for BODY_TIMEOUT_MS at most: closing the connection with data unread would reset it
- * under the client before it read the answer. A client that was too slow is just cut off.
+ * A request refused before its body was read (unsigned, too large, too slow) is answered at once.
+ * The rest of its body is read and dropped, for BODY_TIMEOUT_MS at most: closing the connection
+ * with data unread would reset it under the client before it read the answer. A client that was
+ * too slow is just cut off.
  */
 function refuseBody(req: IncomingMessage, res: ServerResponse, status: number): void {
-  if (status === 413) {
+  if (status === 408) {
+    res.setHeader("connection", "close");
+  } else if (!req.complete) {
     const timer = setTimeout(() => req.socket.destroy(), BODY_TIMEOUT_MS);
     const done = () => clearTimeout(timer);
     req.once("end", done).once("close", done).resume();
-  } else {
-    res.setHeader("connection", "close");
   }
   answer(res, status);
 }
