@@ -86,6 +86,13 @@ export class SlackHttpReceiver {
       if (!delivery) return;
       const ack = httpAnswer(delivery);
       answer(res, ack.status, ack.json);
+      // Slack sends an event again when an answer was late or lost; taking a message twice is
+      // prevented where messages are remembered (receiver.ts), so a retry is handed on like any.
+      const retry = req.headers["x-slack-retry-num"];
+      if (retry) {
+        const reason = req.headers["x-slack-retry-reason"];
+        this.opts.log.debug({ retry, reason }, "Slack sent a delivery again");
+      }
       this.handOn(delivery);
     } catch (err) {
       if (err instanceof HttpError) {
