@@ -59,7 +59,7 @@ export class SlackSocket {
   /** Connects, giving up after `timeoutMs` or when `signal` aborts. */
   async connect(timeoutMs: number, signal: AbortSignal): Promise<void> {
     try {
-      await withTimeout(this.client.start(), timeoutMs, "connecting to Slack Socket Mode", signal);
+      await withTimeout(this.start(), timeoutMs, "connecting to Slack Socket Mode", signal);
     } catch (err) {
       if (signal.aborted) throw new ChannelError("stopped while connecting to Slack", { cause: err });
       if (err instanceof TimeoutError) {
@@ -76,6 +76,22 @@ export class SlackSocket {
       throw new ChannelError(`Slack Socket Mode could not connect: ${errorMessage(err)}`, { cause: err });
     }
     this.guardReconnects();
+  }
+
+  /**
+   * The client's start. It cannot be cancelled: one still under way when the socket is closed (an
+   * apps.connections.open retried for minutes, say) would open a socket after the close, so that
+   * socket is closed as soon as it opens.
+   */
+  private start(connect = this.client.start.bind(this.client)): ReturnType<SocketModeClient["start"]> {
+    const started = connect();
+    started.then(
+      () => {
+        if (this.lifetime.signal.aborted) void this.client.disconnect();
+      },
+      () => undefined,
+    );
+    return started;
   }
 
   /** Closes the socket (waiting for it, at most `timeoutMs`); no reconnect after this. */
@@ -122,7 +138,7 @@ export class SlackSocket {
       // Closed meanwhile: a start now would open a socket nobody closes.
       if (this.lifetime.signal.aborted) return { ok: false };
       try {
-        const result = await connect();
+        const result = await this.start(connect);
         failures = 0;
         return result;
       } catch (err) {
