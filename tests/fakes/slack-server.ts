@@ -1,7 +1,7 @@
 /**
  * A loopback fake of Slack: the Web API (the methods palaver uses), file
  * downloads and uploads, and a Socket Mode WebSocket server, enough for the
- * real @slack/bolt (and its Socket Mode and Web API clients) to run unmodified.
+ * real @slack/socket-mode and @slack/web-api clients to run unmodified.
  *
  *   const slack = await FakeSlack.start();
  *   config: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl }
@@ -210,7 +210,7 @@ export class FakeSlack {
     return `http://127.0.0.1:${port}`;
   }
 
-  /** The Web API base for `channels.slack.apiUrl` (Bolt's slackApiUrl). */
+  /** The Web API base for `channels.slack.apiUrl` (the Web API client's slackApiUrl). */
   get apiUrl(): string {
     return `${this.baseUrl}/api/`;
   }

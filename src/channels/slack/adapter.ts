@@ -12,7 +12,7 @@
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { basename } from "node:path";
-import { webApi } from "@slack/bolt";
+import { WebClient, type RetryOptions } from "@slack/web-api";
 import { parseCommand } from "../../bus/commands.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
@@ -45,9 +45,7 @@ import {
   type QuestionMessage,
   type SlackPress,
 } from "./questions.js";
-import { SlackReceiver, type ReceiverTuning, type WebClient } from "./receiver.js";
-
-type RetryOptions = NonNullable<ConstructorParameters<typeof webApi.WebClient>[1]>["retryConfig"];
+import { SlackReceiver, type ReceiverTuning } from "./receiver.js";
 
 /** Tuning the config does not expose; tests make it fast. */
 export interface SlackTuning extends ReceiverTuning {
@@ -147,7 +145,7 @@ export class SlackChannel implements Channel {
       retryConfig: opts.retryConfig ?? DEFAULT_RETRY,
       timeout: opts.requestTimeoutMs ?? 30_000,
     };
-    this.writes = new webApi.WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
+    this.writes = new WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
     const policy: SlackPolicy = {
       groupPolicy: config.groupPolicy,
       groupAllowFrom: config.groupAllowFrom,
@@ -159,7 +157,7 @@ export class SlackChannel implements Channel {
       config,
       policy,
       apiUrl: this.apiUrl,
-      reads: new webApi.WebClient(config.botToken, clientOptions),
+      reads: new WebClient(config.botToken, clientOptions),
       log: this.log,
       onMessage: (msg) => this.take(msg),
       onChoice: (click, press) => this.choose(click, press),

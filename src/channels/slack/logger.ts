@@ -1,5 +1,5 @@
 /** The Slack SDKs' Logger interface, written to palaver's pino logger. */
-import { LogLevel, type Logger as SlackLogger } from "@slack/bolt";
+import { LogLevel, type Logger as SlackLogger } from "@slack/web-api";
 import type { Logger } from "../../log.js";
 
 export function slackLogger(log: Logger): SlackLogger {

@@ -3,7 +3,6 @@
  * row of buttons under it), and a `block_actions` payload (a button press, over Socket Mode or
  * HTTP) as the press the adapter hands to the question desk. The adapter posts, edits and answers.
  */
-import type { types } from "@slack/bolt";
 import { z } from "zod";
 import type { Question } from "../../bus/types.js";
 import { choicesAsText, decodeChoice, encodeChoice } from "../questions.js";
@@ -21,10 +20,28 @@ const LABEL_LIMIT = 75;
 const BUTTONS_PER_ROW = 25;
 const CUT_NOTE = "_(the rest is too long to show here)_";
 
+/** Block Kit's section block, as much of it as a question uses. */
+interface SectionBlock {
+  type: "section";
+  text: { type: "mrkdwn"; text: string };
+}
+
+/** Block Kit's actions block with buttons. */
+interface ActionsBlock {
+  type: "actions";
+  elements: {
+    type: "button";
+    action_id: string;
+    value: string;
+    text: { type: "plain_text"; text: string; emoji: boolean };
+    style?: "primary" | "danger";
+  }[];
+}
+
 export interface QuestionMessage {
   /** Top-level `text`: the notification and the fallback for clients without blocks. */
   text: string;
-  blocks: (types.SectionBlock | types.ActionsBlock)[];
+  blocks: (SectionBlock | ActionsBlock)[];
 }
 
 /** The question's text as it would be formatted in a reply, with its choices as buttons under it. */

@@ -1,28 +1,29 @@
 /**
- * Slack → mapped messages: @slack/bolt with Socket Mode (default) or the HTTP
- * Events API, and the decisions that need the network before a message can be
- * handed on (is the bot part of this thread? the sender's username for
- * allowFrom). Messages of one Slack channel are handed on in the order they
- * arrived; what happens to them then (the gate, downloads) is the inbound
- * path's business.
+ * Slack → mapped messages: Socket Mode (default, socket.ts) or the HTTP Events
+ * API (http-receiver.ts) bring deliveries in, already acknowledged
+ * (dispatch.ts says what each is), and this decides what needs the network
+ * before a message can be handed on (is the bot part of this thread? the
+ * sender's username for allowFrom). Messages of one Slack channel are handed
+ * on in the order they arrived; what happens to them then (the gate,
+ * downloads) is the inbound path's business.
  *
  * The Web API base (`apiUrl`) reaches both the reads client and the Socket
  * Mode client, which asks apps.connections.open for its WebSocket URL, so one
  * setting points everything at a fake in tests or at a proxy.
  */
 import type { AddressInfo } from "node:net";
-import { App, HTTPReceiver, SocketModeReceiver, type webApi } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
 import type { Logger } from "../../log.js";
-import { backoffDelay } from "../../util/backoff.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
-import { settleWithin, TimeoutError, untilAborted, withTimeout } from "../../util/timeout.js";
+import { untilAborted } from "../../util/timeout.js";
 import type { ChoiceClick } from "../types.js";
 import type { SlackConfig } from "./config.js";
+import type { Delivery } from "./dispatch.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
-import { slackLogger } from "./logger.js";
+import { SlackHttpReceiver } from "./http-receiver.js";
 import {
   eventKey,
   isDirect,
@@ -38,8 +39,7 @@ import {
   type SlackPolicy,
 } from "./mapping.js";
 import { clickOf, pressOf, type SlackPress } from "./questions.js";
-
-export type WebClient = InstanceType<typeof webApi.WebClient>;
+import { SlackSocket } from "./socket.js";
 
 export interface ReceiverTuning {
   /** Socket Mode: wait for a pong this long; reconnects wait this long times the failures in a row. */
@@ -74,13 +74,10 @@ export interface SlackReceiverOptions {
 const STOP_WAIT_MS = 5000;
 
 export class SlackReceiver {
-  private app: App | undefined;
-  private socket: SocketModeReceiver | undefined;
-  private http: HTTPReceiver | undefined;
-  private httpAddress: AddressInfo | undefined;
+  private socket: SlackSocket | undefined;
+  private http: SlackHttpReceiver | undefined;
+  private started = false;
   private bot: BotIdentity | undefined;
-  private lifetime = new AbortController();
-  private reconnectTimer: NodeJS.Timeout | undefined;
   /** The lookups before a message is handed on, one Slack channel at a time. */
   private readonly queue = new KeyedQueue();
   private readonly tasks = new TaskSet();
@@ -98,35 +95,31 @@ export class SlackReceiver {
 
   /** HTTP mode: where the Events API server listens (port 0 in the config picks a free one). */
   get address(): AddressInfo | undefined {
-    return this.httpAddress;
+    return this.http?.address;
   }
 
   get running(): boolean {
-    return this.app !== undefined;
+    return this.started;
   }
 
   /** Checks the bot token, then connects (Socket Mode) or listens (HTTP). */
   async start(signal: AbortSignal): Promise<BotIdentity> {
-    this.lifetime = new AbortController();
     // The Web API client retries an unreachable Slack for a minute or more and takes no signal: a
     // stop must not wait for that (the gateway took 47 s to exit with Slack unreachable).
     const bot = await untilAborted(this.verifyBotToken(), signal);
     this.bot = bot;
-    const app = this.buildApp(bot);
     try {
-      await this.startReceiver(app, signal);
+      await this.listen(signal);
     } catch (err) {
       await this.shutdownReceivers();
       throw err;
     }
-    this.app = app;
+    this.started = true;
     return bot;
   }
 
   async stop(): Promise<void> {
-    this.lifetime.abort();
-    clearTimeout(this.reconnectTimer);
-    this.app = undefined;
+    this.started = false;
     await this.shutdownReceivers();
     await this.tasks.settle(STOP_WAIT_MS);
   }
@@ -163,133 +156,35 @@ export class SlackReceiver {
     }
   }
 
-  private buildApp(bot: BotIdentity): App {
-    const { config } = this.opts;
-    const logger = slackLogger(this.opts.log.child({ sdk: "bolt" }));
-    const clientOptions = {
-      ...(this.opts.apiUrl ? { slackApiUrl: this.opts.apiUrl } : {}),
-      timeout: this.opts.tuning.requestTimeoutMs ?? 30_000,
-    };
-    let receiver: SocketModeReceiver | HTTPReceiver;
+  private async listen(signal: AbortSignal): Promise<void> {
+    const { config, tuning, log } = this.opts;
+    const onDelivery = (delivery: Delivery) => this.receive(delivery);
     if (config.mode === "socket") {
-      this.socket = new SocketModeReceiver({
+      this.socket = new SlackSocket({
         appToken: config.appToken,
-        logger,
-        clientPingTimeout: this.opts.tuning.clientPingTimeoutMs ?? 5000,
-        serverPingTimeout: this.opts.tuning.serverPingTimeoutMs ?? 30_000,
-        // The Socket Mode client calls apps.connections.open with these; its own retry policy stays.
-        installerOptions: { clientOptions },
+        // apps.connections.open goes where the reads go; its own retry policy stays.
+        clientOptions: {
+          ...(this.opts.apiUrl ? { slackApiUrl: this.opts.apiUrl } : {}),
+          timeout: tuning.requestTimeoutMs ?? 30_000,
+        },
+        clientPingTimeoutMs: tuning.clientPingTimeoutMs ?? 5000,
+        serverPingTimeoutMs: tuning.serverPingTimeoutMs ?? 30_000,
+        reconnectRetryMs: tuning.reconnectRetryMs ?? 30_000,
+        log,
+        onDelivery,
       });
-      receiver = this.socket;
-    } else {
-      this.http = new HTTPReceiver({
-        signingSecret: config.signingSecret,
-        endpoints: config.path,
-        logger,
-        processBeforeResponse: false,
-      });
-      receiver = this.http;
-    }
-    const app = new App({
-      token: config.botToken,
-      botUserId: bot.userId,
-      // Both ids given, Bolt calls no auth.test of its own (a failure there would be an unhandled rejection).
-      botId: bot.botId ?? "",
-      receiver,
-      logger,
-      clientOptions,
-      convoStore: false,
-    });
-    app.event("message", ({ event }) => Promise.resolve(this.onEvent(event)));
-    app.event("app_mention", ({ event }) => Promise.resolve(this.onEvent(event)));
-    // Every slash command of the app is palaver's (the manifest names it /palaver; people may rename it).
-    app.command(/.*/, async ({ command, ack }) => {
-      await ack();
-      this.onCommand(command);
-    });
-    // Every interaction is acknowledged first (Slack shows the presser an error after 3 s without);
-    // those that are not presses on a question's buttons are then ignored.
-    app.action(/.*/, async ({ ack, body }) => {
-      await ack();
-      this.onAction(body);
-    });
-    app.error((err) => {
-      this.opts.log.error({ err }, "Slack event handling failed");
-      return Promise.resolve();
-    });
-    return app;
-  }
-
-  private async startReceiver(app: App, signal: AbortSignal): Promise<void> {
-    if (this.socket) {
-      await this.connectSocket(app, this.socket, signal);
+      await this.socket.connect(tuning.startTimeoutMs ?? 30_000, signal);
       return;
     }
-    const port = this.opts.config.port;
-    try {
-      const server = await app.start({
-        port,
-        ...(this.opts.tuning.httpHost ? { host: this.opts.tuning.httpHost } : {}),
-      });
-      this.httpAddress = server.address() as AddressInfo;
-    } catch (err) {
-      throw new ChannelError(
-        `cannot listen for Slack events on port ${port} (channels.slack.port): ${errorMessage(err)}`,
-        { cause: err },
-      );
-    }
-  }
-
-  private async connectSocket(app: App, socket: SocketModeReceiver, signal: AbortSignal): Promise<void> {
-    const timeoutMs = this.opts.tuning.startTimeoutMs ?? 30_000;
-    try {
-      await withTimeout(app.start(), timeoutMs, "connecting to Slack Socket Mode", signal);
-    } catch (err) {
-      if (signal.aborted) throw new ChannelError("stopped while connecting to Slack", { cause: err });
-      if (err instanceof TimeoutError) {
-        throw new ChannelError(`Slack Socket Mode did not connect within ${Math.round(timeoutMs / 1000)} s`);
-      }
-      const code = platformError(err);
-      if (code && BAD_TOKEN.has(code)) {
-        throw new ChannelError(
-          "the Slack app-level token was rejected (check channels.slack.appToken: an xapp- token " +
-            `with the connections:write scope, and Socket Mode enabled for the app): ${code}`,
-          { cause: err },
-        );
-      }
-      throw new ChannelError(`Slack Socket Mode could not connect: ${errorMessage(err)}`, { cause: err });
-    }
-    this.guardReconnects(socket);
-  }
-
-  /**
-   * The Socket Mode client reconnects by itself, but when a reconnect fails
-   * for good (the app token revoked, say) its promise rejects with nobody
-   * listening, which would take the whole daemon down. This catches that,
-   * reports it, and tries again later.
-   */
-  private guardReconnects(receiver: SocketModeReceiver): void {
-    const client = receiver.client;
-    const connect = client.start.bind(client);
-    let failures = 0;
-    const attempt = async (): Promise<Awaited<ReturnType<typeof connect>>> => {
-      try {
-        const result = await connect();
-        failures = 0;
-        return result;
-      } catch (err) {
-        failures++;
-        const delayMs = backoffDelay(failures - 1, this.opts.tuning.reconnectRetryMs ?? 30_000, 300_000);
-        this.opts.log.error({ err, retryInMs: Math.round(delayMs) }, "Slack Socket Mode could not reconnect");
-        if (!this.lifetime.signal.aborted) {
-          clearTimeout(this.reconnectTimer);
-          this.reconnectTimer = setTimeout(() => void attempt(), delayMs);
-        }
-        // Nobody reads this result (the SDK's reconnect path ignores it); an empty response stands in.
-        return { ok: false };
-      }
-    };
-    client.start = attempt;
+    this.http = new SlackHttpReceiver({
+      signingSecret: config.signingSecret,
+      path: config.path,
+      port: config.port,
+      ...(tuning.httpHost ? { host: tuning.httpHost } : {}),
+      log,
+      onDelivery,
+    });
+    await this.http.start();
   }
 
   private async shutdownReceivers(): Promise<void> {
@@ -297,25 +192,32 @@ export class SlackReceiver {
     const http = this.http;
     this.socket = undefined;
     this.http = undefined;
-    this.httpAddress = undefined;
-    if (socket) {
-      // Bolt's SocketModeReceiver.stop() does not wait for the socket to close; the client's disconnect() does.
-      await settleWithin(
-        socket.client
-          .disconnect()
-          .catch((err: unknown) => this.opts.log.warn({ err }, "Socket Mode disconnect failed")),
-        STOP_WAIT_MS,
-      );
-    }
-    if (http) {
-      await http
-        .stop()
-        .catch((err: unknown) => this.opts.log.debug({ err }, "HTTP receiver was not running"));
-    }
+    await socket?.close(STOP_WAIT_MS);
+    await http?.stop(STOP_WAIT_MS);
   }
 
   // ---------------------------------------------------------------------------
   // Receiving
+
+  /** An acknowledged delivery, from either mode. */
+  private receive(delivery: Delivery): void {
+    switch (delivery.kind) {
+      case "event":
+        return this.onEvent(delivery.event);
+      // Every slash command of the app is palaver's (the manifest names it /palaver; people may rename it).
+      case "command":
+        return this.onCommand(delivery.command);
+      // Every interaction was acknowledged; those that are not presses on a question's buttons are ignored.
+      case "interaction":
+        return this.onAction(delivery.payload);
+      case "challenge":
+      case "sslCheck":
+        return;
+      case "ignore":
+        this.opts.log.debug({ why: delivery.why }, "Slack delivery not taken");
+        return;
+    }
+  }
 
   private onEvent(raw: unknown): void {
     const bot = this.bot;

@@ -1,4 +1,4 @@
-/** HTTP Events API mode: Bolt's receiver verifies Slack's request signatures; replies go out by the Web API. */
+/** HTTP Events API mode: our node:http receiver verifies Slack's request signatures; replies go out by the Web API. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BOT_USER_ID, dmEvent, signSlackRequest, TEAM_ID } from "../../fakes/slack-server.js";
 import { slackRig, type SlackRig } from "./helpers.js";
@@ -31,6 +31,13 @@ function eventBody(event: Record<string, unknown>): string {
   });
 }
 
+/** A signed DM that must come through as inbound message #n: what was sent before it is settled. */
+async function takesMarker(n = 1): Promise<void> {
+  const body = eventBody(dmEvent("marker"));
+  expect((await post(body, signSlackRequest(SECRET, body))).status).toBe(200);
+  expect((await rig.nextInbound(n)).content).toBe("marker");
+}
+
 async function post(body: string, headers: Record<string, string>, type = "application/json") {
   return fetch(url, { method: "POST", body, headers: { "content-type": type, ...headers } });
 }
@@ -45,7 +52,8 @@ describe("Slack HTTP mode", () => {
     const body = JSON.stringify({ type: "url_verification", challenge: "abc123", token: "t" });
     const res = await post(body, signSlackRequest(SECRET, body));
     expect(res.status).toBe(200);
-    expect(await res.text()).toContain("abc123");
+    expect(await res.json()).toEqual({ challenge: "abc123" });
+    expect(rig.inbound).toHaveLength(0);
   });
 
   it("takes a correctly signed event", async () => {
@@ -60,14 +68,98 @@ describe("Slack HTTP mode", () => {
     const body = eventBody(dmEvent("forged"));
     const bad = await post(body, { ...signSlackRequest(SECRET, body), "x-slack-signature": "v0=deadbeef" });
     expect(bad.status).toBe(401);
+    const flipped = signSlackRequest(SECRET, body);
+    flipped["x-slack-signature"] = flipped["x-slack-signature"]!.replace(/.$/, (c) =>
+      c === "0" ? "1" : "0",
+    );
+    expect((await post(body, flipped)).status).toBe(401);
     const wrongSecret = await post(body, signSlackRequest("not-the-secret", body));
     expect(wrongSecret.status).toBe(401);
-    const stale = await post(body, signSlackRequest(SECRET, body, Math.floor(Date.now() / 1000) - 10 * 60));
+    // Signed for another body: the signature covers every byte.
+    const other = eventBody(dmEvent("another"));
+    expect((await post(body, signSlackRequest(SECRET, other))).status).toBe(401);
+    const now = Math.floor(Date.now() / 1000);
+    const stale = await post(body, signSlackRequest(SECRET, body, now - 10 * 60));
     expect(stale.status).toBe(401);
+    const future = await post(body, signSlackRequest(SECRET, body, now + 10 * 60));
+    expect(future.status).toBe(401);
     const unsigned = await post(body, {});
     expect(unsigned.status).toBe(401);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(rig.inbound).toHaveLength(0);
+    // Every refusal was answered before anything could be handed on: the next message is the first taken.
+    await takesMarker();
+    expect(rig.inbound.map((m) => m.content)).toEqual(["marker"]);
+  });
+
+  it("refuses a body over 4 MB with 413 without reading it, taking nothing", async () => {
+    const body = JSON.stringify({ padding: "x".repeat(4 * 1024 * 1024 + 1) });
+    const res = await post(body, signSlackRequest(SECRET, body));
+    expect(res.status).toBe(413);
+    // Sent in chunks without a length: refused once the limit is passed.
+    const chunk = new TextEncoder().encode("x".repeat(256 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 20) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const chunked = await fetch(url, {
+      method: "POST",
+      body: stream,
+      headers: { "content-type": "application/json", ...signSlackRequest(SECRET, "") },
+      duplex: "half",
+    });
+    expect(chunked.status).toBe(413);
+    await takesMarker();
+    expect(rig.inbound.map((m) => m.content)).toEqual(["marker"]);
+  });
+
+  it("answers 400 to a signed body that is not JSON, 404 elsewhere and 405 to other methods", async () => {
+    const body = "{not json";
+    expect((await post(body, signSlackRequest(SECRET, body))).status).toBe(400);
+    const elsewhere = await fetch(url.replace("/hooks/slack", "/slack/events"), {
+      method: "POST",
+      body,
+      headers: signSlackRequest(SECRET, body),
+    });
+    expect(elsewhere.status).toBe(404);
+    expect((await fetch(url)).status).toBe(405);
+  });
+
+  it("answers Slack's unsigned ssl_check with 200 and takes nothing from it", async () => {
+    const body = new URLSearchParams({
+      ssl_check: "1",
+      token: "t",
+      command: "/palaver",
+      text: "stop",
+    }).toString();
+    const res = await post(body, {}, "application/x-www-form-urlencoded");
+    expect(res.status).toBe(200);
+    await takesMarker();
+    expect(rig.inbound.map((m) => m.content)).toEqual(["marker"]);
+  });
+
+  it("takes an event Slack sends again (x-slack-retry-num) once", async () => {
+    const body = eventBody(dmEvent("only once"));
+    expect((await post(body, signSlackRequest(SECRET, body))).status).toBe(200);
+    await rig.nextInbound(1);
+    const retry = {
+      ...signSlackRequest(SECRET, body),
+      "x-slack-retry-num": "1",
+      "x-slack-retry-reason": "http_timeout",
+    };
+    expect((await post(body, retry)).status).toBe(200);
+    await takesMarker(2);
+    expect(rig.inbound.map((m) => m.content)).toEqual(["only once", "marker"]);
+  });
+
+  it("acknowledges interactions that are not button presses and ignores them", async () => {
+    const body = new URLSearchParams({
+      payload: JSON.stringify({ type: "view_submission", user: { id: "U1" }, view: { id: "V1" } }),
+    }).toString();
+    const res = await post(body, signSlackRequest(SECRET, body), "application/x-www-form-urlencoded");
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("");
   });
 
   it("takes a signed /palaver slash command (form encoded)", async () => {

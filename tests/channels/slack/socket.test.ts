@@ -1,4 +1,4 @@
-/** The real Slack adapter (Bolt, Socket Mode, Web API client) against the loopback fake Slack. */
+/** The real Slack adapter (@slack/socket-mode and @slack/web-api clients) against the loopback fake Slack. */
 import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -149,6 +149,26 @@ describe("Slack Socket Mode: receiving", () => {
     expect((await rig!.nextInbound(2)).metadata?.senderAliases).toBeUndefined();
     await fake.pushCommand({ text: "help", user_id: "U1", channel_id: "D1" });
     expect((await rig!.nextInbound(3)).metadata?.senderAliases).toEqual(["alice"]);
+  });
+
+  it("acknowledges every delivery, also those it does not read, and takes a message sent twice once", async () => {
+    const { fake } = await started();
+    const submission = await fake.pushInteraction({ type: "view_submission", user: { id: "U1" }, view: {} });
+    expect(typeof submission.envelope_id).toBe("string");
+    const reaction = await fake.pushEvent({
+      type: "reaction_added",
+      user: "U1",
+      reaction: "eyes",
+      ts: nextTs(),
+    });
+    expect(typeof reaction.envelope_id).toBe("string");
+    const event = dmEvent("once");
+    await fake.pushEvent(event);
+    await fake.pushEvent(event);
+    // Handled in order in D1: once the marker is in, the second copy was dropped.
+    await fake.pushEvent(dmEvent("marker"));
+    await rig!.nextInbound(2);
+    expect(rig!.inbound.map((m) => m.content)).toEqual(["once", "marker"]);
   });
 
   it("in a channel: ignores messages without a mention, takes a mention once (message + app_mention)", async () => {
