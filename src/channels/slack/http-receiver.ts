@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { settleWithin } from "../../util/timeout.js";
-import { HttpError, readBody } from "../web/http.js";
+import { HttpError, readBody } from "../../util/http-body.js";
 import { fromHttpBody, httpAnswer, type Delivery } from "./dispatch.js";
 import { isSslCheck, parseSlackBody, signatureMatches, signedHeaders } from "./signature.js";
 

@@ -11,6 +11,7 @@ import type { Bot } from "grammy";
 import { z } from "zod";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
+import { HttpError, readBody } from "../../util/http-body.js";
 import { settleWithin } from "../../util/timeout.js";
 import { gs } from "./api.js";
 import type { TelegramConfig } from "./config.js";
@@ -92,7 +93,6 @@ export class WebhookServer {
         return reply(401, "unauthorized");
       }
       const body = await readBody(req, MAX_BODY, BODY_TIMEOUT_MS);
-      if (body === null) return reply(413, "too large");
       let parsed: unknown;
       try {
         parsed = JSON.parse(body.toString("utf8"));
@@ -109,6 +109,11 @@ export class WebhookServer {
       }
       reply(200, "ok");
     } catch (err) {
+      if (err instanceof HttpError) {
+        // Too large or too slow: answered, and the rest of the body is not read.
+        res.setHeader("connection", "close");
+        return reply(err.status, err.message);
+      }
       this.log.warn({ err }, "webhook request failed");
       reply(400, "bad request");
     }
@@ -119,39 +124,4 @@ function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** The request body, or null when it is larger than maxBytes. */
-function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"] ?? NaN);
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      resolve(null);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new ChannelError("webhook request body timed out"));
-    }, timeoutMs);
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        clearTimeout(timer);
-        req.removeAllListeners("data");
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks));
-    });
-    req.on("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
 }

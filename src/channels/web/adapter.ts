@@ -13,7 +13,8 @@ import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage }
 import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "./config.js";
 import { EventHub } from "./events.js";
-import { HttpError, isLoopbackName } from "./http.js";
+import { HttpError } from "../../util/http-body.js";
+import { isLoopbackName } from "./http.js";
 import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf, titleOf } from "./history.js";
 import { LiveState } from "./live.js";
 import type {

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
+import { HttpError, readBody } from "../../util/http-body.js";
 
 /** The page loads nothing from elsewhere and runs no inline script; nobody may frame it. */
 export const CSP =
@@ -21,17 +22,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 export const JSON_BODY_BYTES = 64 * 1024;
 /** How long a client may take to send a JSON body. */
 export const BODY_TIMEOUT_MS = 15_000;
-
-/** A request refused with a status and a message for the caller. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = "HttpError";
-  }
-}
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = body === undefined ? "" : JSON.stringify(body);
@@ -57,37 +47,6 @@ export function sendText(
     ...headers,
   });
   res.end(body);
-}
-
-/** The body, refused past `maxBytes` (413) or when it takes longer than `timeoutMs` (408). */
-export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(maxBytes));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const finish = (err?: Error) => {
-      clearTimeout(timer);
-      req.off("data", onData).off("end", onEnd).off("error", finish);
-      if (err) {
-        // The rest of the body is not wanted: the connection closes after the answer (see refuse()).
-        req.pause();
-        reject(err);
-      } else resolve(Buffer.concat(chunks));
-    };
-    const onData = (chunk: Buffer) => {
-      received += chunk.length;
-      if (received > maxBytes) finish(tooLarge(maxBytes));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish();
-    const timer = setTimeout(() => finish(new HttpError(408, "the request body took too long")), timeoutMs);
-    req.on("data", onData).on("end", onEnd).on("error", finish);
-  });
-}
-
-export function tooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, `the request body is larger than ${maxBytes} bytes`);
 }
 
 /** A JSON body checked against `schema` (400 with zod's first complaint otherwise). */

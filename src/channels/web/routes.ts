@@ -8,11 +8,11 @@ import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { HttpHandler } from "../../daemon/health.js";
+import { HttpError } from "../../util/http-body.js";
 import type { WebAuth } from "./auth.js";
 import type { EventHub } from "./events.js";
 import {
   hostnameOf,
-  HttpError,
   isLoopbackName,
   isNavigation,
   isSecure,

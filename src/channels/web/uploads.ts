@@ -13,7 +13,7 @@ import { pipeline } from "node:stream/promises";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { mkdirPrivate } from "../../util/private-fs.js";
 import { mediaPath, safeFileName } from "../media.js";
-import { HttpError, tooLarge } from "./http.js";
+import { HttpError, tooLarge } from "../../util/http-body.js";
 import type { FileRef, UploadResult } from "./protocol.js";
 
 /** How long an upload may take. */
