@@ -1,12 +1,12 @@
 /**
- * The Discord channel: discord.js wiring only. Events become views
- * (views.ts) for the pure mapping (mapping.ts) and go through the shared
+ * The Discord channel: @discordjs/core wiring only (connection.ts). Gateway
+ * payloads become views (views.ts) for the pure mapping (mapping.ts) and go through the shared
  * inbound path (gate first, then journal, download, transcribe, publish, in
  * order per chat). Replies are formatted by format.ts and posted through the
  * single send point (send.ts). "typing…" is the shared TypingIndicator,
- * driven by turn events (onTurn), never by replies. discord.js's gateway
- * client resumes and reconnects by itself; we log what it does. Its REST
- * queue waits out short rate limits; a longer one fails the send with
+ * driven by turn events (onTurn), never by replies. The gateway (@discordjs/ws)
+ * resumes and reconnects by itself; we log what it does. The REST
+ * queue (@discordjs/rest) waits out short rate limits; a longer one fails the send with
  * retryAfterMs (rejectOnRateLimit), so the outbox retries and other chats go on.
  *
  * Slash commands (/new /stop /help /status) are registered at ready (bulk
@@ -21,16 +21,17 @@
  * interaction reply once, as it does without streaming (and the commands run no model anyway).
  */
 import {
-  Client,
-  Events,
+  ChannelType,
+  GatewayDispatchEvents,
+  InteractionType,
   MessageFlags,
-  Partials,
-  RESTEvents,
-  type ChatInputCommandInteraction,
-  type ClientOptions,
-  type Interaction,
-  type Message,
-} from "discord.js";
+  type APIChatInputApplicationCommandInteraction,
+  type APIInteraction,
+  type APIMessage,
+  type APIMessageComponentButtonInteraction,
+  type API,
+  type GatewayReadyDispatchData,
+} from "@discordjs/core";
 import { parseCommand } from "../../bus/commands.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { logger, type Logger } from "../../log.js";
@@ -38,7 +39,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
 import { ChannelError } from "../../util/errors.js";
-import { TimeoutError, withTimeout } from "../../util/timeout.js";
+import { withTimeout } from "../../util/timeout.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
@@ -46,7 +47,8 @@ import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { incomingFiles } from "./attachments.js";
 import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
-import { describeCloseCode, describeConnectError, intentWarnings } from "./diagnostics.js";
+import { closeConnection, connect, openConnection, type DiscordConnection } from "./connection.js";
+import { describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";
 import { discordPreviewSurface, editedMessageId } from "./preview.js";
 import { DiscordQuestions } from "./question-io.js";
@@ -59,8 +61,14 @@ import {
   toInbound,
   type DiscordPolicy,
 } from "./mapping.js";
-import { DiscordSender, outgoing, type PendingInteraction } from "./send.js";
-import { interactionView, messageView } from "./views.js";
+import { Places } from "./places.js";
+import { ALLOWED_MENTIONS, DiscordSender, outgoing, type PendingInteraction } from "./send.js";
+import {
+  interactionView,
+  messageView,
+  sentAlongReference,
+  type MessagePayload,
+} from "./views.js";
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -75,7 +83,7 @@ export interface DiscordChannelOptions {
   /** The typing indicator never runs longer than this without a new turn. */
   typingMaxMs?: number;
   /**
-   * The longest rate-limit wait discord.js may do inside a send; a longer one fails the send with
+   * The longest rate-limit wait @discordjs/rest may do inside a send; a longer one fails the send with
    * retryAfterMs so the outbox retries it later and the chat's queue is not stuck in the SDK.
    */
   maxRateLimitWaitMs?: number;
@@ -94,15 +102,20 @@ const MAX_INTERACTIONS = 1000;
 /** Preview messages remembered so their edits' rate limits come back to the live preview. */
 const MAX_PREVIEW_MESSAGES = 1000;
 const STOP_WAIT_MS = 5000;
-/** 5xx and timeouts: one retry inside discord.js, then the outbox takes over (with its backoff). */
-const REST_RETRIES = 1;
+const REFERENCE_FETCH_TIMEOUT_MS = 5000;
 
-/** What the event handlers of one client know about its connection. */
-interface ConnectionState {
-  ready: boolean;
-  stopping: boolean;
-  /** The last gateway close code discord.js does not recover from. */
-  closeCode: number | null;
+/** Who the bot is, from READY. */
+interface Identity {
+  botId: string;
+  applicationId: string;
+}
+
+/** A live connection and what it learnt: the sender's context. */
+interface Live {
+  connection: DiscordConnection;
+  api: API;
+  places: Places;
+  me: Identity;
 }
 
 /** The registry's factory: `discord: async (ctx) => (await import("./discord/adapter.js")).createDiscordChannel(ctx)`. */
@@ -125,8 +138,7 @@ export function discordOptionsFrom(ctx: ChannelFactoryContext): DiscordChannelOp
 
 export class DiscordChannel implements Channel {
   readonly name = CHANNEL;
-  private client: Client | null = null;
-  private connection: ConnectionState | null = null;
+  private live: Live | null = null;
   private sink: InboundSink | null = null;
   private inbound: InboundPath | null = null;
   private life = new AbortController();
@@ -138,7 +150,7 @@ export class DiscordChannel implements Channel {
   private readonly arrivals = new KeyedQueue();
   private interactions = new BoundedMap<string, PendingInteraction>(MAX_INTERACTIONS, INTERACTION_TTL_MS);
   /** Slash commands taken by the inbound path, deferred once the gate let them in. */
-  private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
+  private readonly toDefer = new WeakMap<InboundMessage, APIChatInputApplicationCommandInteraction>();
   /** Ids of the messages that show streamed replies (see previewSurface). */
   private readonly previewMessages = new BoundedMap<string, true>(MAX_PREVIEW_MESSAGES);
   /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
@@ -146,7 +158,7 @@ export class DiscordChannel implements Channel {
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
-    this.sender = new DiscordSender(() => this.client);
+    this.sender = new DiscordSender(() => this.live);
     this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
       signal: (chatId) => this.sender.typing(chatId),
@@ -157,14 +169,14 @@ export class DiscordChannel implements Channel {
     const { gatewayUrl, intents } = opts.config;
     if (gatewayUrl && gatewayUrl !== NANOBOT_GATEWAY_URL) {
       this.log.warn(
-        "channels.discord.gatewayUrl is not used: discord.js asks the API (channels.discord.apiUrl) for the gateway address",
+        "channels.discord.gatewayUrl is not used: the gateway address is asked from the API (channels.discord.apiUrl)",
       );
     }
     for (const warning of intentWarnings(intents)) this.log.warn(warning);
   }
 
   async start(sink: InboundSink, signal: AbortSignal): Promise<void> {
-    if (this.client) return;
+    if (this.live) return;
     this.sink = sink;
     this.life = new AbortController();
     this.inbound = new InboundPath({
@@ -177,25 +189,36 @@ export class DiscordChannel implements Channel {
       onAccepted: (msg) => this.deferInteraction(msg),
       log: this.log,
     });
-    const client = new Client(this.clientOptions());
-    const connection: ConnectionState = { ready: false, stopping: false, closeCode: null };
-    this.attach(client, connection);
+    const { token, intents, apiUrl } = this.opts.config;
+    const maxWaitMs = this.opts.maxRateLimitWaitMs ?? MAX_RATE_LIMIT_WAIT_MS;
+    const connection = openConnection({
+      token,
+      intents,
+      apiUrl,
+      // A short wait is queued inside @discordjs/rest; a longer one becomes a RateLimitError at once,
+      // and so does any wait for a preview's edit: the live preview sends newer text after it.
+      rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
+      log: this.log,
+    });
+    const places = new Places((id) => connection.client.api.channels.get(id));
+    // Handlers are on before connecting: GUILD_CREATEs follow READY at once.
+    const pending: Partial<Live> = { connection, api: connection.client.api, places };
+    this.attach(connection, places, () => (pending.me ? (pending as Live) : null));
+    let ready: GatewayReadyDispatchData;
     try {
-      await connect(client, this.opts.config.token, signal, this.opts.connectTimeoutMs ?? 60_000);
+      ready = await connect(connection, signal, this.opts.connectTimeoutMs ?? 60_000);
     } catch (err) {
-      connection.stopping = true;
-      await client.destroy().catch(() => undefined);
-      throw new ChannelError(describeConnectError(err, connection.closeCode, this.opts.config.apiUrl), {
+      await closeConnection(connection).catch(() => undefined);
+      throw new ChannelError(describeConnectError(err, connection.state.closeCode, apiUrl), {
         cause: err,
         platform: CHANNEL,
       });
     }
-    connection.ready = true;
-    this.client = client;
-    this.connection = connection;
-    await this.registerCommands(client);
+    pending.me = { botId: ready.user.id, applicationId: ready.application.id };
+    this.live = pending as Live;
+    await this.registerCommands(this.live);
     this.log.info(
-      { bot: client.user?.tag, botId: client.user?.id, guilds: client.guilds.cache.size },
+      { bot: ready.user.username, botId: ready.user.id, guilds: ready.guilds.length },
       "connected to Discord",
     );
   }
@@ -203,13 +226,13 @@ export class DiscordChannel implements Channel {
   async stop(): Promise<void> {
     this.life.abort();
     this.typing.stopAll();
-    const client = this.client;
-    if (this.connection) this.connection.stopping = true;
-    this.client = null;
-    this.connection = null;
+    const live = this.live;
+    this.live = null;
     this.sink = null;
-    if (client)
-      await client.destroy().catch((err: unknown) => this.log.warn({ err }, "Discord client destroy failed"));
+    if (live)
+      await closeConnection(live.connection).catch((err: unknown) =>
+        this.log.warn({ err }, "closing the Discord connection failed"),
+      );
     await this.tasks.settle(STOP_WAIT_MS);
     await this.inbound?.settle(STOP_WAIT_MS);
     this.inbound = null;
@@ -227,7 +250,7 @@ export class DiscordChannel implements Channel {
   }
 
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
-    if (!this.client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
+    if (!this.live) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
     const kind = msg.kind ?? "final";
     const final = kind === "final";
     // A typing signal still out would land after this message and show "typing…" under it.
@@ -247,7 +270,7 @@ export class DiscordChannel implements Channel {
    * the text grows. None for a slash command's turn (see the header) or while disconnected.
    */
   previewSurface(target: PreviewTarget): PreviewSurface | undefined {
-    if (!this.client || typeof target.metadata?.interactionId === "string") return undefined;
+    if (!this.live || typeof target.metadata?.interactionId === "string") return undefined;
     const { chatId, turnId } = target;
     const messageId = target.metadata?.messageId;
     const replyTo = this.opts.config.replyToMessage && typeof messageId === "string" ? messageId : undefined;
@@ -273,7 +296,7 @@ export class DiscordChannel implements Channel {
     if (messages.length === 0) return false;
     const pending = this.pendingInteraction(msg.metadata);
     if (pending && (await this.sender.toInteraction(pending, messages))) {
-      if (final) this.interactions.delete(pending.interaction.id);
+      if (final) this.interactions.delete(pending.id);
     } else {
       const replyTo = final && this.opts.config.replyToMessage ? msg.replyTo : undefined;
       await this.sender.toChannel(msg.chatId, messages, { replyTo });
@@ -281,78 +304,60 @@ export class DiscordChannel implements Channel {
     return true;
   }
 
-  private clientOptions(): ClientOptions {
-    const { intents, apiUrl } = this.opts.config;
-    const maxWaitMs = this.opts.maxRateLimitWaitMs ?? MAX_RATE_LIMIT_WAIT_MS;
-    return {
-      intents,
-      // Without the Channel partial, DMs (whose channel is not cached) are silently dropped.
-      partials: [Partials.Channel],
-      // The bot never pings @everyone or roles, whatever the model writes.
-      allowedMentions: { parse: ["users"], repliedUser: true },
-      rest: {
-        ...(apiUrl ? { api: apiUrl.replace(/\/+$/, "") } : {}),
-        retries: REST_RETRIES,
-        // A short wait is queued inside discord.js; a longer one becomes a RateLimitError at once,
-        // and so does any wait for a preview's edit: the live preview sends newer text after it.
-        rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
-      },
-    };
-  }
-
   private isPreviewEdit(limit: { method: string; url: string }): boolean {
     const id = editedMessageId(limit);
     return id !== undefined && this.previewMessages.has(id);
   }
 
-  private attach(client: Client, connection: ConnectionState): void {
-    client.on(Events.MessageCreate, (message) => this.onMessage(client, message));
-    client.on(Events.InteractionCreate, (interaction) => this.track(this.onInteraction(client, interaction)));
-    client.on(Events.ShardReconnecting, (shard) => {
-      if (!connection.stopping)
-        this.log.warn({ shard }, "Discord gateway connection lost; discord.js is reconnecting");
+  /**
+   * The dispatches the adapter acts on. `live` is null until READY made the connection usable (a
+   * dispatch before it has no bot id to be judged by); channels are learnt from the first one.
+   */
+  private attach(connection: DiscordConnection, places: Places, live: () => Live | null): void {
+    const { client } = connection;
+    client.on(GatewayDispatchEvents.GuildCreate, ({ data }) => {
+      if ("unavailable" in data && data.unavailable) return;
+      for (const channel of [...data.channels, ...data.threads]) places.learn(channel);
     });
-    client.on(Events.ShardResume, (shard, replayed) =>
-      this.log.info({ shard, replayed }, "Discord gateway session resumed; missed events replayed"),
-    );
-    client.on(Events.ShardReady, (shard) => {
-      if (connection.ready) this.log.info({ shard }, "Discord gateway reconnected with a new session");
+    client.on(GatewayDispatchEvents.ChannelCreate, ({ data }) => places.learn(data));
+    client.on(GatewayDispatchEvents.ChannelUpdate, ({ data }) => places.learn(data));
+    client.on(GatewayDispatchEvents.ChannelDelete, ({ data }) => places.forget(data.id));
+    client.on(GatewayDispatchEvents.ThreadCreate, ({ data }) => places.learn(data));
+    client.on(GatewayDispatchEvents.ThreadUpdate, ({ data }) => places.learn(data));
+    client.on(GatewayDispatchEvents.ThreadDelete, ({ data }) => places.forget(data.id));
+    client.on(GatewayDispatchEvents.ThreadListSync, ({ data }) => {
+      for (const thread of data.threads) places.learn(thread);
     });
-    client.on(Events.ShardDisconnect, ({ code }, shard) => {
-      connection.closeCode = code;
-      const why = describeCloseCode(code) ?? `Discord closed the gateway connection (code ${code})`;
-      if (connection.ready && !connection.stopping) {
-        this.log.error({ shard, code }, `${why}; the bot is offline until palaver restarts`);
-      }
+    client.on(GatewayDispatchEvents.MessageCreate, ({ data }) => {
+      // A message without a guild is in a DM: known to take messages without asking.
+      if (!data.guild_id && !places.peek(data.channel_id)) places.learn({ id: data.channel_id, type: ChannelType.DM });
+      const now = live();
+      if (now) this.onMessage(now, data);
     });
-    client.on(Events.ShardError, (err, shard) => this.log.warn({ err, shard }, "Discord gateway error"));
-    client.on(Events.Error, (err) => this.log.error({ err }, "Discord client error"));
-    client.on(Events.Warn, (message) => this.log.warn(message));
-    client.on(Events.Debug, (message) => this.log.trace(message));
-    client.rest.on(RESTEvents.RateLimited, (info) =>
-      this.log.info(
-        { route: info.route, retryAfterMs: info.retryAfter, global: info.global },
-        "Discord rate limit hit",
-      ),
-    );
+    client.on(GatewayDispatchEvents.InteractionCreate, ({ data }) => {
+      if (data.channel) places.learn(data.channel);
+      const now = live();
+      if (now) this.track(this.onInteraction(now, data));
+    });
   }
 
-  private policy(client: Client): DiscordPolicy | null {
-    const botId = client.user?.id;
-    if (!botId) return null;
+  private policy(live: Live): DiscordPolicy {
     const { groupPolicy, groupAllowFrom } = this.opts.config;
-    return { botId, groupPolicy, groupAllowFrom };
+    return { botId: live.me.botId, groupPolicy, groupAllowFrom };
   }
 
   /** The chat's place in line is taken now, so a message that takes longer to look at cannot overtake. */
-  private onMessage(client: Client, message: Message): void {
-    this.track(this.arrivals.run(message.channelId, () => this.takeMessage(client, message)));
+  private onMessage(live: Live, message: MessagePayload): void {
+    this.track(this.arrivals.run(message.channel_id, () => this.takeMessage(live, message)));
   }
 
-  private async takeMessage(client: Client, message: Message): Promise<void> {
-    const policy = this.policy(client);
-    if (!policy) return;
-    const view = await messageView(message);
+  private async takeMessage(live: Live, message: MessagePayload): Promise<void> {
+    const policy = this.policy(live);
+    const view = messageView(
+      message,
+      message.guild_id ? await this.threadParent(live, message.channel_id) : null,
+      await this.referenced(live, message),
+    );
     const admission = admitMessage(view, policy);
     if (!admission.accept) {
       this.log.debug(
@@ -376,18 +381,42 @@ export class DiscordChannel implements Channel {
     });
   }
 
-  private async onInteraction(client: Client, interaction: Interaction): Promise<void> {
-    if (interaction.isButton()) return this.questions.press(interaction, this.sink);
-    if (!interaction.isChatInputCommand()) return;
-    const policy = this.policy(client);
-    if (!policy) return;
+  /** The parent of a thread; asked from the API for a server channel the gateway did not announce. */
+  private async threadParent(live: Live, channelId: string): Promise<string | null> {
+    const place = await live.places.get(channelId).catch((err: unknown) => {
+      this.log.debug({ err, channelId }, "could not look up a Discord channel");
+      return null;
+    });
+    return place?.threadParentId ?? null;
+  }
+
+  /** Discord sends the message replied to along with the reply; fetch it only when it did not. */
+  private async referenced(live: Live, message: MessagePayload): Promise<APIMessage | null> {
+    const along = sentAlongReference(message);
+    const id = message.message_reference?.message_id;
+    if (along !== undefined || !id) return along ?? null;
+    return withTimeout(
+      live.api.channels.getMessage(message.channel_id, id),
+      REFERENCE_FETCH_TIMEOUT_MS,
+      "fetching a replied-to message",
+    ).catch(() => null);
+  }
+
+  private async onInteraction(live: Live, interaction: APIInteraction): Promise<void> {
+    if (isButtonPress(interaction)) return this.questions.press(interaction, this.sink);
+    if (!isSlashCommand(interaction)) return;
+    const policy = this.policy(live);
     const view = interactionView(interaction);
     const admission = admitInteraction(view, policy);
     if (!admission.accept) {
       this.log.debug({ command: view.commandName, reason: admission.reason }, "slash command refused");
       await this.sender
         .call("interactionReply", () =>
-          interaction.reply({ content: refusalText(admission.reason), flags: MessageFlags.Ephemeral }),
+          live.api.interactions.reply(interaction.id, interaction.token, {
+            content: refusalText(admission.reason),
+            flags: MessageFlags.Ephemeral,
+            allowed_mentions: ALLOWED_MENTIONS,
+          }),
         )
         .catch((err: unknown) => this.log.warn({ err }, "could not answer a slash command"));
       return;
@@ -401,25 +430,34 @@ export class DiscordChannel implements Channel {
       conversation: view.channelId,
       inbound,
       files: [],
-      urgent: interaction.commandName === "stop",
+      urgent: view.commandName === "stop",
     });
   }
 
   /** Discord wants an answer within 3 s; the turn may take longer, so a slash command is deferred at once. */
   private deferInteraction(msg: InboundMessage): void {
     const interaction = this.toDefer.get(msg);
-    if (!interaction) return;
+    const live = this.live;
+    if (!interaction || !live) return;
     this.toDefer.delete(msg);
+    const commandName = interaction.data.name;
     const deferred = this.sender
-      .call("deferInteractionReply", () => interaction.deferReply())
+      .call("deferInteractionReply", () => live.api.interactions.defer(interaction.id, interaction.token))
       .then(
         () => true,
         (err: unknown) => {
-          this.log.warn({ err, command: interaction.commandName }, "could not defer the slash command reply");
+          this.log.warn({ err, command: commandName }, "could not defer the slash command reply");
           return false;
         },
       );
-    this.interactions.set(interaction.id, { interaction, deferred, answered: false });
+    this.interactions.set(interaction.id, {
+      id: interaction.id,
+      token: interaction.token,
+      applicationId: interaction.application_id,
+      commandName,
+      deferred,
+      answered: false,
+    });
   }
 
   private pendingInteraction(metadata: Record<string, unknown> | undefined): PendingInteraction | undefined {
@@ -427,9 +465,12 @@ export class DiscordChannel implements Channel {
     return typeof id === "string" ? this.interactions.get(id) : undefined;
   }
 
-  private async registerCommands(client: Client): Promise<void> {
+  private async registerCommands(live: Live): Promise<void> {
     try {
-      await client.application?.commands.set(SLASH_COMMANDS.map((c) => ({ ...c })));
+      await live.api.applicationCommands.bulkOverwriteGlobalCommands(
+        live.me.applicationId,
+        SLASH_COMMANDS.map((c) => ({ name: c.name, description: c.description })),
+      );
       this.log.debug({ commands: SLASH_COMMANDS.length }, "slash commands registered");
     } catch (err) {
       // Typed commands still work; only the / menu is missing.
@@ -444,24 +485,14 @@ export class DiscordChannel implements Channel {
   }
 }
 
-/** login() resolves at the gateway READY; the client is usable at clientReady (guilds received). */
-async function connect(client: Client, token: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
-  const cancelled = () => new ChannelError("start cancelled", { cause: signal.reason });
-  if (signal.aborted) throw cancelled();
-  const ready = new Promise<void>((resolve, reject) => {
-    client.once(Events.ClientReady, () => resolve());
-    client.login(token).catch(reject);
-  });
-  try {
-    await withTimeout(ready, timeoutMs, "connecting to Discord", signal);
-  } catch (err) {
-    if (signal.aborted) throw cancelled();
-    if (err instanceof TimeoutError)
-      throw new ChannelError(`Discord did not get ready within ${Math.round(timeoutMs / 1000)} s`, {
-        cause: err,
-      });
-    throw err;
-  }
+function isButtonPress(interaction: APIInteraction): interaction is APIMessageComponentButtonInteraction {
+  return interaction.type === InteractionType.MessageComponent && interaction.data.component_type === 2;
+}
+
+function isSlashCommand(
+  interaction: APIInteraction,
+): interaction is APIChatInputApplicationCommandInteraction {
+  return interaction.type === InteractionType.ApplicationCommand && interaction.data.type === 1;
 }
 
 function refusalText(reason: string): string {

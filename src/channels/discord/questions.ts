@@ -8,7 +8,7 @@ import {
   ComponentType,
   type APIActionRowComponent,
   type APIButtonComponentWithCustomId,
-} from "discord.js";
+} from "@discordjs/core";
 import type { Choice, Question } from "../../bus/types.js";
 import { decodeChoice, encodeChoice } from "../questions.js";
 import type { ChoiceClick } from "../types.js";
@@ -63,7 +63,7 @@ function cutLabel(label: string): string {
   return text.length > MAX_LABEL_CHARS ? `${text.slice(0, MAX_LABEL_CHARS - 1)}…` : text;
 }
 
-/** A button press, as the adapter reads it from discord.js. */
+/** A button press, as views.ts reads it from the interaction payload. */
 export interface DiscordButtonView extends DiscordPlaceView {
   customId: string;
   user: DiscordUserView;

@@ -4,25 +4,41 @@
  * which turns any failure into a ChannelError (errors.ts) saying whether a
  * retry can help and how long Discord asked us to wait.
  */
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
-import type { ChatInputCommandInteraction, Client, SendableChannels } from "discord.js";
+import { AllowedMentionsTypes, type API, type APIAllowedMentions } from "@discordjs/core";
+import type { RawFile } from "@discordjs/rest";
 import { ChannelError } from "../../util/errors.js";
 import { classifyDiscordError } from "./errors.js";
 import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
 import { CHANNEL } from "./mapping.js";
+import type { Places } from "./places.js";
 import type { ButtonRow } from "./questions.js";
+import { isSendable } from "./views.js";
+
+/** The bot never pings @everyone or roles, whatever the model writes. */
+export const ALLOWED_MENTIONS: APIAllowedMentions = { parse: [AllowedMentionsTypes.User], replied_user: true };
 
 /** A slash command deferred at once ("thinking…"), waiting for its answer. */
 export interface PendingInteraction {
-  interaction: ChatInputCommandInteraction;
+  id: string;
+  /** Valid 15 minutes; answers go to the application's webhook with it. */
+  token: string;
+  applicationId: string;
+  commandName: string;
   /** Resolves true once the deferred response is acknowledged, false when deferring failed. */
   deferred: Promise<boolean>;
   answered: boolean;
 }
 
+/** The connected client's parts a send needs: null while disconnected. */
+export interface SendContext {
+  api: API;
+  places: Places;
+}
+
 export class DiscordSender {
-  constructor(private readonly client: () => Client | null) {}
+  constructor(private readonly context: () => SendContext | null) {}
 
   /** Runs one platform call; any failure becomes a ChannelError. */
   async call<T>(method: string, work: () => Promise<T>): Promise<T> {
@@ -42,16 +58,18 @@ export class DiscordSender {
     messages: readonly OutgoingMessage[],
     opts: { replyTo?: string; components?: readonly ButtonRow[] } = {},
   ): Promise<string[]> {
-    const channel = await this.sendable(chatId, "createMessage");
+    const { api } = await this.sendable(chatId, "createMessage");
     const ids: string[] = [];
     for (const [i, message] of messages.entries()) {
       const last = i === messages.length - 1;
       const id = await this.call("createMessage", async () => {
-        const sent = await channel.send({
+        const files = await filesOf(message);
+        const sent = await api.channels.createMessage(chatId, {
           ...(message.content ? { content: message.content } : {}),
-          files: attachmentsOf(message),
+          allowed_mentions: ALLOWED_MENTIONS,
+          ...(files.length > 0 ? { files } : {}),
           ...(i === 0 && opts.replyTo
-            ? { reply: { messageReference: opts.replyTo, failIfNotExists: false } }
+            ? { message_reference: { message_id: opts.replyTo, fail_if_not_exists: false } }
             : {}),
           ...(last && opts.components ? { components: [...opts.components] } : {}),
         });
@@ -75,34 +93,46 @@ export class DiscordSender {
    * not the bot's (50005) fails permanently (errors.ts).
    */
   async editMessage(chatId: string, messageId: string, content: string | undefined): Promise<void> {
-    const channel = await this.sendable(chatId, "editMessage");
+    const { api } = await this.sendable(chatId, "editMessage");
     await this.call("editMessage", () =>
-      channel.messages.edit(messageId, { ...(content ? { content } : {}), components: [] }),
+      api.channels.editMessage(chatId, messageId, { ...(content ? { content } : {}), components: [] }),
     );
   }
 
-  private async sendable(chatId: string, method: string): Promise<SendableChannels> {
-    const channel = await this.call("fetchChannel", () => this.connected().channels.fetch(chatId));
-    if (!channel?.isSendable()) {
-      // A category or voice channel never takes messages: retrying cannot help.
+  /** The API, once the channel is known to take messages (asked from Discord when not known yet). */
+  private async sendable(chatId: string, method: string): Promise<SendContext> {
+    const context = this.connected();
+    const place = await this.call("fetchChannel", () => context.places.get(chatId));
+    if (!isSendable(place.type)) {
+      // A category or forum never takes messages: retrying cannot help.
       throw new ChannelError(`Discord channel ${chatId} does not take messages`, {
         platform: CHANNEL,
         method,
         permanent: true,
       });
     }
-    return channel;
+    return context;
   }
 
   /** Answers a deferred slash command; false when it cannot be used (deferring failed). */
   async toInteraction(pending: PendingInteraction, messages: readonly OutgoingMessage[]): Promise<boolean> {
     if (!(await pending.deferred)) return false;
+    const { api } = this.connected();
     for (const message of messages) {
-      const payload = { content: message.content ?? "", files: attachmentsOf(message) };
+      const files = await filesOf(message);
+      const payload = {
+        content: message.content ?? "",
+        allowed_mentions: ALLOWED_MENTIONS,
+        ...(files.length > 0 ? { files } : {}),
+      };
       if (pending.answered) {
-        await this.call("interactionFollowUp", () => pending.interaction.followUp(payload));
+        await this.call("interactionFollowUp", () =>
+          api.interactions.followUp(pending.applicationId, pending.token, payload),
+        );
       } else {
-        await this.call("editInteractionReply", () => pending.interaction.editReply(payload));
+        await this.call("editInteractionReply", () =>
+          api.interactions.editReply(pending.applicationId, pending.token, payload),
+        );
         pending.answered = true;
       }
     }
@@ -111,14 +141,16 @@ export class DiscordSender {
 
   /** One "typing…" signal; Discord shows it for about 10 s. */
   async typing(chatId: string): Promise<void> {
-    const channel = await this.call("fetchChannel", () => this.connected().channels.fetch(chatId));
-    if (channel?.isSendable()) await this.call("triggerTyping", () => channel.sendTyping());
+    const { api, places } = this.connected();
+    const place = await this.call("fetchChannel", () => places.get(chatId));
+    if (isSendable(place.type)) await this.call("triggerTyping", () => api.channels.showTyping(chatId));
   }
 
-  private connected(): Client {
-    const client = this.client();
-    if (!client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
-    return client;
+  /** The API while connected. */
+  connected(): SendContext {
+    const context = this.context();
+    if (!context) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
+    return context;
   }
 }
 
@@ -130,8 +162,11 @@ export async function outgoing(content: string, media: readonly string[]): Promi
   return outgoingMessages(discordChunks(text), files);
 }
 
-function attachmentsOf(message: OutgoingMessage): { attachment: string; name: string }[] {
-  return (message.files ?? []).map((f) => ({ attachment: f, name: basename(f) }));
+/** The message's files, read for upload (they were checked to exist; one gone since fails the send). */
+async function filesOf(message: OutgoingMessage): Promise<RawFile[]> {
+  return Promise.all(
+    (message.files ?? []).map(async (path) => ({ name: basename(path), data: await readFile(path) })),
+  );
 }
 
 async function existingFiles(paths: readonly string[]): Promise<{ files: string[]; missing: string[] }> {

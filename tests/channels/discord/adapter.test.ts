@@ -181,7 +181,7 @@ describe("DiscordChannel: connecting", () => {
     expect(fake.resumes).toBe(0);
     expect(logs).toEqual(
       expect.arrayContaining([
-        "Discord gateway connection lost; discord.js is reconnecting",
+        "Discord gateway connection lost; reconnecting",
         "Discord gateway reconnected with a new session",
       ]),
     );

@@ -1,3 +1,4 @@
+import { DiscordAPIError } from "@discordjs/rest";
 import { describe, expect, it } from "vitest";
 import {
   describeCloseCode,
@@ -7,7 +8,7 @@ import {
 
 describe("Discord diagnostics", () => {
   it("explains a bad token, from the REST API (401) or from the gateway (4004)", () => {
-    const rest = Object.assign(new Error("An invalid token was provided."), { code: "TokenInvalid" });
+    const rest = new DiscordAPIError({ code: 0, message: "401: Unauthorized" }, 0, 401, "GET", "u", {});
     expect(describeConnectError(rest, null, "")).toMatch(
       /rejected the bot token.*channels\.discord\.token.*HTTP 401/,
     );

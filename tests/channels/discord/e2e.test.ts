@@ -264,7 +264,7 @@ describe("Discord end to end", () => {
     expect(fake.connections[1]!.query).toEqual({ v: "10", encoding: "json" });
     expect(logs.map((l) => l.msg)).toEqual(
       expect.arrayContaining([
-        "Discord gateway connection lost; discord.js is reconnecting",
+        "Discord gateway connection lost; reconnecting",
         "Discord gateway session resumed; missed events replayed",
       ]),
     );
