@@ -1,11 +1,11 @@
 /**
  * A loopback fake of Discord: the REST API (under /api/v10) and the gateway
- * WebSocket, speaking enough of the real protocol for discord.js to run
- * unmodified against it (JSON encoding, no compression).
+ * WebSocket, speaking enough of the real protocol for @discordjs/core (rest, ws)
+ * to run unmodified against it (JSON encoding, no compression).
  *
  *   const fake = await FakeDiscord.start();
  *   const guild = fake.addGuild({ name: "home", channels: ["general"] });
- *   ... new Client({ rest: { api: fake.apiUrl }, ... }).login(fake.token) ...
+ *   ... new REST({ api: fake.apiUrl }).setToken(fake.token) (and a WebSocketManager on it) ...
  *   const alice = fake.addUser("alice");
  *   fake.userMessage({ channelId: fake.dmChannel(alice).id, author: alice, content: "hi" });
  *   await fake.waitFor(() => fake.sent.find((m) => m.channelId === dm.id));
@@ -16,7 +16,7 @@
  * replays the dispatches the client missed, then RESUMED; an unknown session
  * gets INVALID_SESSION (op 9). Every dispatch is numbered and kept, so
  * dispatches made while the client is disconnected are replayed on resume.
- * closeGateway(code) closes the socket (4000 makes discord.js resume).
+ * closeGateway(code) closes the socket (4000 makes the client resume).
  * A wrong token in IDENTIFY closes with 4004; privileged intents the app may
  * not use close with 4014.
  *
@@ -320,7 +320,7 @@ export class FakeDiscord {
     return `${this.baseUrl}/openai/v1`;
   }
 
-  /** What channels.discord.apiUrl is set to (discord.js appends /v10). */
+  /** What channels.discord.apiUrl is set to (the client appends /v10). */
   get apiUrl(): string {
     return `${this.baseUrl}/api`;
   }
@@ -678,7 +678,7 @@ export class FakeDiscord {
     if (ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify(payload));
   }
 
-  /** Closes the client's gateway socket from the server side (4000: discord.js resumes). */
+  /** Closes the client's gateway socket from the server side (4000: the client resumes). */
   closeGateway(code: number, reason = "closed by the fake"): void {
     const connection = this.session?.connection;
     if (!connection) throw new Error("no live gateway connection");
@@ -800,7 +800,7 @@ export class FakeDiscord {
     const headers = req.headers;
     const record: RecordedRequest = {
       method,
-      // discord.js escapes "@original" as %40original; Discord takes both.
+      // A client may escape "@original" as %40original (discord.js did); Discord takes both.
       path: decodeURIComponent(url.pathname).replace(/^\/api(\/v\d+)?/, ""),
       query: Object.fromEntries(url.searchParams),
       headers,

@@ -63,12 +63,7 @@ import {
 } from "./mapping.js";
 import { Places } from "./places.js";
 import { ALLOWED_MENTIONS, DiscordSender, outgoing, type PendingInteraction } from "./send.js";
-import {
-  interactionView,
-  messageView,
-  sentAlongReference,
-  type MessagePayload,
-} from "./views.js";
+import { interactionView, messageView, sentAlongReference, type MessagePayload } from "./views.js";
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -330,7 +325,8 @@ export class DiscordChannel implements Channel {
     });
     client.on(GatewayDispatchEvents.MessageCreate, ({ data }) => {
       // A message without a guild is in a DM: known to take messages without asking.
-      if (!data.guild_id && !places.peek(data.channel_id)) places.learn({ id: data.channel_id, type: ChannelType.DM });
+      if (!data.guild_id && !places.peek(data.channel_id))
+        places.learn({ id: data.channel_id, type: ChannelType.DM });
       const now = live();
       if (now) this.onMessage(now, data);
     });

@@ -17,7 +17,7 @@ export const DiscordConfigSchema = z.object({
     .default("")
     .refine((s) => s === "" || /^https?:\/\/\S+$/.test(s), "must be an http(s) URL, or empty")
     .describe(
-      "REST API base (discord.js rest.api); empty means https://discord.com/api. The gateway address " +
+      "REST API base (@discordjs/rest's api option); empty means https://discord.com/api. The gateway address " +
         "is asked from <apiUrl>/v10/gateway/bot, so this moves both (a proxy, or a test server).",
     ),
   replyToMessage: z.boolean().default(false).describe("Answers quote (reference) the message they answer."),
@@ -34,9 +34,7 @@ export const DiscordConfigSchema = z.object({
   gatewayUrl: z
     .string()
     .default(NANOBOT_GATEWAY_URL)
-    .describe(
-      "nanobot's key, accepted and not used: discord.js asks apiUrl for the gateway address instead.",
-    ),
+    .describe("nanobot's key, accepted and not used: the gateway address is asked from apiUrl instead."),
   intents: z
     .number()
     .int()

@@ -89,7 +89,10 @@ function logLifecycle({ rest, gateway, state }: DiscordConnection, log: Logger):
   );
   gateway.on(WebSocketShardEvents.Debug, (message, shard) => log.trace({ shard }, message));
   rest.on(RESTEvents.RateLimited, (info) =>
-    log.info({ route: info.route, retryAfterMs: info.retryAfter, global: info.global }, "Discord rate limit hit"),
+    log.info(
+      { route: info.route, retryAfterMs: info.retryAfter, global: info.global },
+      "Discord rate limit hit",
+    ),
   );
   rest.on(RESTEvents.Debug, (message) => log.trace(message));
 }

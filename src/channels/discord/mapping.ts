@@ -1,6 +1,6 @@
 /**
- * Discord events → InboundMessage, pure. The adapter turns discord.js
- * objects into the small views below; everything that decides whether and
+ * Discord events → InboundMessage, pure. views.ts turns the gateway's raw
+ * payloads into the small views below; everything that decides whether and
  * how a message reaches the agent (group policy, mention stripping, session
  * keys, reply context) happens here, without network.
  */

@@ -83,7 +83,8 @@ export class DiscordQuestions {
     if (!outcome?.notice) {
       // Not one of ours (a button of an older version), or nothing to say: acknowledged without a
       // word, so Discord does not show "This interaction failed".
-      if (!click) this.log.debug({ customId: interaction.data.custom_id }, "button press ignored: not a question");
+      if (!click)
+        this.log.debug({ customId: interaction.data.custom_id }, "button press ignored: not a question");
       await this.sender
         .call("deferUpdate", () => api.interactions.deferMessageUpdate(interaction.id, interaction.token))
         .catch((err: unknown) => this.log.warn({ err }, "could not acknowledge a button press"));

@@ -17,7 +17,10 @@ import type { ButtonRow } from "./questions.js";
 import { isSendable } from "./views.js";
 
 /** The bot never pings @everyone or roles, whatever the model writes. */
-export const ALLOWED_MENTIONS: APIAllowedMentions = { parse: [AllowedMentionsTypes.User], replied_user: true };
+export const ALLOWED_MENTIONS: APIAllowedMentions = {
+  parse: [AllowedMentionsTypes.User],
+  replied_user: true,
+};
 
 /** A slash command deferred at once ("thinking…"), waiting for its answer. */
 export interface PendingInteraction {

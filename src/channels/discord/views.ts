@@ -75,7 +75,9 @@ export function sentAlongReference(message: MessagePayload): APIMessage | null |
 }
 
 /** Whether a channel (or the partial one an interaction carries) is a thread, and of which channel. */
-export function threadParentOf(channel: Pick<APIChannel, "type"> & { parent_id?: string | null }): string | null {
+export function threadParentOf(
+  channel: Pick<APIChannel, "type"> & { parent_id?: string | null },
+): string | null {
   return isThread(channel.type) ? (channel.parent_id ?? null) : null;
 }
 
@@ -115,7 +117,9 @@ function interactionUser(interaction: APIInteraction): APIUser {
   return user;
 }
 
-export function interactionView(interaction: APIChatInputApplicationCommandInteraction): DiscordInteractionView {
+export function interactionView(
+  interaction: APIChatInputApplicationCommandInteraction,
+): DiscordInteractionView {
   return {
     id: interaction.id,
     commandName: interaction.data.name,

@@ -1,5 +1,5 @@
 /**
- * End to end: Gateway + the real Discord adapter (real discord.js) against
+ * End to end: Gateway + the real Discord adapter (real @discordjs/core) against
  * the loopback FakeDiscord, and the agent against FakeOpenAI.
  */
 import { readdir, readFile } from "node:fs/promises";

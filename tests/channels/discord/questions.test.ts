@@ -1,5 +1,5 @@
 /**
- * Questions with buttons on Discord (real discord.js against FakeDiscord), what the contract suite
+ * Questions with buttons on Discord (real @discordjs/core against FakeDiscord), what the contract suite
  * (tests/channels/contract/questions.test.ts) leaves to the platform: rows of buttons, long texts
  * split with the buttons under the last part, presses in a guild channel, buttons that are not ours,
  * and edits that cannot be done.
