@@ -21,7 +21,9 @@
  * interaction reply once, as it does without streaming (and the commands run no model anyway).
  */
 import {
+  ApplicationCommandType,
   ChannelType,
+  ComponentType,
   GatewayDispatchEvents,
   InteractionType,
   MessageFlags,
@@ -482,13 +484,19 @@ export class DiscordChannel implements Channel {
 }
 
 function isButtonPress(interaction: APIInteraction): interaction is APIMessageComponentButtonInteraction {
-  return interaction.type === InteractionType.MessageComponent && interaction.data.component_type === 2;
+  return (
+    interaction.type === InteractionType.MessageComponent &&
+    interaction.data.component_type === ComponentType.Button
+  );
 }
 
 function isSlashCommand(
   interaction: APIInteraction,
 ): interaction is APIChatInputApplicationCommandInteraction {
-  return interaction.type === InteractionType.ApplicationCommand && interaction.data.type === 1;
+  return (
+    interaction.type === InteractionType.ApplicationCommand &&
+    interaction.data.type === ApplicationCommandType.ChatInput
+  );
 }
 
 function refusalText(reason: string): string {

@@ -81,12 +81,14 @@ export function threadParentOf(
   return isThread(channel.type) ? (channel.parent_id ?? null) : null;
 }
 
+const THREAD_TYPES: ReadonlySet<number> = new Set([
+  ChannelType.PublicThread,
+  ChannelType.PrivateThread,
+  ChannelType.AnnouncementThread,
+]);
+
 export function isThread(type: number): boolean {
-  return (
-    type === ChannelType.PublicThread ||
-    type === ChannelType.PrivateThread ||
-    type === ChannelType.AnnouncementThread
-  );
+  return THREAD_TYPES.has(type);
 }
 
 /** Channel types that never take messages: a category, a directory, forum and media channels (posts only). */
