@@ -68,6 +68,14 @@ const stubsPlugin = {
   },
 };
 
+/**
+ * @discordjs/rest's Node entry imports the npm undici (about half of the Discord chunk, and most of
+ * its import time); its "default" (web) build makes the same requests through the global fetch,
+ * which on Node 20 is Node's own built-in undici. The bundle takes that one; tests (unbundled) run
+ * the Node entry. See tests/dist.test.ts for the bundled Discord adapter against the fake.
+ */
+const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist/web.mjs") };
+
 /** Files of an earlier build go (not dist/web/, the page, built by build-web.mjs). */
 async function clean(outDir) {
   const names = await readdir(outDir).catch(() => []);
@@ -89,6 +97,7 @@ export async function buildServer(outDir = join(ROOT, "dist")) {
     packages: "bundle",
     external: OPTIONAL_NATIVE,
     plugins: [stubsPlugin],
+    alias: ALIAS,
     // CommonJS packages inside an ES module bundle call require() for Node's built-ins.
     banner: {
       js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',

@@ -2,13 +2,15 @@
  * The build in dist/ (bundled by scripts/build-server.mjs) is what `npm start` and the systemd
  * unit run, while every other test runs the sources through tsx. These run the bundle itself, so a
  * package that breaks when bundled (a runtime require, a file read beside its own module) fails
- * here: the CLI (a bad config too: zod runs with its translations stubbed out), and a gateway
+ * here: the CLI (a bad config too: zod runs with its translations stubbed out), a gateway
  * answering on Telegram (node-fetch with its whatwg-url stubbed out) with a tool from an MCP
- * server (its lazily loaded SDK) in the turn.
+ * server (its lazily loaded SDK) in the turn, and one answering on Discord (whose REST client the
+ * bundle swaps for its fetch-based build: scripts/build-server.mjs).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { FakeDiscord } from "./fakes/discord-server.js";
 import { stdioServerCommand } from "./fakes/mcp-stdio.js";
 import { toolCall } from "./fakes/openai-server.js";
 import { ROOT, runCli } from "./helpers/cli.js";
@@ -61,6 +63,29 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     expect(reply.text).toBe("the server said: echo: ping");
     const offered = h.llm.requests[0]!.body.tools?.map((t) => t.function.name);
     expect(offered).toContain("mcp_local_echo");
+
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    expect(run.stderr).not.toMatch(/"level":(50|60)/);
+  });
+
+  it("answers on Discord: gateway address from the API, a DM in, the reply out, then stops cleanly", async () => {
+    const discord = await FakeDiscord.start();
+    h.onClose(() => discord.close());
+    const alice = discord.addUser("alice");
+    const dm = discord.dmChannel(alice);
+    h.configPath = await writeGatewayConfig(h.dir, { llmBaseURL: h.llm.baseURL, discord });
+    h.llm.setHandler(() => ({ content: "pong" }));
+    const run = await h.startGatewayWhen(() => discord.liveConnection !== null);
+
+    discord.userMessage({ channelId: dm.id, author: alice, content: "ping" });
+    const reply = await discord.waitFor(
+      () => discord.sent.find((m) => m.channelId === dm.id),
+      30_000,
+      "the reply",
+    );
+    expect(reply.content).toBe("pong");
+    expect(discord.calls("GET", "/gateway/bot")).toHaveLength(1);
 
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);

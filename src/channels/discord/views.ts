@@ -28,7 +28,7 @@ const NON_SYSTEM_TYPES = new Set([0, 19, 20, 23]);
 /** A MESSAGE_CREATE payload: the message plus the guild it is in (absent in DMs). */
 export type MessagePayload = APIMessage & { guild_id?: string };
 
-export function userView(user: APIUser): DiscordUserView {
+function userView(user: APIUser): DiscordUserView {
   return { id: user.id, username: user.username, displayName: user.global_name, bot: user.bot === true };
 }
 
@@ -87,7 +87,7 @@ const THREAD_TYPES: ReadonlySet<number> = new Set([
   ChannelType.AnnouncementThread,
 ]);
 
-export function isThread(type: number): boolean {
+function isThread(type: number): boolean {
   return THREAD_TYPES.has(type);
 }
 
