@@ -21,16 +21,12 @@
  * interaction reply once, as it does without streaming (and the commands run no model anyway).
  */
 import {
-  ApplicationCommandType,
   ChannelType,
-  ComponentType,
   GatewayDispatchEvents,
-  InteractionType,
   MessageFlags,
   type APIChatInputApplicationCommandInteraction,
   type APIInteraction,
   type APIMessage,
-  type APIMessageComponentButtonInteraction,
   type API,
   type GatewayReadyDispatchData,
 } from "@discordjs/core";
@@ -65,7 +61,14 @@ import {
 } from "./mapping.js";
 import { Places } from "./places.js";
 import { ALLOWED_MENTIONS, DiscordSender, outgoing, type PendingInteraction } from "./send.js";
-import { interactionView, messageView, sentAlongReference, type MessagePayload } from "./views.js";
+import {
+  interactionView,
+  isButtonPress,
+  isSlashCommand,
+  messageView,
+  sentAlongReference,
+  type MessagePayload,
+} from "./views.js";
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -351,10 +354,12 @@ export class DiscordChannel implements Channel {
 
   private async takeMessage(live: Live, message: MessagePayload): Promise<void> {
     const policy = this.policy(live);
+    // Nothing is looked up for a bot's message (our own echoes included): it is refused anyway.
+    const person = !message.author.bot && !message.webhook_id;
     const view = messageView(
       message,
-      message.guild_id ? await this.threadParent(live, message.channel_id) : null,
-      await this.referenced(live, message),
+      person && message.guild_id ? await this.threadParent(live, message.channel_id) : null,
+      person ? await this.referenced(live, message) : null,
     );
     const admission = admitMessage(view, policy);
     if (!admission.accept) {
@@ -481,22 +486,6 @@ export class DiscordChannel implements Channel {
       task.catch((err: unknown) => this.log.error({ err }, "Discord event handling failed")),
     );
   }
-}
-
-function isButtonPress(interaction: APIInteraction): interaction is APIMessageComponentButtonInteraction {
-  return (
-    interaction.type === InteractionType.MessageComponent &&
-    interaction.data.component_type === ComponentType.Button
-  );
-}
-
-function isSlashCommand(
-  interaction: APIInteraction,
-): interaction is APIChatInputApplicationCommandInteraction {
-  return (
-    interaction.type === InteractionType.ApplicationCommand &&
-    interaction.data.type === ApplicationCommandType.ChatInput
-  );
 }
 
 function refusalText(reason: string): string {

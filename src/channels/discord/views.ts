@@ -5,7 +5,10 @@
  * Discord did not send along) the adapter looks up and passes in.
  */
 import {
+  ApplicationCommandType,
   ChannelType,
+  ComponentType,
+  InteractionType,
   MessageFlags,
   type APIChannel,
   type APIInteraction,
@@ -137,4 +140,22 @@ export function buttonView(interaction: APIMessageComponentButtonInteraction): D
     ...interactionPlace(interaction),
     user: userView(interactionUser(interaction)),
   };
+}
+
+export function isButtonPress(
+  interaction: APIInteraction,
+): interaction is APIMessageComponentButtonInteraction {
+  return (
+    interaction.type === InteractionType.MessageComponent &&
+    interaction.data.component_type === ComponentType.Button
+  );
+}
+
+export function isSlashCommand(
+  interaction: APIInteraction,
+): interaction is APIChatInputApplicationCommandInteraction {
+  return (
+    interaction.type === InteractionType.ApplicationCommand &&
+    interaction.data.type === ApplicationCommandType.ChatInput
+  );
 }
