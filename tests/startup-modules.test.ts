@@ -56,6 +56,8 @@ describe("gateway startup, Telegram only", () => {
     ).toEqual([]);
     expect(loaded.filter((url) => url.includes("pino-pretty"))).toEqual([]);
     // Other platforms' SDKs stay unloaded too.
-    expect(loaded.filter((url) => /\/node_modules\/(@slack|discord\.js)\//.test(url))).toEqual([]);
+    expect(
+      loaded.filter((url) => /\/node_modules\/(@slack|@discordjs|discord-api-types)\//.test(url)),
+    ).toEqual([]);
   });
 });
