@@ -21,10 +21,10 @@ import { build } from "esbuild";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /**
- * Optional native add-ons the SDKs try to require inside try/catch (discord.js, ws); bundling
- * them would fail the build where they are absent, so they stay runtime lookups.
+ * Optional native add-ons the SDKs try to require inside try/catch (ws; @discordjs/ws for
+ * zlib-sync); bundling them would fail the build where they are absent, so they stay runtime lookups.
  */
-const OPTIONAL_NATIVE = ["bufferutil", "utf-8-validate", "zlib-sync", "erlpack", "@discordjs/voice"];
+const OPTIONAL_NATIVE = ["bufferutil", "utf-8-validate", "zlib-sync"];
 
 /**
  * Modules the SDKs import but palaver never runs, replaced by a line or two in the bundle so that
