@@ -13,6 +13,7 @@ import { describeSandbox } from "./agent/tools/exec-sandbox.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
+  creatingEnabledChannels,
   PLATFORMS,
   type ChannelFactory,
   type GatewayServices,
@@ -165,16 +166,15 @@ export class Gateway {
     // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
     this.lock = StateLock.acquire(stateDir(path), this.log);
     createWorkspace(workspace);
-    // The sandbox probe runs bwrap once (tens of ms with this thread idle), so the enabled
-    // platforms' SDKs load meanwhile. Building an adapter touches nothing outside the process:
-    // nothing connects before channels.start(), and a failed "require" exits (78) before it.
-    const [, enabled] = await Promise.all([
-      this.checkExecSandbox(),
-      createEnabledChannels(
-        { config, workspace, log: this.log, gateway: this.services() },
-        this.opts.platforms ?? PLATFORMS,
-      ),
-    ]);
+    // The enabled platforms' SDKs load (one after another) while the sandbox probe runs bwrap (tens
+    // of ms with this thread idle) and the rest starts; each channel connects as soon as its own SDK
+    // is in, while the next one loads. Building an adapter touches nothing outside the process, and a
+    // failed "require" (exit 78) is thrown before anything connects.
+    const creating = creatingEnabledChannels(
+      { config, workspace, log: this.log, gateway: this.services() },
+      this.opts.platforms ?? PLATFORMS,
+    );
+    await this.checkExecSandbox();
     await this.health.start();
     if (stopped.aborted) return;
     const unfinished = this.journal.open();
@@ -182,9 +182,16 @@ export class Gateway {
     const cutOffPreviews = this.journal.openPreviews();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
     this.agent.loop.start();
-
-    for (const { channel, options } of enabled) this.channels.add(channel, options);
-    if (enabled.length === 0) {
+    await this.channels.start(); // routes from now on; each channel joins below once built
+    const joined = await Promise.all(
+      creating.map(async (created) => {
+        const enabled = await created;
+        if (!enabled || stopped.aborted) return false;
+        await this.channels.join(enabled.channel, enabled.options);
+        return true;
+      }),
+    );
+    if (!joined.includes(true) && !stopped.aborted) {
       // Enabled but refused (config problems, a failing adapter) is said above; "enable one" would mislead.
       const refused = (Object.keys(PLATFORMS) as PlatformName[]).some(
         (name) => config.channels[name].enabled,
@@ -197,7 +204,6 @@ export class Gateway {
               "or use `palaver chat` to talk in the terminal; cron and heartbeat still run",
       );
     }
-    await this.channels.start();
     if (stopped.aborted) return; // stopped while connecting: nothing is replayed or scheduled
     // Prompts the last run left open: their turns died with it, so they say "expired" (channels route now).
     this.agent.questions.expireLeftovers();

@@ -169,12 +169,20 @@ export class ChannelManager {
     });
   }
 
-  /** Replaces (or adds) a channel while the others keep running: config reload. */
-  async replace(channel: Channel, options: ChannelOptions): Promise<void> {
-    await this.remove(channel.name);
+  /**
+   * Adds a channel and, once the manager has started, starts it too: resolves after its first
+   * attempt. The gateway adds each platform this way as soon as its SDK has loaded.
+   */
+  async join(channel: Channel, options: ChannelOptions): Promise<void> {
     this.add(channel, options);
     const entry = this.entries.get(channel.name)!;
     if (!this.lifetime.signal.aborted && this.unsubscribe) await this.launch(entry);
+  }
+
+  /** Replaces (or adds) a channel while the others keep running: config reload. */
+  async replace(channel: Channel, options: ChannelOptions): Promise<void> {
+    await this.remove(channel.name);
+    await this.join(channel, options);
   }
 
   /** Stops and forgets one channel; replies for it are kept until a channel of that name runs again. */

@@ -107,48 +107,72 @@ export async function createEnabledChannels(
   ctx: ChannelFactoryContext,
   platforms: PlatformTable = PLATFORMS,
 ): Promise<EnabledChannel[]> {
-  const enabled: EnabledChannel[] = [];
-  for (const name of Object.keys(platforms) as PlatformName[]) {
-    const section = ctx.config.channels[name];
-    if (!section.enabled) continue;
-    const entry = platforms[name];
-    if (!entry) {
-      ctx.log.error(
-        { channel: name },
-        `channels.${name} is enabled, but this version of palaver has no ${name} adapter yet`,
-      );
-      continue;
-    }
-    const platform = typeof entry === "function" ? { create: entry, problems: () => [] } : entry;
-    const problems = sectionProblems(name, platform, section);
-    if (problems.length > 0) {
-      for (const problem of problems) ctx.log.error({ channel: name }, problem);
-      ctx.log.error(
-        { channel: name },
-        `channel ${name} is not started: fix channels.${name} as said above (or set enabled to false), then reload`,
-      );
-      continue;
-    }
-    if (section.allowFrom.length === 0) {
-      ctx.log.warn(
-        { channel: name },
-        "dmPolicy" in section && section.dmPolicy === "pairing"
-          ? `channels.${name}.allowFrom is empty, so only people approved by pairing code can talk to the bot ` +
-              "there, and nobody can approve from a chat; add your own user id"
-          : `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
-      );
-    }
-    try {
-      const options: ChannelOptions = {
-        allowFrom: section.allowFrom,
-        ...(section.streaming !== undefined ? { streaming: section.streaming } : {}),
-        ...(section.streamIntervalMs !== undefined ? { streamIntervalMs: section.streamIntervalMs } : {}),
-      };
-      enabled.push({ channel: await platform.create(ctx), options });
-    } catch (err) {
-      // A broken platform (SDK failing to load, a setting only the adapter can judge) must not take the others down.
-      ctx.log.error({ channel: name, err }, `channel ${name} could not be created`);
-    }
+  const created = await Promise.all(creatingEnabledChannels(ctx, platforms));
+  return created.filter((c): c is EnabledChannel => c !== null);
+}
+
+/**
+ * The same, one promise per enabled platform in table order, each settling with
+ * its channel or null (refused or failed, and logged; never rejecting), so the
+ * gateway can start a channel while the next one's SDK still loads. They are
+ * built one after another: an SDK loading alone is ready soonest.
+ */
+export function creatingEnabledChannels(
+  ctx: ChannelFactoryContext,
+  platforms: PlatformTable = PLATFORMS,
+): Promise<EnabledChannel | null>[] {
+  let previous: Promise<unknown> = Promise.resolve();
+  return (Object.keys(platforms) as PlatformName[])
+    .filter((name) => ctx.config.channels[name].enabled)
+    .map((name) => {
+      const creating = previous.then(() => createEnabledChannel(ctx, name, platforms[name]));
+      previous = creating;
+      return creating;
+    });
+}
+
+async function createEnabledChannel(
+  ctx: ChannelFactoryContext,
+  name: PlatformName,
+  entry: PlatformTable[string],
+): Promise<EnabledChannel | null> {
+  const section = ctx.config.channels[name];
+  if (!entry) {
+    ctx.log.error(
+      { channel: name },
+      `channels.${name} is enabled, but this version of palaver has no ${name} adapter yet`,
+    );
+    return null;
   }
-  return enabled;
+  const platform = typeof entry === "function" ? { create: entry, problems: () => [] } : entry;
+  const problems = sectionProblems(name, platform, section);
+  if (problems.length > 0) {
+    for (const problem of problems) ctx.log.error({ channel: name }, problem);
+    ctx.log.error(
+      { channel: name },
+      `channel ${name} is not started: fix channels.${name} as said above (or set enabled to false), then reload`,
+    );
+    return null;
+  }
+  if (section.allowFrom.length === 0) {
+    ctx.log.warn(
+      { channel: name },
+      "dmPolicy" in section && section.dmPolicy === "pairing"
+        ? `channels.${name}.allowFrom is empty, so only people approved by pairing code can talk to the bot ` +
+            "there, and nobody can approve from a chat; add your own user id"
+        : `channels.${name}.allowFrom is empty, so nobody can talk to the bot there; add user ids (or "*")`,
+    );
+  }
+  try {
+    const options: ChannelOptions = {
+      allowFrom: section.allowFrom,
+      ...(section.streaming !== undefined ? { streaming: section.streaming } : {}),
+      ...(section.streamIntervalMs !== undefined ? { streamIntervalMs: section.streamIntervalMs } : {}),
+    };
+    return { channel: await platform.create(ctx), options };
+  } catch (err) {
+    // A broken platform (SDK failing to load, a setting only the adapter can judge) must not take the others down.
+    ctx.log.error({ channel: name, err }, `channel ${name} could not be created`);
+    return null;
+  }
 }

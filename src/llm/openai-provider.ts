@@ -18,7 +18,7 @@ import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { BoundedMap } from "../util/bounded-map.js";
-import { pooledFetch } from "./pooled-fetch.js";
+import { pooledFetch } from "../util/pooled-fetch.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { StreamAssembler } from "./stream.js";
@@ -345,7 +345,7 @@ export class OpenAIProvider implements Provider {
       defaultHeaders: opts.extraHeaders ?? {},
       maxRetries: 0,
       timeout: opts.timeoutMs,
-      fetch: pooledFetch(opts.maxConnections ?? Infinity),
+      fetch: pooledFetch({ maxSockets: opts.maxConnections ?? Infinity }),
       logger: sdkLogger(this.log),
       logLevel: "warn",
     });

@@ -29,7 +29,7 @@ import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
-import { chatIdParam, createBot, createPreviewApi, gs } from "./api.js";
+import { chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -124,12 +124,14 @@ export class TelegramChannel implements Channel {
     this.tuning = { ...DEFAULT_TUNING, ...opts.tuning };
     this.log = opts.log ?? logger(CHANNEL);
     const { tuning, log, apiRoot } = this;
+    const fetch = telegramFetch(this.cfg, apiRoot);
     this.bot = createBot({
       config: this.cfg,
       apiRoot,
       tuning,
       log,
       onPoll: () => this.polling.markActivity(),
+      fetch,
     });
     this.polling = new Polling({
       bot: this.bot,
@@ -140,7 +142,14 @@ export class TelegramChannel implements Channel {
     });
     this.webhook = new WebhookServer(this.bot, this.cfg, log);
     this.sender = new TelegramSender(this.bot.api, apiRoot, log);
-    const previewApi = createPreviewApi({ config: this.cfg, apiRoot, tuning, log, onPoll: () => undefined });
+    const previewApi = createPreviewApi({
+      config: this.cfg,
+      apiRoot,
+      tuning,
+      log,
+      onPoll: () => undefined,
+      fetch,
+    });
     this.previewSender = new TelegramSender(previewApi, apiRoot, log);
     this.drafts = new DraftSupport(log);
     this.downloads = {
@@ -312,14 +321,18 @@ export class TelegramChannel implements Channel {
     await this.bot.init(gs(signal));
     const info = this.bot.botInfo;
     this.me = { id: info.id, username: info.username };
-    try {
-      await this.bot.api.setMyCommands(COMMAND_MENU, {}, gs(signal));
-    } catch (err) {
-      if (signal.aborted) throw err;
-      this.log.warn({ err }, "could not register the command menu (setMyCommands); commands still work");
-    }
+    // The command menu is decoration: registered while polling starts, not before it (a round trip
+    // less before messages flow), and a failure only warns.
+    const menu = this.bot.api.setMyCommands(COMMAND_MENU, {}, gs(signal)).then(
+      () => undefined,
+      (err: unknown) => {
+        if (!signal.aborted)
+          this.log.warn({ err }, "could not register the command menu (setMyCommands); commands still work");
+      },
+    );
     if (this.cfg.mode === "webhook") await this.webhook.start(signal);
     else await this.polling.start(signal);
+    await menu;
     this.log.info({ bot: `@${info.username}`, mode: this.cfg.mode }, "connected to Telegram");
   }
 

@@ -12,6 +12,7 @@ import { Api, Bot, HttpError, type ApiClientOptions, type Transformer } from "gr
 import type { Logger } from "../../log.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { errorMessage } from "../../util/errors.js";
+import { pooledFetch } from "../../util/pooled-fetch.js";
 import { deadlineSignal } from "../../util/timeout.js";
 import type { TelegramConfig } from "./config.js";
 import { proxyAgent } from "./proxy.js";
@@ -24,17 +25,24 @@ export interface BotOptions {
   log: Logger;
   /** A getUpdates call finished (answered or failed): polling is alive. */
   onPoll(): void;
+  /** What the calls go through (telegramFetch): the bot and its previews' Api share one pool. */
+  fetch: typeof fetch;
 }
 
 function clientOptions(opts: BotOptions): ApiClientOptions {
-  const { config, apiRoot, tuning } = opts;
-  return {
-    apiRoot,
-    timeoutSeconds: tuning.requestTimeoutSeconds,
-    ...(config.proxy
-      ? { baseFetchConfig: { agent: proxyAgent(config.proxy, apiRoot), compress: true } }
-      : {}),
-  };
+  return { apiRoot: opts.apiRoot, timeoutSeconds: opts.tuning.requestTimeoutSeconds, fetch: opts.fetch };
+}
+
+/**
+ * What grammy's calls go through: pooledFetch, one http.request on a keep-alive pool rather than
+ * node-fetch's Request, Headers and body streams (~0.1 ms of CPU less per call), through the
+ * proxy's tunnel when one is set. No limit on connections: Telegram answers many chats at once.
+ */
+export function telegramFetch(config: TelegramConfig, apiRoot: string): typeof fetch {
+  return pooledFetch({
+    maxSockets: Infinity,
+    ...(config.proxy ? { agent: proxyAgent(config.proxy, apiRoot) } : {}),
+  });
 }
 
 export function createBot(opts: BotOptions): Bot {

@@ -4,7 +4,7 @@
  */
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createPreviewApi } from "../../../src/channels/telegram/api.js";
+import { createPreviewApi, telegramFetch } from "../../../src/channels/telegram/api.js";
 import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
 import { DEFAULT_TUNING } from "../../../src/channels/telegram/tuning.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
@@ -20,9 +20,11 @@ afterEach(async () => {
 
 describe("Telegram calls with the channel's lifetime signal", () => {
   it("leave no listener behind on it", async () => {
+    const config = TelegramConfigSchema.parse({ enabled: true, token: fake.token });
     const api = createPreviewApi({
-      config: TelegramConfigSchema.parse({ enabled: true, token: fake.token }),
+      config,
       apiRoot: fake.apiRoot,
+      fetch: telegramFetch(config, fake.apiRoot),
       tuning: DEFAULT_TUNING,
       log: captureLog().log,
       onPoll: () => undefined,

@@ -1,14 +1,16 @@
 /**
- * pooledFetch, the LLM client's fetch, against a loopback HTTP server: connections kept and
- * bounded, replies (plain, compressed, streamed, empty) as fetch gives them, aborts as fetch
- * reports them. The provider's own tests drive it through the real openai SDK.
+ * pooledFetch, the fetch of the LLM client and of Telegram's, against a loopback HTTP server:
+ * connections kept and bounded, replies (plain, compressed, streamed, empty) as fetch gives them,
+ * aborts as fetch reports them. The provider's and the Telegram channel's own tests drive it
+ * through the real openai SDK and grammy.
  */
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { pooledFetch } from "../../src/llm/pooled-fetch.js";
+import { pooledFetch } from "../../src/util/pooled-fetch.js";
 import { waitFor } from "../helpers/wait.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
@@ -65,7 +67,7 @@ describe("pooledFetch", () => {
         201,
       );
     });
-    const res = await pooledFetch(4)(s.url, {
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, {
       method: "POST",
       headers: new Headers({ Authorization: "Bearer k", "Content-Type": "application/json" }),
       body: '{"q":"héllo"}',
@@ -83,7 +85,7 @@ describe("pooledFetch", () => {
 
   it("keeps one connection for calls one after another", async () => {
     const s = await serve((_req, res) => json(res, { ok: true }));
-    const f = pooledFetch(4);
+    const f = pooledFetch({ maxSockets: 4 });
     for (let i = 0; i < 20; i++) await (await f(s.url, { method: "POST", body: "{}" })).json();
     expect(s.connections).toBe(1);
   });
@@ -91,7 +93,7 @@ describe("pooledFetch", () => {
   it("opens at most maxSockets connections; the other calls wait for one and all are answered", async () => {
     const held: ServerResponse[] = [];
     const s = await serve((_req, res) => held.push(res));
-    const f = pooledFetch(2);
+    const f = pooledFetch({ maxSockets: 2 });
     const calls = Array.from({ length: 5 }, (_, i) => f(s.url, { method: "POST", body: `${i}` }));
     await waitFor(() => held.length === 2, 5000, "two requests at the server");
     // Answered one at a time: each answer frees a connection for a waiting call.
@@ -105,6 +107,43 @@ describe("pooledFetch", () => {
     expect(s.connections).toBe(2);
   });
 
+  it("sends a Node stream body (an upload) as it comes, chunked", async () => {
+    const s = await serve((req, res, body) => json(res, { chunked: req.headers["transfer-encoding"], body }));
+    const body = Readable.from(["part one, ", "part two"]);
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, {
+      method: "POST",
+      body,
+    } as unknown as RequestInit);
+    expect(await res.json()).toEqual({ chunked: "chunked", body: "part one, part two" });
+  });
+
+  it("frees the connection of a reply nobody reads, and reads a body only once", async () => {
+    const s = await serve((_req, res) => json(res, { ok: true }));
+    const f = pooledFetch({ maxSockets: 1 });
+    for (let i = 0; i < 3; i++) await f(s.url, { method: "POST", body: "{}" }); // bodies left unread
+    const res = await f(s.url, { method: "POST", body: "{}" });
+    expect(await new Response(res.body).json()).toEqual({ ok: true });
+    expect(res.bodyUsed).toBe(true);
+    await expect(res.text()).rejects.toThrow(TypeError);
+    expect(s.connections).toBe(1);
+  });
+
+  it("goes through the agent it is given (a proxy's tunnel) instead of its own pool", async () => {
+    const s = await serve((_req, res) => json(res, { ok: true }));
+    const agent = new Agent({ keepAlive: true });
+    let created = 0;
+    const createConnection = agent.createConnection.bind(agent);
+    agent.createConnection = (...args: Parameters<typeof createConnection>) => {
+      created++;
+      return createConnection(...args);
+    };
+    const f = pooledFetch({ maxSockets: 4, agent });
+    await (await f(s.url, { method: "POST", body: "{}" })).json();
+    await (await f(s.url, { method: "POST", body: "{}" })).json();
+    expect(created).toBe(1);
+    agent.destroy();
+  });
+
   it("streams a reply as it comes (server-sent events)", async () => {
     let res!: ServerResponse;
     const s = await serve((_req, r) => {
@@ -112,7 +151,7 @@ describe("pooledFetch", () => {
       r.writeHead(200, { "content-type": "text/event-stream" });
       r.write("data: one\n\n");
     });
-    const reply = await pooledFetch(4)(s.url, { method: "POST", body: "{}" });
+    const reply = await pooledFetch({ maxSockets: 4 })(s.url, { method: "POST", body: "{}" });
     const reader = reply.body!.getReader();
     const first = await reader.read();
     expect(Buffer.from(first.value ?? []).toString()).toBe("data: one\n\n");
@@ -127,14 +166,14 @@ describe("pooledFetch", () => {
       res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
       res.end(gzipSync(JSON.stringify({ text: "x".repeat(1000) })));
     });
-    const res = await pooledFetch(4)(s.url, { method: "POST", body: "{}" });
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, { method: "POST", body: "{}" });
     expect(res.headers.get("content-encoding")).toBeNull();
     expect(await res.json()).toEqual({ text: "x".repeat(1000) });
   });
 
   it("gives an empty body for 204", async () => {
     const s = await serve((_req, res) => res.writeHead(204).end());
-    const res = await pooledFetch(4)(s.url, { method: "DELETE" });
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, { method: "DELETE" });
     expect(res.status).toBe(204);
     expect(res.body).toBeNull();
   });
@@ -145,7 +184,7 @@ describe("pooledFetch", () => {
       held.push(res);
       if (held.length === 2) res.writeHead(200).write("partial");
     });
-    const f = pooledFetch(4);
+    const f = pooledFetch({ maxSockets: 4 });
     const before = new AbortController();
     const waiting = f(s.url, { method: "POST", body: "{}", signal: before.signal });
     await waitFor(() => held.length === 1, 5000, "the first request");
@@ -165,7 +204,7 @@ describe("pooledFetch", () => {
     s.server.close();
     await once(s.server, "close");
     servers.splice(servers.indexOf(s.server), 1);
-    await expect(pooledFetch(4)(url, { method: "POST", body: "{}" })).rejects.toMatchObject({
+    await expect(pooledFetch({ maxSockets: 4 })(url, { method: "POST", body: "{}" })).rejects.toMatchObject({
       code: "ECONNREFUSED",
     });
   });
@@ -174,7 +213,7 @@ describe("pooledFetch", () => {
     const s = await serve((req, res, body) => json(res, { type: req.headers["content-type"], body }));
     const form = new FormData();
     form.append("file", new Blob(["abc"]), "a.txt");
-    const res = await pooledFetch(4)(s.url, { method: "POST", body: form });
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, { method: "POST", body: form });
     const seen = (await res.json()) as { type: string; body: string };
     expect(seen.type).toMatch(/^multipart\/form-data; boundary=/);
     expect(seen.body).toContain("abc");

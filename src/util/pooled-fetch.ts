@@ -1,0 +1,214 @@
+/**
+ * The fetch our API clients call (the openai SDK for the LLM, grammy for Telegram): node:http(s)
+ * with one keep-alive pool per client, at most `maxSockets` connections (the LLM's:
+ * maxConcurrentTurns + maxSubagents + 1, one per call that can be waiting on the model) and idle
+ * ones closed after 4 s, before a server would (as Node's fetch does).
+ *
+ * Why not Node's built-in fetch (undici) or grammy's node-fetch: per call they build a Request,
+ * validate every header again and wrap the reply's stream in a web stream, and undici clones and
+ * tees the request body in case of a redirect; in the throughput bench (100 turns at once) that
+ * was the largest single cost of a message. Here a call is one http.request, and the reply a
+ * small Response (PooledResponse below) that reads the body only the way the caller asks for it.
+ *
+ * Text, byte and Node stream bodies (grammy's uploads) over http(s) take this path; anything else
+ * (the openai SDK's FormData for a transcription) goes to the built-in fetch. Redirects are not
+ * followed: neither API redirects its POSTs, and the client reports the status like any other.
+ * Compressed replies are decoded.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Readable, type Transform } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+
+/** Idle connections are closed after this long (undici's default keep-alive timeout). */
+const IDLE_SOCKET_MS = 4000;
+
+const DECODERS: Record<string, () => Transform> = {
+  gzip: createGunzip,
+  "x-gzip": createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+export interface PoolOptions {
+  /** Connections open at most; more calls at once wait for one (Infinity: no limit). */
+  maxSockets: number;
+  /** Every request goes through this agent instead of the pool's own (a proxy's tunnel). */
+  agent?: HttpAgent;
+}
+
+export function pooledFetch(opts: PoolOptions): typeof fetch {
+  const pool = { keepAlive: true, maxSockets: opts.maxSockets, timeout: IDLE_SOCKET_MS };
+  const http = opts.agent ?? new HttpAgent(pool);
+  const https = opts.agent ?? new HttpsAgent(pool);
+
+  return (input, init = {}) => {
+    const body = init.body;
+    const url = typeof input === "string" ? new URL(input) : input instanceof URL ? input : undefined;
+    const streamed = body instanceof Readable;
+    const simpleBody = body == null || typeof body === "string" || body instanceof Uint8Array || streamed;
+    if (!url || !(url.protocol === "http:" || url.protocol === "https:") || !simpleBody) {
+      return fetch(input, init);
+    }
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+    if (body != null && !streamed) headers["content-length"] = String(Buffer.byteLength(body));
+    const method = init.method ?? "GET";
+    const secure = url.protocol === "https:";
+    const send = secure ? httpsRequest : httpRequest;
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise<Response>((resolve, reject) => {
+      let reply: Readable | undefined;
+      const req = send(url, { method, headers, agent: secure ? https : http }, (res) => {
+        reply = replyStream(res, method);
+        resolve(new PooledResponse(res, reply, url.href) as unknown as Response);
+      });
+      // As fetch does: an abort fails the call, or the reading of the reply, with an AbortError.
+      const onAbort = () => {
+        const err = abortError(signal!);
+        reply?.destroy(err);
+        req.destroy(err);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.on("close", () => signal?.removeEventListener("abort", onAbort));
+      req.on("error", reject);
+      if (streamed) {
+        body.on("error", (err) => req.destroy(err));
+        body.pipe(req);
+      } else req.end(body ?? undefined);
+    });
+  };
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === "AbortError"
+    ? reason
+    : new DOMException("This operation was aborted", "AbortError");
+}
+
+/** The reply's body as it should be read: null when there is none, decoded when compressed. */
+function replyStream(res: IncomingMessage, method: string): Readable | undefined {
+  if (method === "HEAD" || res.statusCode === 204 || res.statusCode === 304) {
+    res.resume();
+    return undefined;
+  }
+  const decoder = DECODERS[(res.headers["content-encoding"] ?? "").trim().toLowerCase()];
+  if (!decoder) return res;
+  const decoded = decoder();
+  res.on("error", (err) => decoded.destroy(err));
+  return res.pipe(decoded);
+}
+
+/**
+ * A reply as fetch's Response, for what our clients use of one: status, headers, the body read
+ * whole (text(), json(), arrayBuffer()) or as a web stream (the openai SDK's server-sent events).
+ * undici's Response around a Node stream cost ~0.3 ms per call (web stream adapters, its body
+ * mixin). A reply that is not an event stream is read at once, as undici reads ahead, so its
+ * connection goes back to the pool even if nobody reads it. As with fetch, a body is read once.
+ */
+class PooledResponse {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly statusText: string;
+  readonly redirected = false;
+  readonly type = "basic";
+  private headerList: Headers | undefined;
+  private webBody: ReadableStream<Uint8Array> | undefined;
+  private used = false;
+  /** The whole body, being read (undefined: none, or an event stream read as it comes). */
+  private readonly whole: Promise<Buffer> | undefined;
+
+  constructor(
+    private readonly res: IncomingMessage,
+    private readonly stream: Readable | undefined,
+    readonly url: string,
+  ) {
+    this.status = res.statusCode ?? 502;
+    this.ok = this.status >= 200 && this.status < 300;
+    this.statusText = res.statusMessage ?? "";
+    const eventStream = /^text\/event-stream\b/i.test(res.headers["content-type"] ?? "");
+    if (stream && !eventStream) {
+      this.whole = readWhole(stream);
+      this.whole.catch(() => undefined); // reported to whoever reads it
+    }
+  }
+
+  get headers(): Headers {
+    if (!this.headerList) {
+      const headers = new Headers();
+      const raw = this.res.rawHeaders;
+      for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+      if (this.stream && this.stream !== this.res) {
+        // The caller reads the decoded body; the length and encoding no longer describe it.
+        headers.delete("content-encoding");
+        headers.delete("content-length");
+      }
+      this.headerList = headers;
+    }
+    return this.headerList;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    const { stream, whole } = this;
+    if (!stream) return null;
+    this.webBody ??= this.take(() =>
+      whole ? webStreamOf(whole) : (Readable.toWeb(stream) as ReadableStream<Uint8Array>),
+    );
+    return this.webBody;
+  }
+
+  get bodyUsed(): boolean {
+    return this.used;
+  }
+
+  async text(): Promise<string> {
+    return (await this.bytes()).toString("utf8");
+  }
+
+  async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = await this.bytes();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  private bytes(): Promise<Buffer> {
+    const { stream, whole } = this;
+    return this.take(() => whole ?? (stream ? readWhole(stream) : Promise.resolve(Buffer.alloc(0))));
+  }
+
+  private take<T>(read: () => T): T {
+    if (this.used) throw new TypeError("Body is unusable: Body has already been read");
+    this.used = true;
+    return read();
+  }
+}
+
+function readWhole(stream: Readable): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    stream.once("error", reject);
+    // Destroyed without an error (its socket closed under it): fail rather than wait forever.
+    stream.once("close", () => reject(new Error("the connection closed before the reply was complete")));
+  });
+}
+
+function webStreamOf(whole: Promise<Buffer>): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      try {
+        const bytes = await whole;
+        if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes));
+        controller.close();
+      } catch (err) {
+        controller.error(err);
+      }
+    },
+  });
+}
