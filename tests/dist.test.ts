@@ -99,7 +99,7 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     h.onClose(() => slack.close());
     h.configPath = await writeGatewayConfig(h.dir, { llmBaseURL: h.llm.baseURL, slack });
     h.llm.setHandler(() => ({ content: "pong" }));
-    // Connected: undici's WebSocket (its handshake runs through undici's fetch) and its Agent and connector.
+    // Connected: undici's WebSocket (its handshake is a fetch, undici's), its Agent and its connector.
     const run = await h.startGatewayWhen(() => slack.connected);
 
     // Resolves with the ack palaver sent back over that WebSocket (a MessageEvent in, a frame out).
