@@ -13,9 +13,12 @@
  * Identifiers are not minified: SDKs and our errors use class names (`err.name`), and the logs
  * show them. Types are checked by `npm run typecheck`, not here. Usage: node scripts/build-server.mjs [outDir]
  */
+import { readFileSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { compileFunction } from "node:vm";
 import { build } from "esbuild";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,12 +30,49 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const OPTIONAL_NATIVE = ["bufferutil", "utf-8-validate", "zlib-sync"];
 
 /**
- * Modules the SDKs import but palaver never runs, replaced by a line or two in the bundle so that
- * no start pays for loading them (measured on a 2-core machine, importing the bundle alone):
+ * undici for @slack/socket-mode (3.x: its SocketModeClient and SlackWebSocket), built as undici's
+ * index.js builds these names (undici 7) and nothing else; required from socket-mode's folder, so it
+ * is the undici socket-mode would get. Its `fetch` wraps the real one as index.js does in a bundle
+ * (no __filename there): a failure's stack becomes the caller's. Loading undici/lib/global (fetch
+ * and websocket require it) installs the global dispatcher, also as index.js does.
+ */
+const UNDICI_FOR_SOCKET_MODE = `"use strict";
+const Dispatcher = require("undici/lib/dispatcher/dispatcher");
+Object.assign(Dispatcher.prototype, require("undici/lib/api"));
+const { fetch: fetchImpl } = require("undici/lib/web/fetch");
+const { CloseEvent, ErrorEvent, MessageEvent } = require("undici/lib/web/websocket/events");
+const { WebSocket, ping } = require("undici/lib/web/websocket/websocket");
+function fetch(input, init = undefined) {
+  return fetchImpl(input, init).catch((err) => {
+    if (err && typeof err === "object") Error.captureStackTrace(err, fetch);
+    throw err;
+  });
+}
+module.exports = {
+  Agent: require("undici/lib/dispatcher/agent"),
+  buildConnector: require("undici/lib/core/connect"),
+  fetch,
+  WebSocket,
+  ping,
+  CloseEvent,
+  ErrorEvent,
+  MessageEvent,
+};
+`;
+
+/**
+ * Modules the SDKs import but palaver never runs (or runs a few parts of), replaced in the bundle so
+ * that no start pays for loading them (measured on a 2-core machine, importing the bundle alone):
  * - whatwg-url, with tr46's Unicode tables (290 KB): node-fetch 2, grammy's HTTP client, takes its
  *   URL class only where Node has none (`Url.URL || whatwgUrl.URL`). ~25 ms of a Telegram start.
  * - zod's translations of its error messages into 47 other languages (300 KB): palaver keeps the
  *   English default, but `z` and zod's core export them all as `locales`. ~13 ms of every start.
+ * - undici's index.js (734 KB bundled: mock agents, cache stores with sqlite, proxy agents,
+ *   EventSource, WebSocketStream, cookies, interceptors...), of which @slack/socket-mode reads eight
+ *   names: UNDICI_FOR_SOCKET_MODE, the parts behind them alone (485 KB). The Slack chunk goes from
+ *   891 to 644 KB and its import from 101 to 64 ms (medians of 5, after the chunks it imports).
+ * A stub with `checkNames` must define every name its importer reads, or the build fails: an SDK
+ * update that reads one more name gets an error here rather than `undefined` at run time.
  */
 const STUBS = [
   {
@@ -45,21 +85,29 @@ const STUBS = [
     importer: /[\\/]zod[\\/]v4[\\/]/,
     contents: 'export { default as en } from "./en.js";',
   },
+  {
+    filter: /^undici$/,
+    importer: /[\\/]@slack[\\/]socket-mode[\\/]/,
+    contents: UNDICI_FOR_SOCKET_MODE,
+    checkNames: true,
+  },
 ];
 
 const stubsPlugin = {
   name: "stubs",
   setup(build) {
     for (const [index, stub] of STUBS.entries()) {
-      build.onResolve({ filter: stub.filter }, (args) =>
-        stub.importer.test(args.importer)
-          ? {
-              path: relative(ROOT, resolve(args.resolveDir, args.path)),
-              namespace: "stub",
-              pluginData: index,
-            }
-          : undefined,
-      );
+      build.onResolve({ filter: stub.filter }, (args) => {
+        if (!stub.importer.test(args.importer)) return undefined;
+        const problem = stub.checkNames ? checkNames(stub, args) : undefined;
+        if (problem)
+          return { errors: [{ text: `${args.path} for ${relative(ROOT, args.importer)}: ${problem}` }] };
+        return {
+          path: relative(ROOT, resolve(args.resolveDir, args.path)),
+          namespace: "stub",
+          pluginData: index,
+        };
+      });
     }
     build.onLoad({ filter: /.*/, namespace: "stub" }, (args) => ({
       contents: STUBS[args.pluginData].contents,
@@ -67,6 +115,34 @@ const stubsPlugin = {
     }));
   },
 };
+
+/**
+ * What is wrong with giving the importer this stub, or undefined when nothing is: the importer must
+ * be CommonJS that only reads names (`const x = require("undici")`, then `x.Name`), and the stub,
+ * run here, must define each of them.
+ */
+function checkNames(stub, { kind, importer, path, resolveDir }) {
+  if (kind !== "require-call") return `an ${kind}; the check reads require() calls only`;
+  const source = readFileSync(importer, "utf8");
+  const bindings = [...source.matchAll(/\b(?:const|let|var) (\w+) = require\("([^"]+)"\)/g)]
+    .filter((m) => m[2] === path)
+    .map((m) => m[1]);
+  if (bindings.length !== source.split(`require("${path}")`).length - 1) {
+    return "a require() not bound to a name; the check cannot tell which names it reads";
+  }
+  const read = new Set();
+  for (const binding of bindings) {
+    const uses = [...source.matchAll(new RegExp(`\\b${binding}\\b(?:\\.(\\w+))?`, "g"))];
+    if (uses.filter((m) => !m[1]).length > 1)
+      return `${binding} is used whole; the check cannot tell which names it reads`;
+    for (const m of uses) if (m[1]) read.add(m[1]);
+  }
+  const module = { exports: {} };
+  const run = compileFunction(stub.contents, ["module", "exports", "require"]);
+  run(module, module.exports, createRequire(join(resolveDir, "stub.cjs")));
+  const missing = [...read].filter((name) => module.exports[name] === undefined);
+  return missing.length ? `the stub does not define ${missing.join(", ")} (add it to the stub)` : undefined;
+}
 
 /**
  * @discordjs/rest's Node entry imports the npm undici (about half of the Discord chunk, and most of

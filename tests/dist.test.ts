@@ -4,8 +4,9 @@
  * package that breaks when bundled (a runtime require, a file read beside its own module) fails
  * here: the CLI (a bad config too: zod runs with its translations stubbed out), a gateway
  * answering on Telegram (node-fetch with its whatwg-url stubbed out) with a tool from an MCP
- * server (its lazily loaded SDK) in the turn, and one answering on Discord (whose REST client the
- * bundle swaps for its fetch-based build: scripts/build-server.mjs).
+ * server (its lazily loaded SDK) in the turn, one answering on Discord (whose REST client the
+ * bundle swaps for its fetch-based build: scripts/build-server.mjs), and one answering on Slack
+ * (whose Socket Mode client gets only the parts of undici it uses).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeDiscord } from "./fakes/discord-server.js";
 import { stdioServerCommand } from "./fakes/mcp-stdio.js";
 import { toolCall } from "./fakes/openai-server.js";
+import { dmEvent, FakeSlack } from "./fakes/slack-server.js";
 import { ROOT, runCli } from "./helpers/cli.js";
 import { DIST_MAIN, ensureBuilt } from "./helpers/dist.js";
 import { GatewayHarness, writeGatewayConfig } from "./helpers/gateway-process.js";
@@ -90,5 +92,27 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
     expect(run.stderr).not.toMatch(/"level":(50|60)/);
+  });
+
+  it("answers on Slack: Socket Mode on the bundle's slim undici, a DM in, the reply out, then stops cleanly", async () => {
+    const slack = await FakeSlack.start({ ackTimeoutMs: 30_000 });
+    h.onClose(() => slack.close());
+    h.configPath = await writeGatewayConfig(h.dir, { llmBaseURL: h.llm.baseURL, slack });
+    h.llm.setHandler(() => ({ content: "pong" }));
+    // Connected: undici's WebSocket (its handshake is a fetch, undici's), its Agent and its connector.
+    const run = await h.startGatewayWhen(() => slack.connected);
+
+    // Resolves with the ack palaver sent back over that WebSocket (a MessageEvent in, a frame out).
+    await slack.pushEvent(dmEvent("ping"));
+    const [reply] = await slack.waitForCalls("chat.postMessage", 1, 30_000);
+    expect(reply!.params).toMatchObject({ channel: "D1", text: "pong" });
+    expect(slack.callsTo("apps.connections.open")).toHaveLength(1);
+
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    expect(run.stderr).not.toMatch(/"level":(50|60)/);
+    // socket-mode checks each event's class (undici's ErrorEvent, MessageEvent, CloseEvent) and only
+    // warns when one is not: it would, were the stub's classes not the ones its WebSocket uses.
+    expect(run.stderr).not.toMatch(/Expected \w+ but received/);
   });
 });
