@@ -63,8 +63,11 @@ module.exports = {
 /**
  * Modules the SDKs import but palaver never runs (or runs a few parts of), replaced in the bundle so
  * that no start pays for loading them (measured on a 2-core machine, importing the bundle alone):
- * - whatwg-url, with tr46's Unicode tables (290 KB): node-fetch 2, grammy's HTTP client, takes its
- *   URL class only where Node has none (`Url.URL || whatwgUrl.URL`). ~25 ms of a Telegram start.
+ * - node-fetch 2 with whatwg-url and tr46's Unicode tables (~320 KB): grammy's default fetch, but
+ *   palaver hands grammy its own (channels/telegram/api.ts); grammy's one other use, an InputFile
+ *   made from a URL, gets Node's fetch. ~30 ms of a Telegram start.
+ * - @opentelemetry/api (42 KB): prom-client reads it only for exemplars, which palaver does not
+ *   turn on. ~5 ms of every start.
  * - zod's translations of its error messages into 47 other languages (300 KB): palaver keeps the
  *   English default, but `z` and zod's core export them all as `locales`. ~13 ms of every start.
  * - undici's index.js (734 KB bundled: mock agents, cache stores with sqlite, proxy agents,
@@ -76,9 +79,17 @@ module.exports = {
  */
 const STUBS = [
   {
-    filter: /^whatwg-url$/,
-    importer: /[\\/]node-fetch[\\/]/,
-    contents: "module.exports = { URL: globalThis.URL };",
+    filter: /^node-fetch$/,
+    importer: /[\\/]grammy[\\/]/,
+    contents: "module.exports = { default: (url, init) => fetch(url, init) };",
+    checkNames: true,
+  },
+  {
+    filter: /^@opentelemetry\/api$/,
+    importer: /[\\/]prom-client[\\/]/,
+    contents: `const off = () => { throw new Error("prom-client's exemplars are not supported in palaver's build"); };
+module.exports = { trace: { getSpan: off }, context: { active: off } };`,
+    checkNames: true,
   },
   {
     filter: /^\.\.\/locales\/index\.js$/,
@@ -124,10 +135,11 @@ const stubsPlugin = {
 function checkNames(stub, { kind, importer, path, resolveDir }) {
   if (kind !== "require-call") return `an ${kind}; the check reads require() calls only`;
   const source = readFileSync(importer, "utf8");
-  const bindings = [...source.matchAll(/\b(?:const|let|var) (\w+) = require\("([^"]+)"\)/g)]
-    .filter((m) => m[2] === path)
+  const bindings = [...source.matchAll(/\b(?:const|let|var) (\w+) = require\((["'])([^"']+)\2\)/g)]
+    .filter((m) => m[3] === path)
     .map((m) => m[1]);
-  if (bindings.length !== source.split(`require("${path}")`).length - 1) {
+  const requires = source.split(`require("${path}")`).length + source.split(`require('${path}')`).length - 2;
+  if (requires === 0 || bindings.length !== requires) {
     return "a require() not bound to a name; the check cannot tell which names it reads";
   }
   const read = new Set();

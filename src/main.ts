@@ -25,9 +25,9 @@ process.on("unhandledRejection", (reason) => {
   process.exit(1);
 });
 
-// zod compiles a fast path for an object schema the first time it parses with it (new Function):
-// ~10 ms of every start for the config's schema alone, to save ~2 µs per parse afterwards, and
-// palaver parses the config once and little per message.
+// zod compiles a fast path for an object schema the first time it parses with it (new Function),
+// to save ~2 µs per parse afterwards; palaver parses little per message. This reaches the schemas
+// built from here on; those built as their modules load decide for themselves (config/load.ts).
 z.config({ jitless: true });
 
 function version(): string {

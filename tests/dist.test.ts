@@ -3,8 +3,8 @@
  * unit run, while every other test runs the sources through tsx. These run the bundle itself, so a
  * package that breaks when bundled (a runtime require, a file read beside its own module) fails
  * here: the CLI (a bad config too: zod runs with its translations stubbed out), a gateway
- * answering on Telegram (node-fetch with its whatwg-url stubbed out) with a tool from an MCP
- * server (its lazily loaded SDK) in the turn, one answering on Discord (whose REST client the
+ * answering on Telegram (grammy without node-fetch, prom-client without OpenTelemetry) with a tool
+ * from an MCP server (its lazily loaded SDK) in the turn, one answering on Discord (whose REST client the
  * bundle swaps for its fetch-based build: scripts/build-server.mjs), and one answering on Slack
  * (whose Socket Mode client gets only the parts of undici it uses).
  */
@@ -17,7 +17,7 @@ import { toolCall } from "./fakes/openai-server.js";
 import { dmEvent, FakeSlack } from "./fakes/slack-server.js";
 import { ROOT, runCli } from "./helpers/cli.js";
 import { DIST_MAIN, ensureBuilt } from "./helpers/dist.js";
-import { GatewayHarness, writeGatewayConfig } from "./helpers/gateway-process.js";
+import { GatewayHarness, healthUrlFromLog, writeGatewayConfig } from "./helpers/gateway-process.js";
 
 beforeAll(() => {
   const problem = ensureBuilt();
@@ -65,6 +65,9 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     expect(reply.text).toBe("the server said: echo: ping");
     const offered = h.llm.requests[0]!.body.tools?.map((t) => t.function.name);
     expect(offered).toContain("mcp_local_echo");
+    // prom-client's default metrics, with its OpenTelemetry import stubbed out in the bundle.
+    const metrics = await (await fetch(`${healthUrlFromLog(run.stderr)!}/metrics`)).text();
+    expect(metrics).toMatch(/^palaver_process_cpu_seconds_total \d/m);
 
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);

@@ -67,7 +67,10 @@ export function loadConfig(opts: LoadConfigOptions = {}): LoadedConfig {
   const raw = normalizeKeys(file.data, ConfigSchema, [], warnings) as Json;
   const envPaths = applyEnvOverrides(raw, env, warnings);
 
-  const result = ConfigSchema.safeParse(raw, { reportInput: true });
+  // jitless: parsed once, so zod compiling a fast path for each object schema (new Function) costs
+  // ~10 ms of the start and saves nothing. main.ts's z.config({ jitless }) comes too late for
+  // ConfigSchema, which is built as its module loads, before main.ts's own code runs.
+  const result = ConfigSchema.safeParse(raw, { reportInput: true, jitless: true });
   if (!result.success) {
     const problems = result.error.issues.map((issue) => describeIssue(issue, envPaths));
     throw new ConfigError(`invalid configuration in ${path}`, problems, { cause: result.error });

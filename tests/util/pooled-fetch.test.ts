@@ -113,7 +113,7 @@ describe("pooledFetch", () => {
     const res = await pooledFetch({ maxSockets: 4 })(s.url, {
       method: "POST",
       body,
-    } as unknown as RequestInit);
+    });
     expect(await res.json()).toEqual({ chunked: "chunked", body: "part one, part two" });
   });
 
