@@ -83,6 +83,20 @@ describe("pooledFetch", () => {
     });
   });
 
+  it("takes headers as a plain object (grammy's) or as pairs, names in any case", async () => {
+    const s = await serve((req, res) =>
+      json(res, { type: req.headers["content-type"], extra: req.headers["x-a"] }),
+    );
+    const f = pooledFetch({ maxSockets: 4 });
+    const fromObject = await f(s.url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-A": "1" },
+    });
+    expect(await fromObject.json()).toEqual({ type: "application/json", extra: "1" });
+    const fromPairs = await f(s.url, { method: "POST", headers: [["X-A", "2"]] });
+    expect(await fromPairs.json()).toEqual({ extra: "2" });
+  });
+
   it("keeps one connection for calls one after another", async () => {
     const s = await serve((_req, res) => json(res, { ok: true }));
     const f = pooledFetch({ maxSockets: 4 });
