@@ -208,8 +208,11 @@ function readWhole(stream: Readable): Promise<Buffer> {
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     stream.once("error", reject);
-    // Destroyed without an error (its socket closed under it): fail rather than wait forever.
-    stream.once("close", () => reject(new Error("the connection closed before the reply was complete")));
+    // Destroyed without an error (its socket closed under it): fail rather than wait forever. (Only
+    // then is the Error made: capturing its stack on every reply's close cost ~0.1 ms a call.)
+    stream.once("close", () => {
+      if (!stream.readableEnded) reject(new Error("the connection closed before the reply was complete"));
+    });
   });
 }
 

@@ -212,6 +212,16 @@ describe("pooledFetch", () => {
     await expect(reading).rejects.toMatchObject({ name: "AbortError" });
   });
 
+  it("fails the reading of a reply whose connection is cut mid-body", async () => {
+    const s = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      res.write('{"partial":');
+      setImmediate(() => res.socket?.destroy());
+    });
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, { method: "POST", body: "{}" });
+    await expect(res.json()).rejects.toThrow();
+  });
+
   it("rejects when the server cannot be reached", async () => {
     const s = await serve(() => undefined);
     const url = s.url;
