@@ -63,6 +63,72 @@ describe("Gateway (in process, a loopback channel in place of Telegram)", () => 
   });
 });
 
+describe("Gateway start: each channel as soon as its SDK has loaded", () => {
+  it("answers on a channel whose SDK is in while another platform's still loads; that one starts once loaded", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const config = configFor({
+      channels: {
+        telegram: { enabled: true, allowFrom: ["42"] },
+        slack: { enabled: true, allowFrom: ["*"] },
+      },
+    });
+    const telegram = new TestChannel("telegram");
+    const slack = new TestChannel("slack");
+    let slackLoaded!: () => void;
+    const slackSdk = new Promise<void>((resolve) => (slackLoaded = resolve));
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => telegram, slack: () => slackSdk.then(() => slack) },
+    });
+    const starting = gateway.start();
+    try {
+      await waitFor(() => telegram.startAttempts === 1, 10_000, "telegram started");
+      telegram.receive({ content: "hello", senderId: "42" });
+      await waitFor(() => telegram.sent.length === 1, 10_000, "the reply");
+      expect(telegram.sent[0]!.content).toBe("re: hello");
+      expect(slack.startAttempts).toBe(0);
+
+      slackLoaded();
+      await starting;
+      expect(slack.startAttempts).toBe(1);
+      expect(gateway.channels.status().map((c) => [c.name, c.state])).toEqual([
+        ["telegram", "running"],
+        ["slack", "running"],
+      ]);
+    } finally {
+      slackLoaded();
+      await gateway.stop(500);
+    }
+  });
+
+  it("stopped while an SDK still loads: start returns, and that channel never connects", async () => {
+    const config = configFor({
+      channels: {
+        telegram: { enabled: true, allowFrom: ["42"] },
+        slack: { enabled: true, allowFrom: ["*"] },
+      },
+    });
+    const telegram = new TestChannel("telegram");
+    const slack = new TestChannel("slack");
+    let slackLoaded!: () => void;
+    const slackSdk = new Promise<void>((resolve) => (slackLoaded = resolve));
+    const gateway = new Gateway({
+      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
+      provider: createProvider(config),
+      platforms: { telegram: async () => telegram, slack: () => slackSdk.then(() => slack) },
+    });
+    const starting = gateway.start();
+    await waitFor(() => telegram.startAttempts === 1, 10_000, "telegram started");
+    const stopping = gateway.stop(500);
+    slackLoaded();
+    await starting;
+    await stopping;
+    expect(slack.startAttempts).toBe(0);
+    expect(telegram.stopped).toBe(true);
+  });
+});
+
 describe("Gateway restarts (journal)", () => {
   function gatewayWith(channel: TestChannel) {
     const config = configFor();
