@@ -64,8 +64,8 @@ describe("Gateway (in process, a loopback channel in place of Telegram)", () => 
 });
 
 describe("Gateway start: each channel as soon as its SDK has loaded", () => {
-  it("answers on a channel whose SDK is in while another platform's still loads; that one starts once loaded", async () => {
-    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+  /** Telegram's SDK loads at once; Slack's only when the test calls slackLoaded. */
+  function startWithSlowSlack() {
     const config = configFor({
       channels: {
         telegram: { enabled: true, allowFrom: ["42"] },
@@ -81,7 +81,12 @@ describe("Gateway start: each channel as soon as its SDK has loaded", () => {
       provider: createProvider(config),
       platforms: { telegram: async () => telegram, slack: () => slackSdk.then(() => slack) },
     });
-    const starting = gateway.start();
+    return { gateway, telegram, slack, slackLoaded, starting: gateway.start() };
+  }
+
+  it("answers on a channel whose SDK is in while another platform's still loads; that one starts once loaded", async () => {
+    fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const { gateway, telegram, slack, slackLoaded, starting } = startWithSlowSlack();
     try {
       await waitFor(() => telegram.startAttempts === 1, 10_000, "telegram started");
       telegram.receive({ content: "hello", senderId: "42" });
@@ -103,22 +108,7 @@ describe("Gateway start: each channel as soon as its SDK has loaded", () => {
   });
 
   it("stopped while an SDK still loads: start returns, and that channel never connects", async () => {
-    const config = configFor({
-      channels: {
-        telegram: { enabled: true, allowFrom: ["42"] },
-        slack: { enabled: true, allowFrom: ["*"] },
-      },
-    });
-    const telegram = new TestChannel("telegram");
-    const slack = new TestChannel("slack");
-    let slackLoaded!: () => void;
-    const slackSdk = new Promise<void>((resolve) => (slackLoaded = resolve));
-    const gateway = new Gateway({
-      loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
-      provider: createProvider(config),
-      platforms: { telegram: async () => telegram, slack: () => slackSdk.then(() => slack) },
-    });
-    const starting = gateway.start();
+    const { gateway, telegram, slack, slackLoaded, starting } = startWithSlowSlack();
     await waitFor(() => telegram.startAttempts === 1, 10_000, "telegram started");
     const stopping = gateway.stop(500);
     slackLoaded();
