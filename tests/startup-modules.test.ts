@@ -1,7 +1,7 @@
 /**
  * A Telegram-only gateway loads only what its configuration uses: no MCP SDK
  * without tools.mcpServers, no HTML converter before the first web_fetch of a
- * page, no pino-pretty while logs are JSON. The child runs with a module
+ * page, no pino-pretty while logs are JSON, no openai SDK before the first turn. The child runs with a module
  * loader hook (--import) that writes every module URL it loads to a file,
  * read once the gateway long-polls Telegram (ready for messages).
  */
@@ -28,7 +28,7 @@ describe("gateway startup, Telegram only", () => {
   beforeEach(() => h.start());
   afterEach(() => h.close());
 
-  it("does not load the MCP SDK, the HTML converter or pino-pretty", async () => {
+  it("does not load the MCP SDK, the HTML converter, pino-pretty or the openai SDK", async () => {
     const hook = join(h.dir, "trace-hook.mjs");
     const trace = join(h.dir, "modules.txt");
     await writeFile(hook, HOOK);
@@ -55,6 +55,8 @@ describe("gateway startup, Telegram only", () => {
       ),
     ).toEqual([]);
     expect(loaded.filter((url) => url.includes("pino-pretty"))).toEqual([]);
+    // The openai SDK waits for the first turn (its error classes alone are loaded).
+    expect(loaded.filter((url) => /\/node_modules\/openai\/(index|client)\.m?js/.test(url))).toEqual([]);
     // Other platforms' SDKs stay unloaded too.
     expect(
       loaded.filter((url) => /\/node_modules\/(@slack|@discordjs|discord-api-types)\//.test(url)),

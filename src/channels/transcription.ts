@@ -6,7 +6,7 @@
  */
 import { createReadStream } from "node:fs";
 import { basename } from "node:path";
-import OpenAI, { toFile } from "openai";
+import type { default as OpenAI, toFile as ToFile } from "openai";
 import type { Config } from "../config/schema.js";
 import { resolveProvider } from "../llm/providers.js";
 import type { Logger } from "../log.js";
@@ -27,18 +27,25 @@ export function createTranscriber(config: Config): Transcriber | null {
     ...config,
     agents: { defaults: { ...config.agents.defaults, provider: provider.trim(), model } },
   });
-  const client = new OpenAI({
-    baseURL: resolved.baseURL,
-    apiKey: resolved.apiKey || "not-needed",
-    defaultHeaders: resolved.extraHeaders,
-    timeout: TIMEOUT_MS,
-    maxRetries: 1,
-  });
+  // The SDK is loaded with the first voice note, not with the channel.
+  let client: Promise<{ openai: OpenAI; toFile: typeof ToFile }> | undefined;
+  const sdkClient = () =>
+    (client ??= import("openai").then(({ default: OpenAI, toFile }) => ({
+      openai: new OpenAI({
+        baseURL: resolved.baseURL,
+        apiKey: resolved.apiKey || "not-needed",
+        defaultHeaders: resolved.extraHeaders,
+        timeout: TIMEOUT_MS,
+        maxRetries: 1,
+      }),
+      toFile,
+    })));
   return {
     async transcribe(path, signal) {
       try {
+        const { openai, toFile } = await sdkClient();
         const file = await toFile(createReadStream(path), basename(path));
-        const result = await client.audio.transcriptions.create({ file, model: resolved.model }, { signal });
+        const result = await openai.audio.transcriptions.create({ file, model: resolved.model }, { signal });
         return result.text.trim();
       } catch (err) {
         throw new ChannelError(`transcription failed: ${errorMessage(err)}`, { cause: err });

@@ -4,7 +4,9 @@
  * that Retry-After, the caller's AbortSignal and a per-call timeout are all
  * honoured the same way, and every failure ends as a classified LlmError.
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type OpenAI from "openai";
+// The error classes alone (a few KB): the SDK itself is loaded with the first call (sdkClient).
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai/error";
 import type {
   ChatCompletionContentPartText,
   ChatCompletionCreateParams,
@@ -321,7 +323,7 @@ function sdkLogger(log: Logger): OpenAI["logger"] {
 
 export class OpenAIProvider implements Provider {
   readonly model: string;
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
   private readonly log: Logger;
   private readonly random: () => number;
   /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
@@ -333,22 +335,34 @@ export class OpenAIProvider implements Provider {
     this.random = opts.random ?? Math.random;
     // Here rather than in createProvider, so every provider's key is hidden from logs and errors.
     if (opts.apiKey) registerSecrets([opts.apiKey]);
-    this.client = new OpenAI({
-      // Local servers need no key, but the SDK insists on one.
-      apiKey: opts.apiKey || "no-key",
-      baseURL: opts.baseURL,
-      // Never pick these up from OPENAI_* env vars: they would leak to other providers.
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      defaultHeaders: opts.extraHeaders ?? {},
-      maxRetries: 0,
-      timeout: opts.timeoutMs,
-      fetch: pooledFetch({ maxSockets: opts.maxConnections ?? Infinity }),
-      logger: sdkLogger(this.log),
-      logLevel: "warn",
-    });
+  }
+
+  /**
+   * The SDK's client, made with the first call: the SDK (~230 KB bundled, ~20 ms to load) is not
+   * loaded by every start, and the first turn waits on the model far longer than that.
+   */
+  private sdkClient(): Promise<OpenAI> {
+    const { opts } = this;
+    this.client ??= import("openai").then(
+      ({ default: OpenAI }) =>
+        new OpenAI({
+          // Local servers need no key, but the SDK insists on one.
+          apiKey: opts.apiKey || "no-key",
+          baseURL: opts.baseURL,
+          // Never pick these up from OPENAI_* env vars: they would leak to other providers.
+          organization: null,
+          project: null,
+          adminAPIKey: null,
+          webhookSecret: null,
+          defaultHeaders: opts.extraHeaders ?? {},
+          maxRetries: 0,
+          timeout: opts.timeoutMs,
+          fetch: pooledFetch({ maxSockets: opts.maxConnections ?? Infinity }),
+          logger: sdkLogger(this.log),
+          logLevel: "warn",
+        }),
+    );
+    return this.client;
   }
 
   /** The request body for `req`, without what its model refuses (exported through the class for tests). */
@@ -456,8 +470,9 @@ export class OpenAIProvider implements Provider {
     const options = { signal: controller.signal, timeout: this.opts.timeoutMs, maxRetries: 0 };
     const assembler = new StreamAssembler();
     try {
-      if (!body.stream) return parseCompletion(await this.client.chat.completions.create(body, options));
-      for await (const chunk of await this.client.chat.completions.create(body, options)) {
+      const client = await this.sdkClient();
+      if (!body.stream) return parseCompletion(await client.chat.completions.create(body, options));
+      for await (const chunk of await client.chat.completions.create(body, options)) {
         if (assembler.push(chunk)) onText?.(assembler.visible);
       }
       return parseCompletion(assembler.result());
