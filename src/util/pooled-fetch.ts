@@ -33,7 +33,7 @@ const DECODERS: Record<string, () => Transform> = {
 export interface PoolOptions {
   /** Connections open at most; more calls at once wait for one (Infinity: no limit). */
   maxSockets: number;
-  /** Every request goes through this agent instead of the pool's own (a proxy's tunnel). */
+  /** Every request goes through this agent (a proxy's tunnel), with its own limits, instead of the pool. */
   agent?: HttpAgent;
 }
 
@@ -202,6 +202,7 @@ class PooledResponse {
   }
 }
 
+/** The whole stream (not node:stream/consumers' buffer(), whose async iteration costs ~10× as much). */
 function readWhole(stream: Readable): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
