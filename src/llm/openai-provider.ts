@@ -26,6 +26,7 @@ import { retryAfterFromHeaders } from "./retry.js";
 import { StreamAssembler } from "./stream.js";
 import { stripThink } from "./think.js";
 import { explainCutOffArguments } from "./cut-off.js";
+import { RequestJson } from "./request-json.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
 
 export type ReasoningEffort = "low" | "medium" | "high";
@@ -328,6 +329,7 @@ export class OpenAIProvider implements Provider {
   private readonly random: () => number;
   /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
   private readonly learnedRefusals = new BoundedMap<string, Set<AdjustableParam>>(64);
+  private readonly requestJson = new RequestJson();
 
   constructor(private readonly opts: OpenAIProviderOptions) {
     this.model = opts.model;
@@ -413,7 +415,7 @@ export class OpenAIProvider implements Provider {
       if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
       let failure: LlmError;
       try {
-        return await this.attempt(body, signal, req.onText);
+        return await this.attempt(body, this.requestJson.of(body, req.tools), signal, req.onText);
       } catch (err) {
         // attempt() only ever throws classified LlmErrors.
         failure = err as LlmError;
@@ -450,9 +452,13 @@ export class OpenAIProvider implements Provider {
     }
   }
 
-  /** One HTTP call with its own deadline (the whole streamed body included), linked to the caller's signal. */
+  /**
+   * One HTTP call with its own deadline (the whole streamed body included), linked to the caller's
+   * signal. `json` is `body` as the text to send (RequestJson): the SDK sends a string body as it is.
+   */
   private async attempt(
     body: ChatCompletionCreateParams,
+    json: string,
     signal?: AbortSignal,
     onText?: (textSoFar: string) => void,
   ): Promise<ChatResponse> {
@@ -467,7 +473,13 @@ export class OpenAIProvider implements Provider {
       controller.abort(new Error(`timed out after ${this.opts.timeoutMs} ms`));
     }, this.opts.timeoutMs);
     signal?.addEventListener("abort", onAbort, { once: true });
-    const options = { signal: controller.signal, timeout: this.opts.timeoutMs, maxRetries: 0 };
+    const options = {
+      signal: controller.signal,
+      timeout: this.opts.timeoutMs,
+      maxRetries: 0,
+      body: json,
+      headers: { "content-type": "application/json" },
+    };
     const assembler = new StreamAssembler();
     try {
       const client = await this.sdkClient();

@@ -15,10 +15,17 @@
  * followed: neither API redirects its POSTs, and the client reports the status like any other.
  * Compressed replies are decoded.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type RequestOptions,
+} from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable, type Transform } from "node:stream";
+import { urlToHttpOptions } from "node:url";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { BoundedMap } from "./bounded-map.js";
 
 /** Idle connections are closed after this long (undici's default keep-alive timeout). */
 const IDLE_SOCKET_MS = 4000;
@@ -44,24 +51,24 @@ export function pooledFetch(opts: PoolOptions): typeof fetch {
 
   return (input, init = {}) => {
     const body = init.body;
-    const url = typeof input === "string" ? new URL(input) : input instanceof URL ? input : undefined;
-    const streamed = body instanceof Readable;
-    const simpleBody = body == null || typeof body === "string" || body instanceof Uint8Array || streamed;
-    if (!url || !(url.protocol === "http:" || url.protocol === "https:") || !simpleBody) {
-      return fetch(input, init);
-    }
+    const target = typeof input === "string" || input instanceof URL ? targetOf(input) : undefined;
+    const simpleBody =
+      body == null || typeof body === "string" || body instanceof Uint8Array || body instanceof Readable;
+    if (!target || !simpleBody) return fetch(input, init);
     const headers = headerRecord(init.headers);
-    if (body != null && !streamed) headers["content-length"] = String(Buffer.byteLength(body));
+    // Encoded once, not measured and then encoded again (an LLM request is ~15 KB).
+    const bytes = typeof body === "string" ? Buffer.from(body) : body;
+    if (bytes != null && !(bytes instanceof Readable)) headers["content-length"] = String(bytes.byteLength);
     const method = init.method ?? "GET";
-    const secure = url.protocol === "https:";
+    const secure = target.options.protocol === "https:";
     const send = secure ? httpsRequest : httpRequest;
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise<Response>((resolve, reject) => {
       let reply: Readable | undefined;
-      const req = send(url, { method, headers, agent: secure ? https : http }, (res) => {
+      const req = send({ ...target.options, method, headers, agent: secure ? https : http }, (res) => {
         reply = replyStream(res, method);
-        resolve(new PooledResponse(res, reply, url.href) as unknown as Response);
+        resolve(new PooledResponse(res, reply, target.href) as unknown as Response);
       });
       // As fetch does: an abort fails the call, or the reading of the reply, with an AbortError.
       const onAbort = () => {
@@ -72,12 +79,40 @@ export function pooledFetch(opts: PoolOptions): typeof fetch {
       signal?.addEventListener("abort", onAbort, { once: true });
       req.on("close", () => signal?.removeEventListener("abort", onAbort));
       req.on("error", reject);
-      if (streamed) {
-        body.on("error", (err) => req.destroy(err));
-        body.pipe(req);
-      } else req.end(body ?? undefined);
+      if (bytes instanceof Readable) {
+        bytes.on("error", (err) => req.destroy(err));
+        bytes.pipe(req);
+      } else req.end(bytes ?? undefined);
     });
   };
+}
+
+interface Target {
+  href: string;
+  options: RequestOptions;
+}
+
+/**
+ * Where a URL points, as http.request takes it; undefined for what is not http(s). Parsed once per
+ * distinct URL (a client calls a handful: the LLM's one endpoint, a Bot API method each), not
+ * for every call as http.request(url) would. Frozen: each call spreads it into its own options.
+ */
+const targets = new BoundedMap<string, Readonly<Target>>(256);
+
+function targetOf(input: string | URL): Readonly<Target> | undefined {
+  const key = typeof input === "string" ? input : input.href;
+  const known = targets.get(key);
+  if (known) return known;
+  let url: URL;
+  try {
+    url = new URL(key);
+  } catch {
+    return undefined; // not a URL: the built-in fetch reports it as fetch would
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  const target = Object.freeze({ href: url.href, options: Object.freeze(urlToHttpOptions(url)) });
+  targets.set(key, target);
+  return target;
 }
 
 /**

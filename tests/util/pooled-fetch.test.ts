@@ -97,6 +97,20 @@ describe("pooledFetch", () => {
     expect(await fromPairs.json()).toEqual({ extra: "2" });
   });
 
+  it("sends each call to the path and query of its own URL, given as a string or a URL", async () => {
+    const s = await serve((req, res) => json(res, { path: req.url, host: req.headers.host }));
+    const f = pooledFetch({ maxSockets: 4 });
+    const base = new URL(s.url);
+    const paths = ["/bot1/getMe", "/bot1/sendMessage?x=1", "/bot1/getMe", "/v1/chat"];
+    for (const path of paths) {
+      const res = await f(new URL(path, base).href, { method: "POST" });
+      expect(await res.json()).toEqual({ path, host: base.host });
+    }
+    const fromUrl = await f(new URL("/other?q=%20", base), {});
+    expect(await fromUrl.json()).toEqual({ path: "/other?q=%20", host: base.host });
+    expect(fromUrl.url).toBe(new URL("/other?q=%20", base).href);
+  });
+
   it("keeps one connection for calls one after another", async () => {
     const s = await serve((_req, res) => json(res, { ok: true }));
     const f = pooledFetch({ maxSockets: 4 });

@@ -73,11 +73,9 @@ export function createPreviewApi(opts: BotOptions): Api {
 function guard(opts: BotOptions): Transformer {
   const { tuning, log } = opts;
   return async (prev, method, payload, grammySignal) => {
-    const follower = grammySignal ? nativeSignal(grammySignal) : undefined;
-    const signal = follower?.signal;
-    try {
-      if (method === "getUpdates") {
-        const pollSeconds = (payload as { timeout?: number }).timeout ?? 0;
+    if (method === "getUpdates") {
+      const pollSeconds = (payload as { timeout?: number }).timeout ?? 0;
+      return following(grammySignal, async (signal) => {
         const deadline = deadlineSignal(pollSeconds * 1000 + tuning.pollGraceMs, signal);
         try {
           return await prev(method, payload, gs(deadline.signal));
@@ -85,32 +83,29 @@ function guard(opts: BotOptions): Transformer {
           deadline.dispose();
           opts.onPoll();
         }
+      });
+    }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await prev(method, payload, grammySignal);
+      } catch (err) {
+        if (!(err instanceof HttpError) || grammySignal?.aborted || attempt >= tuning.networkRetries)
+          throw err;
+        const waitMs = backoffDelay(attempt, tuning.retryBaseMs / 2, 30_000);
+        log.debug(
+          { method, waitMs, err: errorMessage(err) },
+          "Telegram call failed on the network; retrying",
+        );
+        await following(grammySignal, (signal) => sleep(waitMs, signal));
       }
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await prev(method, payload, grammySignal);
-        } catch (err) {
-          if (!(err instanceof HttpError) || signal?.aborted || attempt >= tuning.networkRetries) throw err;
-          const waitMs = backoffDelay(attempt, tuning.retryBaseMs / 2, 30_000);
-          log.debug(
-            { method, waitMs, err: errorMessage(err) },
-            "Telegram call failed on the network; retrying",
-          );
-          await sleep(waitMs, signal);
-        }
-      }
-    } finally {
-      // The caller's signal often lives as long as the channel (typing, previews): a listener left
-      // on it per call would pile up for as long as palaver runs.
-      follower?.dispose();
     }
   };
 }
 
 /**
- * grammy hands transformers the signal of its own AbortController polyfill,
- * which the native AbortSignal helpers do not accept; this follows it with a
- * native one (it only needs addEventListener).
+ * grammy hands transformers the signal of its own AbortController polyfill (its polling loop's),
+ * which the native AbortSignal helpers do not accept. `run` gets a native signal that follows it;
+ * made only where one is needed (a poll's deadline, a wait before a retry), not for every call.
  */
 interface AnySignal {
   readonly aborted: boolean;
@@ -118,13 +113,22 @@ interface AnySignal {
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
-/** A native signal that follows `signal` until `dispose` takes its listener off again. */
-function nativeSignal(signal: AnySignal): { signal: AbortSignal; dispose(): void } {
+async function following<T>(
+  signal: AnySignal | undefined,
+  run: (native: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
+  if (!signal) return run(undefined);
   const controller = new AbortController();
   const abort = () => controller.abort();
   if (signal.aborted) controller.abort();
   else signal.addEventListener("abort", abort, { once: true });
-  return { signal: controller.signal, dispose: () => signal.removeEventListener("abort", abort) };
+  try {
+    return await run(controller.signal);
+  } finally {
+    // The caller's signal often lives as long as the channel (typing, previews): a listener left
+    // on it per call would pile up for as long as palaver runs.
+    signal.removeEventListener("abort", abort);
+  }
 }
 
 /** grammy's methods are typed with the polyfill's AbortSignal; a native one works the same at run time. */

@@ -18,21 +18,45 @@ afterEach(async () => {
   await fake.close();
 });
 
+function previewApi(tuning = DEFAULT_TUNING, log = captureLog().log) {
+  const config = TelegramConfigSchema.parse({ enabled: true, token: fake.token });
+  return createPreviewApi({
+    config,
+    apiRoot: fake.apiRoot,
+    fetch: telegramFetch(config, fake.apiRoot),
+    tuning,
+    log,
+    onPoll: () => undefined,
+  });
+}
+
 describe("Telegram calls with the channel's lifetime signal", () => {
   it("leave no listener behind on it", async () => {
-    const config = TelegramConfigSchema.parse({ enabled: true, token: fake.token });
-    const api = createPreviewApi({
-      config,
-      apiRoot: fake.apiRoot,
-      fetch: telegramFetch(config, fake.apiRoot),
-      tuning: DEFAULT_TUNING,
-      log: captureLog().log,
-      onPoll: () => undefined,
-    });
+    const api = previewApi();
     const lifetime = new AbortController();
     const signal = lifetime.signal as unknown as Parameters<typeof api.sendChatAction>[3];
     for (let i = 0; i < 25; i++) await api.sendChatAction(42, "typing", {}, signal);
     expect(fake.callsTo("sendChatAction")).toHaveLength(25);
+    expect(getEventListeners(lifetime.signal, "abort")).toHaveLength(0);
+  });
+
+  it("end the wait before a retry when it aborts, and leave no listener behind", async () => {
+    // A wait of an hour before the retry: only the abort can end the call.
+    const { log, lines } = captureLog();
+    const api = previewApi({ ...DEFAULT_TUNING, networkRetries: 1, retryBaseMs: 3_600_000 }, log);
+    fake.dropNext("sendChatAction");
+    const lifetime = new AbortController();
+    const signal = lifetime.signal as unknown as Parameters<typeof api.sendChatAction>[3];
+    const call = api.sendChatAction(42, "typing", {}, signal);
+    await fake.waitFor(
+      () => lines.some((l) => l.msg?.includes("retrying")),
+      10_000,
+      "the wait before a retry",
+    );
+    lifetime.abort();
+    // The wait itself ended (a retry sent with the aborted signal would fail as an HttpError instead).
+    await expect(call).rejects.toMatchObject({ name: "AbortError" });
+    expect(fake.callsTo("sendChatAction")).toHaveLength(1);
     expect(getEventListeners(lifetime.signal, "abort")).toHaveLength(0);
   });
 });
