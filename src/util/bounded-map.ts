@@ -11,7 +11,8 @@ export class BoundedMap<K, V> {
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (this.now() - entry.at > this.ttlMs) {
+    // Without a time to live, no clock is read (a hot path: token counts of every prompt text).
+    if (this.ttlMs !== Number.POSITIVE_INFINITY && this.now() - entry.at > this.ttlMs) {
       this.entries.delete(key);
       return undefined;
     }

@@ -9,8 +9,10 @@
  * second and ~20 MB of heap (60 MB of RSS for o200k), which a process whose
  * chats stay short should not pay for.
  *
- * Counts are cached per message object and per text (the same tool result is
- * counted once, however many calls and turns it is sent in).
+ * Counts are cached per text (the same tool result is counted once, however
+ * many calls and turns it is sent in), not per message object: a WeakMap keyed
+ * by every message of every session cost ~6 µs a new entry at 100 chats at
+ * once, more than adding up a message's cached texts again.
  */
 import type { ChatMessage, ToolDefinition } from "../../llm/types.js";
 import { BoundedMap } from "../../util/bounded-map.js";
@@ -24,6 +26,8 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 export const IMAGE_TOKENS = 1000;
 /** How many distinct texts keep their count (strings the sessions already hold in memory). */
 const TEXT_CACHE_SIZE = 8192;
+/** Texts shorter than this are counted each time: as cheap as looking them up. */
+const UNCACHED_TEXT_CHARS = 8;
 
 /** The encoding of a model name (with or without a provider/ prefix), or null: counted as chars/4. */
 export function encodingFor(model: string): EncodingName | null {
@@ -60,7 +64,6 @@ export class TokenCounter {
   private readonly encoding: EncodingName | null;
   private loaded: Promise<void> | undefined;
   private byText = new BoundedMap<string, number>(TEXT_CACHE_SIZE);
-  private byMessage = new WeakMap<ChatMessage, number>();
   private byTools = new WeakMap<readonly ToolDefinition[], number>();
 
   constructor(readonly model: string) {
@@ -80,7 +83,6 @@ export class TokenCounter {
             this.countText = count;
             // Counts made with the estimate are dropped.
             this.byText = new BoundedMap<string, number>(TEXT_CACHE_SIZE);
-            this.byMessage = new WeakMap();
             this.byTools = new WeakMap();
           },
           () => undefined, // a broken install leaves the estimate in place; the budget still works
@@ -91,7 +93,7 @@ export class TokenCounter {
 
   /** Tokens of a text (cached). */
   text(text: string): number {
-    if (text.length < 64) return this.countText(text);
+    if (text.length < UNCACHED_TEXT_CHARS) return this.countText(text);
     const known = this.byText.get(text);
     if (known !== undefined) return known;
     const n = this.countText(text);
@@ -101,8 +103,6 @@ export class TokenCounter {
 
   /** Tokens one message adds to a prompt: overhead, content, tool calls. */
   message(msg: ChatMessage): number {
-    const known = this.byMessage.get(msg);
-    if (known !== undefined) return known;
     let n = MESSAGE_OVERHEAD_TOKENS;
     if (typeof msg.content === "string") n += this.text(msg.content);
     else if (msg.content) {
@@ -112,8 +112,6 @@ export class TokenCounter {
       n += MESSAGE_OVERHEAD_TOKENS + this.text(call.function.name) + this.text(call.function.arguments);
     }
     if (msg.name) n += 1;
-    // Messages are treated as immutable once built (the fitting copies what it changes).
-    this.byMessage.set(msg, n);
     return n;
   }
 
