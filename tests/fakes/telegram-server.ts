@@ -159,6 +159,8 @@ export class FakeTelegram {
 
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  /** The most connections that were open at once. */
+  maxOpenConnections = 0;
   private updates: Json[] = [];
   private nextUpdateId = 1;
   private nextMessageId = 1;
@@ -184,6 +186,7 @@ export class FakeTelegram {
     this.server = createServer((req, res) => void this.handle(req, res));
     this.server.on("connection", (socket) => {
       this.sockets.add(socket);
+      this.maxOpenConnections = Math.max(this.maxOpenConnections, this.sockets.size);
       socket.on("close", () => this.sockets.delete(socket));
     });
   }

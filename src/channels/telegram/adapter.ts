@@ -29,7 +29,7 @@ import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
-import { chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
+import { botApiConnections, chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -60,6 +60,8 @@ export interface TelegramChannelOptions {
   transcriber?: Transcriber | null;
   log?: Logger;
   tuning?: Partial<TelegramTuning>;
+  /** Connections to the Bot API at most (botApiConnections); default: no limit. */
+  maxConnections?: number;
 }
 
 /** What the registry calls: validates the section, sets up transcription, builds the channel. */
@@ -76,6 +78,7 @@ export function createTelegramChannel(
       maxMediaBytes: ctx.config.channels.maxMediaBytes,
       transcriber: transcriberFor(ctx.config, log),
       log,
+      maxConnections: botApiConnections(ctx.config.agents.defaults),
       ...(tuning ? { tuning } : {}),
     });
   });
@@ -124,7 +127,7 @@ export class TelegramChannel implements Channel {
     this.tuning = { ...DEFAULT_TUNING, ...opts.tuning };
     this.log = opts.log ?? logger(CHANNEL);
     const { tuning, log, apiRoot } = this;
-    const fetch = telegramFetch(this.cfg, apiRoot);
+    const fetch = telegramFetch(this.cfg, apiRoot, opts.maxConnections);
     this.bot = createBot({
       config: this.cfg,
       apiRoot,

@@ -14,8 +14,8 @@ const CONNECT_TIMEOUT_MS = 15_000;
 
 type Callback = (err: Error | null, stream: Duplex) => void;
 
-/** An Agent for requests to `apiRoot` through the proxy at `proxyUrl`. */
-export function proxyAgent(proxyUrl: string, apiRoot: string): HttpAgent {
+/** An Agent for requests to `apiRoot` through the proxy at `proxyUrl`, at most `maxSockets` tunnels. */
+export function proxyAgent(proxyUrl: string, apiRoot: string, maxSockets = Infinity): HttpAgent {
   let proxy: URL;
   try {
     proxy = new URL(proxyUrl);
@@ -68,12 +68,12 @@ export function proxyAgent(proxyUrl: string, apiRoot: string): HttpAgent {
         if (callback) tunnel(options, callback);
         return undefined;
       }
-    })({ keepAlive: true });
+    })({ keepAlive: true, maxSockets });
   }
   return new (class extends HttpAgent {
     override createConnection(options: ClientRequestArgs, callback?: Callback): Duplex | null | undefined {
       if (callback) tunnel(options, callback);
       return undefined;
     }
-  })({ keepAlive: true });
+  })({ keepAlive: true, maxSockets });
 }

@@ -38,10 +38,12 @@ afterEach(async () => {
 });
 
 async function startGateway(
-  opts: { telegram?: Record<string, unknown>; fast?: boolean } = {},
+  opts: { telegram?: Record<string, unknown>; fast?: boolean; agents?: Record<string, unknown> } = {},
 ): Promise<Gateway> {
   const config = ConfigSchema.parse({
-    agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
+    agents: {
+      defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model", ...opts.agents },
+    },
     providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
     channels: {
       sendProgress: false,
@@ -142,5 +144,17 @@ describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
     expect(second).not.toContain("topic A");
     const sessions = await readFile(join(dir, "ws", "sessions", "telegram_-1009_22.jsonl"), "utf8");
     expect(sessions).toContain("topic B");
+  });
+
+  it("keeps to the Bot API connections its turns need: twenty replies at once share six", async () => {
+    // 2 × (1 turn + 1 subagent) + 2: what botApiConnections allows for these settings.
+    await startGateway({ agents: { maxConcurrentTurns: 1, maxSubagents: 1 } });
+    const sends = Array.from({ length: 20 }, (_, i) =>
+      channel!.send({ channel: "telegram", chatId: String(1000 + i), content: `note ${i}` }),
+    );
+    await Promise.all(sends);
+    expect(tg.sent.filter((m) => m.text?.startsWith("note "))).toHaveLength(20);
+    expect(tg.maxOpenConnections).toBeGreaterThan(1);
+    expect(tg.maxOpenConnections).toBeLessThanOrEqual(6);
   });
 });
