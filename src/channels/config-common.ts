@@ -67,3 +67,13 @@ export function dmPolicyProblems(
     ];
   return [];
 }
+
+/**
+ * Requests a platform's API needs in flight at most, and so connections to it: two per turn or
+ * subagent that can run at once (its typing action or receipt beside its reply, draft or preview
+ * edit), a long poll and one spare. Unbounded, Telegram's pool had opened 156 connections for 100
+ * turns at once; a call beyond the bound waits for one.
+ */
+export function platformConnections(agents: { maxConcurrentTurns: number; maxSubagents: number }): number {
+  return 2 * (agents.maxConcurrentTurns + agents.maxSubagents) + 2;
+}

@@ -150,6 +150,10 @@ export class FakeSlack {
   updatesLimited = 0;
   /** How many Socket Mode connections said hello so far. */
   connections = 0;
+  /** Web API calls are answered after this long (a slow Slack), so calls made together overlap. */
+  apiLatencyMs = 0;
+  /** The most Web API calls that were being answered at once. */
+  maxApiCallsAtOnce = 0;
   /** What the transcription endpoint answers. */
   transcript = "hello from a voice note";
   /** Every transcription request: the model and the uploaded file. */
@@ -171,6 +175,7 @@ export class FakeSlack {
   /** Where each accepted post is, in order: the messages themselves change with edits. */
   private readonly posts: { channel: string; ts: string }[] = [];
   private readonly inFlight = new Map<string, Pending>();
+  private apiCallsNow = 0;
   /** `channel:ts` → when that message was last posted or updated (for minUpdateIntervalMs). */
   private readonly lastWrite = new Map<string, number>();
   private readonly waiters = new Set<() => void>();
@@ -566,6 +571,10 @@ export class FakeSlack {
       return this.receiveUpload(req, res, url.pathname.slice("/upload/".length), body);
     }
     if (req.method === "POST" && url.pathname.startsWith("/api/")) {
+      this.apiCallsNow++;
+      this.maxApiCallsAtOnce = Math.max(this.maxApiCallsAtOnce, this.apiCallsNow);
+      res.once("close", () => this.apiCallsNow--);
+      if (this.apiLatencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.apiLatencyMs));
       const method = url.pathname.slice("/api/".length);
       const params = await parseParams(req, body);
       const auth = req.headers.authorization;

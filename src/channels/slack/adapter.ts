@@ -19,6 +19,7 @@ import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
+import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
@@ -64,6 +65,8 @@ export interface SlackChannelOptions extends SlackTuning {
   log: Logger;
   /** Audio clips become text through it; none: they are handed on as files. */
   transcriber?: Transcriber | null;
+  /** Web API calls in flight at most per client (platformConnections); default: the SDK's 100. */
+  maxRequests?: number;
 }
 
 /** The message a turn answers: the receipt reaction goes on it. */
@@ -104,6 +107,7 @@ export async function createSlackChannel(
       maxMediaBytes: ctx.config.channels.maxMediaBytes,
       log,
       transcriber: transcriberFor(ctx.config, log),
+      maxRequests: platformConnections(ctx.config.agents.defaults),
       ...tuning,
     }),
   );
@@ -144,6 +148,7 @@ export class SlackChannel implements Channel {
       logger: slackLogger(this.log.child({ sdk: "web-api" })),
       retryConfig: opts.retryConfig ?? DEFAULT_RETRY,
       timeout: opts.requestTimeoutMs ?? 30_000,
+      ...(opts.maxRequests ? { maxRequestConcurrency: opts.maxRequests } : {}),
     };
     this.writes = new WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
     const policy: SlackPolicy = {

@@ -24,12 +24,13 @@ import { logger, type Logger } from "../../log.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, ConfigError } from "../../util/errors.js";
 import { withTimeout, TimeoutError } from "../../util/timeout.js";
+import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
-import { botApiConnections, chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
+import { chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -60,7 +61,7 @@ export interface TelegramChannelOptions {
   transcriber?: Transcriber | null;
   log?: Logger;
   tuning?: Partial<TelegramTuning>;
-  /** Connections to the Bot API at most (botApiConnections); default: no limit. */
+  /** Connections to the Bot API at most (platformConnections); default: no limit. */
   maxConnections?: number;
 }
 
@@ -78,7 +79,7 @@ export function createTelegramChannel(
       maxMediaBytes: ctx.config.channels.maxMediaBytes,
       transcriber: transcriberFor(ctx.config, log),
       log,
-      maxConnections: botApiConnections(ctx.config.agents.defaults),
+      maxConnections: platformConnections(ctx.config.agents.defaults),
       ...(tuning ? { tuning } : {}),
     });
   });

@@ -36,23 +36,14 @@ function clientOptions(opts: BotOptions): ApiClientOptions {
 /**
  * What grammy's calls go through: pooledFetch, one http.request on a keep-alive pool rather than
  * node-fetch's Request, Headers and body streams (~0.1 ms of CPU less per call), through the
- * proxy's tunnel when one is set. At most `maxSockets` connections (botApiConnections); more calls
- * at once wait for one.
+ * proxy's tunnel when one is set. At most `maxSockets` connections (platformConnections); more
+ * calls at once wait for one.
  */
 export function telegramFetch(config: TelegramConfig, apiRoot: string, maxSockets = Infinity): typeof fetch {
   return pooledFetch({
     maxSockets,
     ...(config.proxy ? { agent: proxyAgent(config.proxy, apiRoot, maxSockets) } : {}),
   });
-}
-
-/**
- * Connections to the Bot API a gateway needs at most: two per turn or subagent that can run at
- * once (its typing action beside its reply, draft or preview edit), the long poll and one spare.
- * With 100 turns at once the pool had opened 156 connections; a call beyond the bound waits for one.
- */
-export function botApiConnections(agents: { maxConcurrentTurns: number; maxSubagents: number }): number {
-  return 2 * (agents.maxConcurrentTurns + agents.maxSubagents) + 2;
 }
 
 export function createBot(opts: BotOptions): Bot {

@@ -147,7 +147,7 @@ describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
   });
 
   it("keeps to the Bot API connections its turns need: twenty replies at once share six", async () => {
-    // 2 × (1 turn + 1 subagent) + 2: what botApiConnections allows for these settings.
+    // 2 × (1 turn + 1 subagent) + 2: what platformConnections allows for these settings.
     await startGateway({ agents: { maxConcurrentTurns: 1, maxSubagents: 1 } });
     const sends = Array.from({ length: 20 }, (_, i) =>
       channel!.send({ channel: "telegram", chatId: String(1000 + i), content: `note ${i}` }),
