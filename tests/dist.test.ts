@@ -5,11 +5,13 @@
  * here: the CLI (a bad config too: zod runs with its translations stubbed out), a gateway
  * answering on Telegram (grammy without node-fetch, prom-client without OpenTelemetry) with a tool
  * from an MCP server (its lazily loaded SDK) in the turn, one answering on Discord (whose REST client the
- * bundle swaps for its fetch-based build: scripts/build-server.mjs), and one answering on Slack
- * (whose Socket Mode client gets only the parts of undici it uses).
+ * bundle swaps for its fetch-based build: scripts/build-server.mjs), one answering on Slack
+ * (whose Socket Mode client gets only the parts of undici it uses), and one on all three that
+ * never loads Node's built-in fetch (every API client goes through pooledFetch).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeDiscord } from "./fakes/discord-server.js";
 import { stdioServerCommand } from "./fakes/mcp-stdio.js";
@@ -18,6 +20,7 @@ import { dmEvent, FakeSlack } from "./fakes/slack-server.js";
 import { ROOT, runCli } from "./helpers/cli.js";
 import { DIST_MAIN, ensureBuilt } from "./helpers/dist.js";
 import { GatewayHarness, healthUrlFromLog, writeGatewayConfig } from "./helpers/gateway-process.js";
+import { waitFor } from "./helpers/wait.js";
 
 beforeAll(() => {
   const problem = ensureBuilt();
@@ -117,5 +120,36 @@ describe("the bundled build (dist/main.js)", { timeout: 120_000 }, () => {
     // socket-mode checks each event's class (undici's ErrorEvent, MessageEvent, CloseEvent) and only
     // warns when one is not: it would, were the stub's classes not the ones its WebSocket uses.
     expect(run.stderr).not.toMatch(/Expected \w+ but received/);
+  });
+
+  it("starts Telegram, Slack and Discord without loading Node's built-in fetch (undici, ~25 ms)", async () => {
+    const discord = await FakeDiscord.start();
+    const slack = await FakeSlack.start({ ackTimeoutMs: 30_000 });
+    h.onClose(() => discord.close());
+    h.onClose(() => slack.close());
+    const fakes = { llmBaseURL: h.llm.baseURL, telegram: h.tg, slack, discord };
+    const configPath = await writeGatewayConfig(h.dir, fakes);
+    // Node lists the internal modules it has loaded; the child writes that list as it exits.
+    const hook = join(h.dir, "module-list.mjs");
+    const list = join(h.dir, "modules.txt");
+    await writeFile(
+      hook,
+      `import { writeFileSync } from "node:fs";
+process.on("exit", () => writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join("\\n")));\n`,
+    );
+    const run = h.spawnGateway({ configPath, env: { NODE_OPTIONS: `--import ${pathToFileURL(hook).href}` } });
+    await waitFor(
+      () =>
+        run.stderr.includes('"msg":"gateway running"') && slack.connected && discord.liveConnection !== null,
+      h.startupMs,
+      "the gateway running on all three platforms",
+    );
+
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    const loaded = (await readFile(list, "utf8")).split("\n");
+    // The probe works: Node's own HTTP client was loaded.
+    expect(loaded).toContain("NativeModule _http_client");
+    expect(loaded.filter((name) => name.includes("undici"))).toEqual([]);
   });
 });

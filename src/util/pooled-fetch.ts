@@ -1,23 +1,26 @@
 /**
- * The fetch our API clients call (the openai SDK for the LLM, grammy for Telegram): node:http(s)
- * with one keep-alive pool per client, at most `maxSockets` connections (the LLM's:
- * maxConcurrentTurns + maxSubagents + 1, one per call that can be waiting on the model) and idle
- * ones closed after 4 s, before a server would (as Node's fetch does).
+ * The fetch our API clients call (the openai SDK for the LLM, grammy for Telegram, Slack's Web API
+ * clients, Discord's REST client): node:http(s) with one keep-alive pool per client, at most
+ * `maxSockets` connections (the LLM's: maxConcurrentTurns + maxSubagents + 1, one per call that
+ * can be waiting on the model; a platform's: platformConnections) and idle ones closed after 4 s,
+ * before a server would (as Node's fetch does).
  *
  * Why not Node's built-in fetch (undici) or grammy's node-fetch: per call they build a Request,
  * validate every header again and wrap the reply's stream in a web stream, and undici clones and
  * tees the request body in case of a redirect; in the throughput bench (100 turns at once) that
  * was the largest single cost of a message. Here a call is one http.request, and the reply a
  * small Response (PooledResponse below) that reads the body only the way the caller asks for it.
+ * On Node 20 the built-in fetch's first use also loads undici (~25 ms of a start).
  *
  * Text, byte and Node stream bodies (grammy's uploads) over http(s) take this path; anything else
- * (the openai SDK's FormData for a transcription) goes to the built-in fetch. Redirects are not
- * followed: neither API redirects its POSTs, and the client reports the status like any other.
- * Compressed replies are decoded.
+ * (a FormData: the openai SDK's transcription, Slack's and Discord's file uploads) goes to the
+ * built-in fetch. Redirects are not followed: no API here redirects its calls, and the client
+ * reports the status like any other. Compressed replies are decoded.
  */
 import {
   Agent as HttpAgent,
   request as httpRequest,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   type RequestOptions,
 } from "node:http";
@@ -163,7 +166,7 @@ class PooledResponse {
   readonly statusText: string;
   readonly redirected = false;
   readonly type = "basic";
-  private headerList: Headers | undefined;
+  private headerList: ReplyHeaders | undefined;
   private webBody: ReadableStream<Uint8Array> | undefined;
   private used = false;
   /** The whole body, being read (undefined: none, or an event stream read as it comes). */
@@ -185,18 +188,10 @@ class PooledResponse {
   }
 
   get headers(): Headers {
-    if (!this.headerList) {
-      const headers = new Headers();
-      const raw = this.res.rawHeaders;
-      for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-      if (this.stream && this.stream !== this.res) {
-        // The caller reads the decoded body; the length and encoding no longer describe it.
-        headers.delete("content-encoding");
-        headers.delete("content-length");
-      }
-      this.headerList = headers;
-    }
-    return this.headerList;
+    // The caller reads a decoded body: its length and encoding no longer describe it.
+    const decoded = this.stream !== undefined && this.stream !== this.res;
+    this.headerList ??= new ReplyHeaders(this.res.headers, decoded ? DECODED_AWAY : []);
+    return this.headerList as unknown as Headers;
   }
 
   get body(): ReadableStream<Uint8Array> | null {
@@ -234,6 +229,53 @@ class PooledResponse {
     if (this.used) throw new TypeError("Body is unusable: Body has already been read");
     this.used = true;
     return read();
+  }
+}
+
+const DECODED_AWAY = ["content-encoding", "content-length"];
+
+/**
+ * A reply's headers as a reader of fetch's Headers uses them: get and has by any case of the name,
+ * forEach, entries, keys, values; repeated headers joined with ", " (set-cookie too). Not a Headers
+ * instance: on Node 20 the global's first use loads the built-in undici (~25 ms of a start), and
+ * Slack's and Discord's clients read the headers of every reply, starting with their first call.
+ */
+class ReplyHeaders implements Iterable<[string, string]> {
+  private readonly byName = new Map<string, string>();
+
+  constructor(incoming: IncomingHttpHeaders, omit: readonly string[]) {
+    for (const [name, value] of Object.entries(incoming)) {
+      if (value === undefined || omit.includes(name)) continue;
+      this.byName.set(name, Array.isArray(value) ? value.join(", ") : value);
+    }
+  }
+
+  get(name: string): string | null {
+    return this.byName.get(name.toLowerCase()) ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name.toLowerCase());
+  }
+
+  forEach(callback: (value: string, name: string, headers: ReplyHeaders) => void): void {
+    for (const [name, value] of this.byName) callback(value, name, this);
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.byName.entries();
+  }
+
+  keys(): IterableIterator<string> {
+    return this.byName.keys();
+  }
+
+  values(): IterableIterator<string> {
+    return this.byName.values();
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.byName.entries();
   }
 }
 

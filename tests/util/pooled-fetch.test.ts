@@ -75,12 +75,34 @@ describe("pooledFetch", () => {
     expect(res.status).toBe(201);
     expect(res.ok).toBe(true);
     expect(res.headers.get("x-request-id")).toBe("r1");
+    expect(res.headers.get("X-Request-ID")).toBe("r1");
+    expect(res.headers.has("content-type")).toBe(true);
+    expect(res.headers.get("x-absent")).toBeNull();
+    expect(Object.fromEntries(res.headers.entries())).toMatchObject({
+      "x-request-id": "r1",
+      "content-type": "application/json",
+    });
     expect(await res.json()).toEqual({
       method: "POST",
       auth: "Bearer k",
       length: "14",
       body: '{"q":"héllo"}',
     });
+  });
+
+  it("gives repeated reply headers joined, as fetch's Headers does", async () => {
+    const s = await serve((_req, res) => {
+      res.setHeader("x-many", ["a", "b"]);
+      res.setHeader("set-cookie", ["c=1", "d=2"]);
+      res.end("{}");
+    });
+    const res = await pooledFetch({ maxSockets: 4 })(s.url, {});
+    expect(res.headers.get("x-many")).toBe("a, b");
+    expect(res.headers.get("set-cookie")).toBe("c=1, d=2");
+    const seen: string[] = [];
+    res.headers.forEach((value, name) => seen.push(`${name}=${value}`));
+    expect(seen).toContain("x-many=a, b");
+    expect([...res.headers.keys()]).toContain("x-many");
   });
 
   it("takes headers as a plain object (grammy's) or as pairs, names in any case", async () => {

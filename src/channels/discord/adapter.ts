@@ -37,7 +37,9 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
 import { ChannelError } from "../../util/errors.js";
+import { pooledFetch } from "../../util/pooled-fetch.js";
 import { withTimeout } from "../../util/timeout.js";
+import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
@@ -90,6 +92,8 @@ export interface DiscordChannelOptions {
   /** How start() waits for login and READY before rejecting. */
   connectTimeoutMs?: number;
   downloadTimeoutMs?: number;
+  /** Connections to the API at most (platformConnections); default: no limit. */
+  maxConnections?: number;
 }
 
 /** Discord shows "typing…" for ~10 s after each signal: renew a little before it fades. */
@@ -133,11 +137,14 @@ export function discordOptionsFrom(ctx: ChannelFactoryContext): DiscordChannelOp
     workspace: ctx.workspace,
     maxMediaBytes: ctx.config.channels.maxMediaBytes,
     transcriber: transcriberFor(ctx.config, ctx.log),
+    maxConnections: platformConnections(ctx.config.agents.defaults),
   };
 }
 
 export class DiscordChannel implements Channel {
   readonly name = CHANNEL;
+  /** The REST client's fetch: one keep-alive pool for every connection this channel opens. */
+  private readonly fetch: typeof fetch;
   private live: Live | null = null;
   private sink: InboundSink | null = null;
   private inbound: InboundPath | null = null;
@@ -158,6 +165,7 @@ export class DiscordChannel implements Channel {
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
+    this.fetch = pooledFetch({ maxSockets: opts.maxConnections ?? Infinity });
     this.sender = new DiscordSender(() => this.live);
     this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
@@ -199,6 +207,7 @@ export class DiscordChannel implements Channel {
       // and so does any wait for a preview's edit: the live preview sends newer text after it.
       rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
       log: this.log,
+      fetch: this.fetch,
     });
     const places = new Places((id) => connection.client.api.channels.get(id));
     // Handlers are on before connecting: GUILD_CREATEs follow READY at once.

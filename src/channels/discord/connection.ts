@@ -10,7 +10,7 @@
  * until palaver restarts (and the log says why).
  */
 import { Client, type GatewayReadyDispatchData } from "@discordjs/core";
-import { REST, RESTEvents, type RateLimitData } from "@discordjs/rest";
+import { REST, RESTEvents, type RateLimitData, type RESTOptions } from "@discordjs/rest";
 import { WebSocketManager, WebSocketShardEvents, type SessionInfo } from "@discordjs/ws";
 import type { Logger } from "../../log.js";
 import { ChannelError } from "../../util/errors.js";
@@ -28,6 +28,8 @@ export interface ConnectionOptions {
   /** Whether a rate limit fails the call at once instead of being waited out in the REST queue. */
   rejectOnRateLimit: (limit: RateLimitData) => boolean;
   log: Logger;
+  /** What REST calls go through (pooledFetch): not the built-in fetch, whose first use loads undici. */
+  fetch?: typeof fetch;
 }
 
 export interface DiscordConnection {
@@ -43,6 +45,7 @@ export function openConnection(opts: ConnectionOptions): DiscordConnection {
     ...(opts.apiUrl ? { api: opts.apiUrl.replace(/\/+$/, "") } : {}),
     retries: REST_RETRIES,
     rejectOnRateLimit: opts.rejectOnRateLimit,
+    ...(opts.fetch ? { makeRequest: opts.fetch as unknown as RESTOptions["makeRequest"] } : {}),
   }).setToken(opts.token);
   // Sessions kept per connection, not in @discordjs/ws's process-wide default store: another
   // connection (a restart, a second channel in tests) must not try to resume this one's session.

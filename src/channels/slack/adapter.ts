@@ -19,6 +19,7 @@ import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
+import { pooledFetch } from "../../util/pooled-fetch.js";
 import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
@@ -65,7 +66,7 @@ export interface SlackChannelOptions extends SlackTuning {
   log: Logger;
   /** Audio clips become text through it; none: they are handed on as files. */
   transcriber?: Transcriber | null;
-  /** Web API calls in flight at most per client (platformConnections); default: the SDK's 100. */
+  /** Web API calls in flight at most (platformConnections); default: the SDK's 100 per client. */
   maxRequests?: number;
 }
 
@@ -148,6 +149,8 @@ export class SlackChannel implements Channel {
       logger: slackLogger(this.log.child({ sdk: "web-api" })),
       retryConfig: opts.retryConfig ?? DEFAULT_RETRY,
       timeout: opts.requestTimeoutMs ?? 30_000,
+      // Every client on one keep-alive pool, not the built-in fetch (its first use loads undici).
+      fetch: pooledFetch({ maxSockets: opts.maxRequests ?? Infinity }),
       ...(opts.maxRequests ? { maxRequestConcurrency: opts.maxRequests } : {}),
     };
     this.writes = new WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
@@ -163,6 +166,7 @@ export class SlackChannel implements Channel {
       policy,
       apiUrl: this.apiUrl,
       reads: new WebClient(config.botToken, clientOptions),
+      fetch: clientOptions.fetch,
       log: this.log,
       onMessage: (msg) => this.take(msg),
       onChoice: (click, press) => this.choose(click, press),

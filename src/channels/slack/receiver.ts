@@ -64,6 +64,8 @@ export interface SlackReceiverOptions {
   apiUrl: string;
   /** The client for reads (auth.test, conversations.replies, users.info): it waits out rate limits. */
   reads: WebClient;
+  /** The Web API clients' fetch (one keep-alive pool), for Socket Mode's apps.connections.open too. */
+  fetch?: typeof fetch;
   log: Logger;
   /** A message for the bot (routed, its thread checked, its sender named), in order per Slack channel. */
   onMessage(msg: MappedMessage): void;
@@ -165,6 +167,7 @@ export class SlackReceiver {
         // apps.connections.open goes where the reads go; its own retry policy stays.
         clientOptions: {
           ...(this.opts.apiUrl ? { slackApiUrl: this.opts.apiUrl } : {}),
+          ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
           timeout: tuning.requestTimeoutMs ?? 30_000,
         },
         clientPingTimeoutMs: tuning.clientPingTimeoutMs ?? 5000,

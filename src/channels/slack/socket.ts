@@ -18,8 +18,8 @@ import { slackLogger } from "./logger.js";
 
 export interface SlackSocketOptions {
   appToken: string;
-  /** For apps.connections.open: the Web API base and request timeout. */
-  clientOptions: Pick<WebClientOptions, "slackApiUrl" | "timeout">;
+  /** For apps.connections.open: the Web API base, request timeout and fetch. */
+  clientOptions: Pick<WebClientOptions, "slackApiUrl" | "timeout" | "fetch">;
   /** Wait for a pong this long; the client's own reconnects wait this long times the failures in a row. */
   clientPingTimeoutMs: number;
   /** Reconnect when Slack's pings stop for this long. */
