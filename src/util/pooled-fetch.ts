@@ -120,8 +120,7 @@ function targetOf(input: string | URL): Readonly<Target> | undefined {
 
 /**
  * The request's headers as http.request takes them, names lower-cased as Headers would. Not through
- * a Headers instance, nor `instanceof Headers`: on Node 20 the global's first use loads the built-in
- * undici (~25 ms of a Telegram start, whose headers come as a plain object).
+ * a Headers instance, nor `instanceof Headers`: the global's first use loads undici (see above).
  */
 function headerRecord(init: RequestInit["headers"]): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -237,8 +236,8 @@ const DECODED_AWAY = ["content-encoding", "content-length"];
 /**
  * A reply's headers as a reader of fetch's Headers uses them: get and has by any case of the name,
  * forEach, entries, keys, values; repeated headers joined with ", " (set-cookie too). Not a Headers
- * instance: on Node 20 the global's first use loads the built-in undici (~25 ms of a start), and
- * Slack's and Discord's clients read the headers of every reply, starting with their first call.
+ * instance (undici, see above): Slack's and Discord's clients read the headers of every reply,
+ * starting with their first call at start.
  */
 class ReplyHeaders implements Iterable<[string, string]> {
   private readonly byName = new Map<string, string>();

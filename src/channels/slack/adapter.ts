@@ -66,8 +66,8 @@ export interface SlackChannelOptions extends SlackTuning {
   log: Logger;
   /** Audio clips become text through it; none: they are handed on as files. */
   transcriber?: Transcriber | null;
-  /** Web API calls in flight at most (platformConnections); default: the SDK's 100 per client. */
-  maxRequests?: number;
+  /** Connections to the Web API at most, for every client (platformConnections); default: no limit. */
+  maxConnections?: number;
 }
 
 /** The message a turn answers: the receipt reaction goes on it. */
@@ -108,7 +108,7 @@ export async function createSlackChannel(
       maxMediaBytes: ctx.config.channels.maxMediaBytes,
       log,
       transcriber: transcriberFor(ctx.config, log),
-      maxRequests: platformConnections(ctx.config.agents.defaults),
+      maxConnections: platformConnections(ctx.config.agents.defaults),
       ...tuning,
     }),
   );
@@ -149,9 +149,9 @@ export class SlackChannel implements Channel {
       logger: slackLogger(this.log.child({ sdk: "web-api" })),
       retryConfig: opts.retryConfig ?? DEFAULT_RETRY,
       timeout: opts.requestTimeoutMs ?? 30_000,
-      // Every client on one keep-alive pool, not the built-in fetch (its first use loads undici).
-      fetch: pooledFetch({ maxSockets: opts.maxRequests ?? Infinity }),
-      ...(opts.maxRequests ? { maxRequestConcurrency: opts.maxRequests } : {}),
+      // Every client on one keep-alive pool (a call beyond its bound waits for a connection), not
+      // the built-in fetch, whose first use loads undici.
+      fetch: pooledFetch({ maxSockets: opts.maxConnections ?? Infinity }),
     };
     this.writes = new WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
     const policy: SlackPolicy = {

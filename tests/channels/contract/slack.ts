@@ -5,7 +5,7 @@ import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
 import { waitFor } from "../../helpers/wait.js";
-import { FAST } from "../slack/helpers.js";
+import { FAST, slackSection } from "../slack/helpers.js";
 import { VOICE_TRANSCRIPT, type PlatformDriver } from "./driver.js";
 
 const ALLOWED = "U1";
@@ -28,14 +28,7 @@ export const slackDriver: PlatformDriver = {
       providers: { whisper: { apiBase: fake.transcriptionBaseURL, apiKey: "k" } },
       transcription: { provider: "whisper" },
       channels: {
-        slack: {
-          enabled: true,
-          botToken: fake.botToken,
-          appToken: fake.appToken,
-          apiUrl: fake.apiUrl,
-          allowFrom: [ALLOWED],
-          reactEmoji: RECEIPT,
-        },
+        slack: slackSection(fake, { allowFrom: [ALLOWED], reactEmoji: RECEIPT }),
       },
     });
     /** The bot's latest message as Slack holds it now. */

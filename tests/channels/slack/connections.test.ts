@@ -1,4 +1,4 @@
-/** The Slack channel keeps to the Web API calls its turns need (platformConnections), however many replies go out at once. */
+/** The Slack channel keeps to the Web API connections its turns need (platformConnections), however many replies go out at once. */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { FakeSlack } from "../../fakes/slack-server.js";
-import { FAST } from "./helpers.js";
+import { FAST, slackSection } from "./helpers.js";
 
 let slack: FakeSlack;
 let workspace: string;
@@ -24,15 +24,7 @@ describe("Slack Web API calls in flight", () => {
   it("are at most 2 × (turns + subagents) + 2: twenty replies at once go six at a time", async () => {
     const config = ConfigSchema.parse({
       agents: { defaults: { maxConcurrentTurns: 1, maxSubagents: 1 } },
-      channels: {
-        slack: {
-          enabled: true,
-          botToken: slack.botToken,
-          appToken: slack.appToken,
-          apiUrl: slack.apiUrl,
-          allowFrom: ["U1"],
-        },
-      },
+      channels: { slack: slackSection(slack) },
     });
     const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
     slack.apiLatencyMs = 50; // long enough for calls made together to overlap at the server

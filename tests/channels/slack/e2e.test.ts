@@ -12,7 +12,7 @@ import { Gateway } from "../../../src/gateway.js";
 import { createProvider } from "../../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
 import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
-import { FAST } from "./helpers.js";
+import { FAST, slackSection } from "./helpers.js";
 
 let dir: string;
 let llm: FakeOpenAI;
@@ -37,13 +37,7 @@ beforeEach(async () => {
       sendProgress: false,
       // Finals as posts, as these tests count them; streaming has its own tests.
       streaming: false,
-      slack: {
-        enabled: true,
-        botToken: slack.botToken,
-        appToken: slack.appToken,
-        apiUrl: slack.apiUrl,
-        allowFrom: ["U1"],
-      },
+      slack: slackSection(slack),
     },
     gateway: { heartbeat: { enabled: false } },
     cron: { enabled: false },

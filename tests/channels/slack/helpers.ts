@@ -21,6 +21,18 @@ export const FAST: SlackTuning = {
   downloadTimeoutMs: 3000,
 };
 
+/** An enabled channels.slack section pointed at `fake`, U1 allowed; `extra` overrides any key. */
+export function slackSection(fake: FakeSlack, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    enabled: true,
+    botToken: fake.botToken,
+    appToken: fake.appToken,
+    apiUrl: fake.apiUrl,
+    allowFrom: ["U1"],
+    ...extra,
+  };
+}
+
 /** A turn event answering `msg` (as the agent loop publishes it), for channel.onTurn. */
 export function turnOf(kind: TurnEvent["kind"], msg: InboundMessage, turnId: string): TurnEvent {
   const messageId = msg.metadata?.messageId;
@@ -60,14 +72,7 @@ export async function slackRig(
 ): Promise<SlackRig> {
   const fake = opts.fake ?? (await FakeSlack.start());
   const workspace = await mkdtemp(join(tmpdir(), "palaver-slack-"));
-  const parsed = SlackConfigSchema.parse({
-    enabled: true,
-    botToken: fake.botToken,
-    appToken: fake.appToken,
-    apiUrl: fake.apiUrl,
-    allowFrom: ["*"],
-    ...config,
-  });
+  const parsed = SlackConfigSchema.parse(slackSection(fake, { allowFrom: ["*"], ...config }));
   const channel = new SlackChannel({
     config: parsed,
     workspace,
