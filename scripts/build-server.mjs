@@ -173,8 +173,9 @@ function applyPatch(patch, source) {
     };
   if (source.indexOf(patch.from, start + 1) >= 0 || source.indexOf(patch.to, end + 1) >= 0)
     return { problem: "the region's bounds occur more than once" };
-  const region = source.slice(start, end + patch.to.length);
-  const rest = source.slice(0, start) + source.slice(end + patch.to.length);
+  const after = end + patch.to.length;
+  const region = source.slice(start, after);
+  const rest = source.slice(0, start) + source.slice(after);
   // The names the region's last statement binds (`var { a, b: c, ... } = ...`), comments aside.
   const binding = region.slice(region.lastIndexOf("var {")).replace(/\/\/.*$/gm, "");
   const bound = [...binding.matchAll(/(\w+)\s*(?:,|\n|$)/g)].map((m) => m[1]);
@@ -185,7 +186,7 @@ function applyPatch(patch, source) {
     return {
       problem: `the rest of the file reads ${read.join(", ")} too (add it to keep and the replacement)`,
     };
-  return { contents: source.slice(0, start) + patch.replacement + source.slice(end + patch.to.length) };
+  return { contents: source.slice(0, start) + patch.replacement + source.slice(after) };
 }
 
 /**
