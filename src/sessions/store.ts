@@ -437,28 +437,15 @@ export class SessionStore {
       throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
     const session = new Session(key);
-    let updatedAt: Date | undefined;
-    let lineNo = 0;
-    const bad: string[] = [];
-    for (const chunk of chunksOfLines(data)) {
-      for (const raw of chunk.split("\n")) {
-        lineNo++;
-        const line = raw.trim();
-        if (line === "") continue;
-        const parsed = parseSessionLine(line);
-        if ("problem" in parsed) {
-          bad.push(line);
-          if (bad.length <= MAX_LINE_WARNINGS)
-            this.log.warn({ file: path, line: lineNo }, `skipping session line: ${parsed.problem}`);
-        } else if (parsed.kind === "metadata") {
-          updatedAt = applyMetadata(session, parsed.data) ?? updatedAt;
-        } else {
-          session.messages.push(parsed.data);
-        }
-      }
-    }
+    const { updatedAt, bad } = readLines(session, chunksOfLines(data));
+    for (const { lineNo, problem } of bad.slice(0, MAX_LINE_WARNINGS))
+      this.log.warn({ file: path, line: lineNo }, `skipping session line: ${problem}`);
     if (bad.length > 0) {
-      keepCorrupt(corruptPathOf(path), bad, this.log);
+      keepCorrupt(
+        corruptPathOf(path),
+        bad.map((b) => b.line),
+        this.log,
+      );
       this.log.warn(
         { file: path, skipped: bad.length, keptIn: corruptPathOf(path) },
         `skipped ${bad.length} bad line(s) in the session file; they are kept in ${corruptPathOf(path)}`,
@@ -493,6 +480,38 @@ export class SessionStore {
       return undefined; // removed while listing
     }
   }
+}
+
+interface BadLine {
+  lineNo: number;
+  line: string;
+  problem: string;
+}
+
+/**
+ * The session file's lines into `session`: its messages in order and its metadata (the last line
+ * wins); returns the newest metadata updated_at and the lines that did not parse. A synchronous
+ * function of its own, not a loop inside the async load(): that loop, in a function called once
+ * per session, was compiled anew (on-stack replacement) by every load, where this one stays
+ * optimized from one load to the next. A 10,000-message load: median 18.6 → 15.1 ms in three
+ * alternating pairs on a slow hour of the bench machine (bench/session-load.ts).
+ */
+function readLines(session: Session, chunks: Iterable<string>): { updatedAt?: Date; bad: BadLine[] } {
+  let updatedAt: Date | undefined;
+  let lineNo = 0;
+  const bad: BadLine[] = [];
+  for (const chunk of chunks) {
+    for (const raw of chunk.split("\n")) {
+      lineNo++;
+      const line = raw.trim();
+      if (line === "") continue;
+      const parsed = parseSessionLine(line);
+      if ("problem" in parsed) bad.push({ lineNo, line, problem: parsed.problem });
+      else if (parsed.kind === "metadata") updatedAt = applyMetadata(session, parsed.data) ?? updatedAt;
+      else session.messages.push(parsed.data);
+    }
+  }
+  return { updatedAt, bad };
 }
 
 /** Applies one metadata line (the last one wins); returns its updated_at. */
