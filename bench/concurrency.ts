@@ -1,6 +1,6 @@
 /**
  * Concurrency: 50 chats at once against a fake LLM with 200 ms latency and
- * maxConcurrentTurns 50, through the real openai SDK. Target: all answered in
+ * maxConcurrentTurns 50, through the real LLM client. Target: all answered in
  * ≤ 1.5 × one latency (300 ms), i.e. chats really run side by side.
  * The fake LLM runs in its own process (a real LLM is not on our event loop);
  * one full round warms up sockets and the JIT, then the median of 3 rounds counts.

@@ -1,5 +1,5 @@
 /**
- * The fetch our API clients call (the openai SDK for the LLM, grammy for Telegram, Slack's Web API
+ * The fetch our API clients call (the LLM provider, grammy for Telegram, Slack's Web API
  * clients, Discord's REST client): node:http(s) with one keep-alive pool per client, at most
  * `maxSockets` connections (the LLM's: maxConcurrentTurns + maxSubagents + 1, one per call that
  * can be waiting on the model; a platform's: platformConnections) and idle ones closed after 4 s,

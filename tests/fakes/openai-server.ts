@@ -43,7 +43,7 @@ export interface FakeReply {
   reasoning?: string;
   /** HTTP status; >= 400 sends an OpenAI-style error body. */
   status?: number;
-  /** Error body for status >= 400 (default `{ error: { message, type, code } }`). */
+  /** Error body for status >= 400 (default `{ error: { message, type, code } }`); a string is sent as an HTML page. */
   errorBody?: unknown;
   /** Extra response headers (e.g. { "retry-after": "1" }). */
   headers?: Record<string, string>;
@@ -326,6 +326,12 @@ export class FakeOpenAI {
     }
     const headers = reply.headers ?? {};
     const status = reply.status ?? 200;
+    if (status >= 400 && typeof reply.errorBody === "string") {
+      // What a proxy in front of the API answers with.
+      res.writeHead(status, { "content-type": "text/html", ...headers });
+      res.end(reply.errorBody);
+      return;
+    }
     if (status >= 400) {
       sendJson(res, status, reply.errorBody ?? errorBodyFor(status), headers);
       return;

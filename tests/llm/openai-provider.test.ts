@@ -251,6 +251,13 @@ describe("retries", () => {
     expect(text).not.toContain("sk-test");
   });
 
+  it("takes a proxy's HTML error page as a server error and quotes it", async () => {
+    fake.setHandler(() => ({ status: 502, errorBody: "<html><body>502 Bad Gateway (nginx)</body></html>" }));
+    const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "server", retryable: true, status: 502, attempts: 1 });
+    expect(err.message).toContain("502 Bad Gateway (nginx)");
+  });
+
   it("does not retry other 4xx and shows the server's reason", async () => {
     fake.enqueue({
       status: 404,
