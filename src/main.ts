@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
-import { z } from "zod";
+import * as z from "zod";
 import { registerApprovalsCommand } from "./cli/approvals.js";
 import { registerChatCommand } from "./cli/chat.js";
 import { addCommonOptions } from "./cli/common.js";

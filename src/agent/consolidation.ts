@@ -8,7 +8,7 @@
  * point loses nothing: the same messages are simply offered again later.
  */
 import { settleWithin } from "../util/timeout.js";
-import { z } from "zod";
+import * as z from "zod";
 import { logger, type Logger } from "../log.js";
 import type { ChatMessage, ChatResponse, Provider, ToolDefinition } from "../llm/types.js";
 import type { Session } from "../sessions/session.js";

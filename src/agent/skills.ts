@@ -11,7 +11,7 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { readFile, readdir, stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { PalaverError, errorMessage } from "../util/errors.js";
 
 export interface SkillRequirements {

@@ -13,7 +13,7 @@
  * is util/state-file.ts, shared with the pairing store.
  */
 import { randomBytes } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { logger, type Logger } from "../log.js";
 import { StateFile } from "../util/state-file.js";
 import type { ChatRule, ChatRuleStore } from "./types.js";

@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { Choice, InboundMessage, OutboundMessage } from "../bus/types.js";
 import { parseCommand } from "../bus/commands.js";
 import { isSenderAllowed, senderAliasesOf } from "../channels/access.js";

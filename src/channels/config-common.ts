@@ -1,5 +1,5 @@
 /** Config pieces every chat platform shares. Each platform's own schema lives in its folder (config.ts). */
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * A user or chat id. Ids are compared as strings; a number is accepted and

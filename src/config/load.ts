@@ -9,7 +9,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError } from "../util/errors.js";
 import { applyEnvOverrides, loadDotenvFiles } from "./env.js";
 import { describeIssue, describeValue } from "./issues.js";

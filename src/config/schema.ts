@@ -4,7 +4,7 @@
  * `config.example.json` is generated from this file (`npm run config:example`)
  * and a test keeps the two equal.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { PLATFORM_LIST } from "../channels/registry.js";
 import { withWebDefault } from "../channels/web/config.js";
 import { MAX_TIMER_SECONDS } from "../util/timers.js";

@@ -7,7 +7,7 @@
  * the job; nanobot reads payload fields by name and ignores it). Keys this version does not know
  * are kept, so a file shared with nanobot loses nothing when palaver rewrites it.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { checkSchedule } from "./schedule.js";
 
 export const STORE_VERSION = 1;

@@ -8,7 +8,7 @@
  * union below, handle it in Journal.apply, and write it again in
  * Journal.compact if it must outlive a compaction.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 const id = z.string().min(1);
 const metadata = z.record(z.string(), z.unknown());

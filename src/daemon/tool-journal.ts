@@ -18,7 +18,7 @@
  */
 import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { CallKey, RecalledCall, ToolCallJournal, TurnCallRecord } from "../agent/tool-replay.js";
 import type { TurnState } from "../agent/tools/types.js";
 import type { InboundMessage } from "../bus/types.js";

@@ -8,7 +8,7 @@
  * A file with no tasks costs nothing: no LLM call at all.
  */
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { DEFAULT_PROMPT_FILE_MAX_CHARS, readForPrompt } from "../util/prompt-file.js";
 import { formatLocalTime } from "../util/time.js";
 import type { InboundMessage, Origin } from "../bus/types.js";

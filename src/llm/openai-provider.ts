@@ -18,7 +18,7 @@ import type {
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
 import type { Stream } from "openai/streaming";
-import { z } from "zod";
+import * as z from "zod";
 import type { Config } from "../config/schema.js";
 import { logger, redactText, registerSecrets, type Logger } from "../log.js";
 import { secondsToTimerMs } from "../util/timers.js";

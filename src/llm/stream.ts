@@ -5,7 +5,7 @@
  * both the same way. Each chunk is checked on its own; one that is not a chunk fails the stream
  * as an unreadable answer (the caller retries when nothing was shown yet).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { LlmError } from "../util/errors.js";
 import { ThinkFilter } from "./think-stream.js";
 

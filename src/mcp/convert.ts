@@ -10,7 +10,7 @@ import {
   type CallToolResult,
   type ContentBlock,
 } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
+import * as z from "zod";
 import { truncateToolResult } from "../agent/format.js";
 import { errorMessage, ToolError } from "../util/errors.js";
 

@@ -8,7 +8,7 @@
  * revoke needs no reload.
  */
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { logger, type Logger } from "../log.js";
 import { StateFile } from "../util/state-file.js";
 import { newPairingCode, normalizeCode } from "./codes.js";

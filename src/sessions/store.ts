@@ -7,7 +7,7 @@
 import { writeSync } from "node:fs";
 import { open, readdir, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";

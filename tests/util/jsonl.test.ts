@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { readJsonl } from "../../src/util/jsonl.js";
 import { captureLog } from "../helpers/log.js";
 

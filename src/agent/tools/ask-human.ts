@@ -3,7 +3,7 @@
  * (a button for each option where the platform has buttons, or any typed reply). The answer does
  * not start a new turn: the loop hands it to the question desk (approvals/questions.ts) instead.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Answer, AskRequest } from "../../approvals/questions.js";
 import { defineTool, type Tool } from "./types.js";
 

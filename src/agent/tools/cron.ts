@@ -4,7 +4,7 @@
  * turn's chat: added jobs deliver there (in the same thread), list shows only
  * this chat's jobs and remove only removes them.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { buildSchedule, describeSchedule, formatTime, MIN_EVERY_SECONDS } from "../../cron/schedule.js";
 import { CRON_SESSION_PREFIX, type CronService } from "../../cron/service.js";
 import type { TargetCheck } from "../../cron/targets.js";

@@ -9,7 +9,7 @@
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { resolveConfigPath, stateDir as stateDirOf } from "../../config/paths.js";
 import { logger, registerSecrets } from "../../log.js";
 import { expandEnvRecord } from "../../util/expand-env.js";

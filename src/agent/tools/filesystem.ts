@@ -6,7 +6,7 @@
 import { open, readdir, stat, writeFile } from "node:fs/promises";
 import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import { dirname, join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
 import { defineTool, type Tool } from "./types.js";
 import { resolveToolPath, type PathPolicy } from "./workspace-paths.js";

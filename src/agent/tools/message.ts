@@ -10,7 +10,7 @@
  * knows can be written to.
  */
 import { stat } from "node:fs/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolError } from "../../util/errors.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
 import { resolveNonSecretPath, type SecretPaths } from "./workspace-paths.js";

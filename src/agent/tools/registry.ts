@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ToolCall, ToolDefinition } from "../../llm/types.js";
 import { errorMessage } from "../../util/errors.js";
 import type { Tool, ToolContext } from "./types.js";

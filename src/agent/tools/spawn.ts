@@ -3,7 +3,7 @@
  * goes on answering. The result comes back later as a system message in this
  * same chat (and thread), so the tool only says that it started.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SubagentManager } from "../subagents.js";
 import { defineTool, type Tool } from "./types.js";
 

@@ -17,7 +17,7 @@ import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Readable } from "node:stream";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolError, errorMessage, isAbortError } from "../../util/errors.js";
 import { truncateWithNotice } from "./filesystem.js";
 import { defineTool, type Tool } from "./types.js";

@@ -2,7 +2,7 @@
  * The `web_search` tool, backed by the Brave Search API (as in nanobot).
  * tools.web.proxy is not supported (see web.ts): requests go direct.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
 import { decodeEntities } from "./html-entities.js";
 import { defineTool, type Tool } from "./types.js";

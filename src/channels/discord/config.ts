@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { channelBase, idList } from "../config-common.js";
 
 /** Guilds (1) | GuildMessages (512) | DirectMessages (4096) | MessageContent (32768): nanobot's default. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { channelBase, groupPolicy, idList } from "../config-common.js";
 
 export const DEFAULT_SLACK_PATH = "/slack/events";

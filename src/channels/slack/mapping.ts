@@ -6,7 +6,7 @@
  * Pure: the adapter supplies what needs the network (thread membership,
  * downloaded files, user names).
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { InboundMessage } from "../../bus/types.js";
 import { COMMANDS, isCommandName } from "../../bus/commands.js";
 import { slackToPlainText } from "./format.js";

@@ -3,7 +3,7 @@
  * row of buttons under it), and a `block_actions` payload (a button press, over Socket Mode or
  * HTTP) as the press the adapter hands to the question desk. The adapter posts, edits and answers.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Question } from "../../bus/types.js";
 import { choicesAsText, decodeChoice, encodeChoice } from "../questions.js";
 import type { ChoiceClick } from "../types.js";

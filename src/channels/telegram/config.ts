@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { channelBase, groupPolicy, idList } from "../config-common.js";
 
 /** Telegram accepts 1-256 of these characters as a webhook secret token. */

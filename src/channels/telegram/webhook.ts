@@ -8,7 +8,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Bot } from "grammy";
-import { z } from "zod";
+import * as z from "zod";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { HttpError, readBody } from "../../util/http-body.js";

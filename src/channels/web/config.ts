@@ -2,7 +2,7 @@
  * channels.web: the browser chat served by the gateway's own HTTP server. The token is the
  * credential, so whoever holds it talks as one fixed sender, WEB_SENDER_ID.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { channelBase, idList } from "../config-common.js";
 
 /** The sender id of every message from the page: the token holder is the owner. */

@@ -6,7 +6,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { z } from "zod";
+import * as z from "zod";
 import type { HttpHandler } from "../../daemon/health.js";
 import { HttpError } from "../../util/http-body.js";
 import type { WebAuth } from "./auth.js";

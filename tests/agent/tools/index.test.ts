@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { createDefaultTools } from "../../../src/agent/tools/index.js";
 import { defineTool } from "../../../src/agent/tools/types.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
