@@ -14,7 +14,10 @@ const WEB_SRC = join(ROOT, "web");
 /** Builds the page if needed; throws with the build's output when it fails. */
 export function ensureWebBuilt(): void {
   const index = join(WEB_DIST, "index.html");
-  if (existsSync(index) && statSync(index).mtimeMs >= newestMtime(WEB_SRC)) return;
+  // A build from before the compressed copies (.br, .gz) were written is rebuilt too.
+  const built =
+    existsSync(index) && existsSync(`${index}.br`) && statSync(index).mtimeMs >= newestMtime(WEB_SRC);
+  if (built) return;
   const run = spawnSync(process.execPath, [join(ROOT, "scripts", "build-web.mjs")], {
     cwd: ROOT,
     encoding: "utf8",

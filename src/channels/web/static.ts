@@ -1,13 +1,13 @@
 /**
  * The page's files from dist/web/ (built by `npm run build`): `/` is index.html (never cached, so
  * a new build shows at once), `/assets/*` are content-hashed and cached for good. Each file is read
- * and compressed (brotli, gzip) once, when first asked for, and kept in memory: the page is small.
+ * once, when first asked for, with the brotli and gzip copies the build wrote beside it
+ * (scripts/build-web.mjs: compressing here left ~3.5 MB of idle RSS behind), and kept in memory: the
+ * page is small. A file without them is sent as it is.
  */
 import { readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, join } from "node:path";
-import { promisify } from "node:util";
-import { brotliCompress, constants, gzip } from "node:zlib";
 import { packageRoot } from "../../util/package-root.js";
 import { SECURITY_HEADERS, sendText } from "./http.js";
 
@@ -26,16 +26,14 @@ const TYPES: Record<string, string> = {
   ".map": "application/json; charset=utf-8",
   ".webmanifest": "application/manifest+json",
 };
-/** Worth compressing: text. */
+/** Text, which the build writes compressed copies of. */
 const COMPRESSIBLE = new Set([".html", ".js", ".css", ".svg", ".json", ".map", ".webmanifest"]);
-const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** An asset's name; its compressed copies (.br, .gz) are sent only as its content-encoding. */
+const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(?<!\.br|\.gz)$/;
 
 const NOT_BUILT =
   "The chat page is not built yet.\n\n" +
   "Run `npm run build` in palaver's folder (npm install does it too), then reload this page.\n";
-
-const brotli = promisify(brotliCompress);
-const gzipAsync = promisify(gzip);
 
 interface Entry {
   type: string;
@@ -80,17 +78,14 @@ export class StaticAssets {
   }
 
   private async load(file: string): Promise<Entry | undefined> {
-    const raw = await readFile(join(this.root, file)).catch(() => undefined);
+    const path = join(this.root, file);
+    const raw = await readFile(path).catch(() => undefined);
     if (!raw) return undefined;
     const ext = extname(file);
-    const entry: Entry = { type: TYPES[ext] ?? "application/octet-stream", raw };
-    if (COMPRESSIBLE.has(ext) && raw.length > 256) {
-      [entry.br, entry.gzip] = await Promise.all([
-        brotli(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
-        gzipAsync(raw, { level: 9 }),
-      ]);
-    }
-    return entry;
+    const type = TYPES[ext] ?? "application/octet-stream";
+    if (!COMPRESSIBLE.has(ext)) return { type, raw };
+    const [br, gzip] = await Promise.all([readIfThere(`${path}.br`), readIfThere(`${path}.gz`)]);
+    return { type, raw, br, gzip };
   }
 
   private send(req: IncomingMessage, res: ServerResponse, entry: Entry, cacheControl: string): void {
@@ -122,4 +117,8 @@ export function acceptedEncodings(header: string | undefined): Set<string> {
     if (name && !(q && Number(q.slice(2)) === 0)) out.add(name);
   }
   return out;
+}
+
+function readIfThere(path: string): Promise<Buffer | undefined> {
+  return readFile(path).catch(() => undefined);
 }

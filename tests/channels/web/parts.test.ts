@@ -8,6 +8,7 @@ import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { platformProblems } from "../../../src/channels/registry.js";
@@ -16,6 +17,7 @@ import { StaticAssets } from "../../../src/channels/web/static.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { Gateway } from "../../../src/gateway.js";
 import { createProvider } from "../../../src/llm/openai-provider.js";
+import { ROOT } from "../../helpers/cli.js";
 import { captureLog } from "../../helpers/log.js";
 import { TestChannel } from "../../helpers/test-channel.js";
 import { waitFor } from "../../helpers/wait.js";
@@ -126,13 +128,21 @@ function get(url: string, headers: Record<string, string> = {}) {
   );
 }
 
+// A .mjs script without type declarations: imported by a computed name, typed here.
+const WEB_BUILD_SCRIPT = pathToFileURL(join(ROOT, "scripts", "build-web.mjs")).href;
+
 describe("the page's files", () => {
-  it("serves index.html uncached and hashed assets immutable, brotli or gzip as the client accepts", async () => {
+  it("serves index.html uncached and hashed assets immutable, the build's brotli or gzip copy as the client accepts", async () => {
+    const { writeWithCompressed } = (await import(WEB_BUILD_SCRIPT)) as {
+      writeWithCompressed: (path: string, contents: string) => Promise<void>;
+    };
     const root = join(dir, "dist-web");
     await mkdir(join(root, "assets"), { recursive: true });
     await writeFile(join(root, "index.html"), "<!doctype html><title>palaver</title>");
     const js = `console.log(${JSON.stringify("x".repeat(2000))});\n`;
-    await writeFile(join(root, "assets", "app.1a2b3c.js"), js);
+    await writeWithCompressed(join(root, "assets", "app.1a2b3c.js"), js);
+    // Written without its compressed copies (an older build): sent as it is.
+    await writeFile(join(root, "assets", "old.4d5e6f.js"), js);
     const assets = new StaticAssets(root);
     const { server, base } = await serve((req, res) => {
       void assets.serve(req, res, req.url ?? "/").then((served) => {
@@ -158,6 +168,12 @@ describe("the page's files", () => {
       const raw = await get(`${base}/assets/app.1a2b3c.js`);
       expect(raw.headers["content-encoding"]).toBeUndefined();
       expect(raw.body.toString()).toBe(js);
+
+      const old = await get(`${base}/assets/old.4d5e6f.js`, { "accept-encoding": "gzip, deflate, br" });
+      expect(old.headers["content-encoding"]).toBeUndefined();
+      expect(old.body.toString()).toBe(js);
+      // The copies are not assets of their own.
+      expect((await get(`${base}/assets/app.1a2b3c.js.br`)).status).toBe(404);
 
       expect((await get(`${base}/assets/..%2Findex.html`)).status).toBe(404);
       expect((await get(`${base}/assets/missing.js`)).status).toBe(404);
