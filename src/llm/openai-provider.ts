@@ -369,8 +369,9 @@ export class OpenAIProvider implements Provider {
       "user-agent": "palaver",
       // Local servers need no key; "no-key" is what the SDK's client sent for them.
       authorization: `Bearer ${opts.apiKey || "no-key"}`,
-      // The provider's own (OpenRouter's X-Title, a proxy's key ...) win over the defaults above.
-      ...Object.fromEntries(Object.entries(opts.extraHeaders ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+      // The provider's own (OpenRouter's X-Title, a proxy's key ...) win over the defaults above:
+      // pooledFetch lower-cases the names, and of two spellings of one the later one is sent.
+      ...opts.extraHeaders,
     };
     this.fetch = pooledFetch({ maxSockets: opts.maxConnections ?? Infinity });
     this.sdkLog = { logger: sdkLogger(this.log), logLevel: "warn" } as unknown as OpenAI;

@@ -108,7 +108,7 @@ export interface BadLine {
 }
 
 /**
- * The lines of a session file's text, pushed into `messages` in order; returns its metadata lines
+ * The lines of a session file's bytes, pushed into `messages` in order; returns its metadata lines
  * (in order: the last one wins) and the lines that did not parse. A synchronous function of its
  * own, not a loop inside the store's async load(): that loop, in a function called once per
  * session, was compiled anew (on-stack replacement) by every load, where this one stays optimized
@@ -116,13 +116,13 @@ export interface BadLine {
  * pairs on a slow hour of the bench machine (bench/session-load.ts).
  */
 export function readLines(
-  chunks: Iterable<string>,
+  data: Buffer,
   messages: ChatMessage[],
 ): { metadata: MetadataLine[]; bad: BadLine[] } {
   const metadata: MetadataLine[] = [];
   const bad: BadLine[] = [];
   let lineNo = 0;
-  for (const chunk of chunks) {
+  for (const chunk of chunksOfLines(data)) {
     for (const raw of chunk.split("\n")) {
       lineNo++;
       const line = raw.trim();
@@ -146,7 +146,7 @@ const LOAD_CHUNK_BYTES = 64 * 1024;
  * one giant string for a long session, and a line with non-Latin-1 text makes only its own piece
  * a two-byte string, which JSON.parse reads more slowly.
  */
-export function* chunksOfLines(data: Buffer): Generator<string> {
+function* chunksOfLines(data: Buffer): Generator<string> {
   for (let start = 0; start < data.length;) {
     let end = Math.min(data.length, start + LOAD_CHUNK_BYTES);
     if (end < data.length) {

@@ -14,7 +14,7 @@ import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/pri
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { AppendHandles } from "./append-handles.js";
-import { chunksOfLines, isObject, readLines, type MetadataLine } from "./file-lines.js";
+import { isObject, readLines, type MetadataLine } from "./file-lines.js";
 import { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -333,27 +333,28 @@ export class SessionStore {
     const path = this.pathFor(key);
     let data: Buffer;
     try {
-      // One read, decoded a chunk of whole lines at a time (chunksOfLines).
+      // One read, decoded a chunk of whole lines at a time (readLines in file-lines.ts).
       data = await readWholeFile(path);
     } catch (err) {
       if (isErrno(err, "ENOENT")) return new Session(key);
       throw new PalaverError(`cannot read session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
     const session = new Session(key);
-    const { metadata, bad } = readLines(chunksOfLines(data), session.messages);
+    const { metadata, bad } = readLines(data, session.messages);
     let updatedAt: Date | undefined;
     for (const line of metadata) updatedAt = applyMetadata(session, line) ?? updatedAt;
     for (const { lineNo, problem } of bad.slice(0, MAX_LINE_WARNINGS))
       this.log.warn({ file: path, line: lineNo }, `skipping session line: ${problem}`);
     if (bad.length > 0) {
+      const keptIn = corruptPathOf(path);
       keepCorrupt(
-        corruptPathOf(path),
+        keptIn,
         bad.map((b) => b.line),
         this.log,
       );
       this.log.warn(
-        { file: path, skipped: bad.length, keptIn: corruptPathOf(path) },
-        `skipped ${bad.length} bad line(s) in the session file; they are kept in ${corruptPathOf(path)}`,
+        { file: path, skipped: bad.length, keptIn },
+        `skipped ${bad.length} bad line(s) in the session file; they are kept in ${keptIn}`,
       );
     }
     session.lastConsolidated = Math.min(session.lastConsolidated, session.messages.length);

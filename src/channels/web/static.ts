@@ -79,7 +79,7 @@ export class StaticAssets {
 
   private async load(file: string): Promise<Entry | undefined> {
     const path = join(this.root, file);
-    const raw = await readFile(path).catch(() => undefined);
+    const raw = await readIfThere(path);
     if (!raw) return undefined;
     const ext = extname(file);
     const type = TYPES[ext] ?? "application/octet-stream";
