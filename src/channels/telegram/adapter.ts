@@ -16,6 +16,7 @@
  * presser alone.
  */
 import { setMaxListeners } from "node:events";
+import { setImmediate as nextLoopTurn } from "node:timers/promises";
 import type { Bot } from "grammy";
 import type { CallbackQuery, Message } from "grammy/types";
 import { COMMANDS, parseCommand } from "../../bus/commands.js";
@@ -170,6 +171,12 @@ export class TelegramChannel implements Channel {
       if (this.seenUpdates.has(ctx.update.update_id)) return;
       this.seenUpdates.set(ctx.update.update_id, true);
       await next();
+      // grammy takes a getUpdates batch (up to 100) one update after another, all in promise
+      // callbacks: what an update started (its turn's LLM request, the typing action) is written
+      // to its socket only once nothing is left to run in them, i.e. after the whole batch. One
+      // turn of the event loop per update lets each go out at once: in bench/throughput.ts the
+      // first of 100 chats' requests left ~70 ms earlier.
+      await nextLoopTurn();
     });
     this.bot.on("message", (ctx) => this.onMessage(ctx.message));
     this.bot.on("callback_query", (ctx) => this.onPress(ctx.callbackQuery));
