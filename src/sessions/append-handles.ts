@@ -6,11 +6,15 @@
  * rewrite or deleted (a removed cron job's session) is reopened at its path. That is checked at
  * most once per `recheckMs` per file: a stat per append cost 0.1 ms of CPU per message at 100
  * chats at once, and the store's own rewrites (/new, compaction) close the handle first anyway.
+ * The stat is synchronous, like the append that follows it (a few µs on a local file): through
+ * the thread pool it cost ~45 µs of main-thread CPU and held the append, and so the turn's reply,
+ * behind the pool's queue.
  *
  * Closing goes through `schedule(key, close)`, the store's per-session write queue, so a handle
  * is never closed under a write in flight.
  */
-import { stat, type FileHandle } from "node:fs/promises";
+import { statSync, type Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 
 /**
  * More than the chats that write at once: with fewer handles than active chats every append
@@ -70,10 +74,7 @@ export class AppendHandles {
     }
     const now = performance.now();
     if (now - entry.checkedAt >= this.recheckMs) {
-      const current = await stat(path).catch(() => undefined);
-      // Evicted or idle-closed while we looked: its close is queued behind this write, so it must
-      // not be used (nor put back); the caller opens the file afresh.
-      if (this.entries.get(key) !== entry) return undefined;
+      const current = statIfThere(path);
       if (current?.ino !== entry.ino || current.dev !== entry.dev) {
         await this.close(key);
         return undefined;
@@ -122,5 +123,14 @@ export class AppendHandles {
     this.entries.delete(key);
     clearTimeout(entry.idle);
     this.opts.schedule(key, () => entry.fh.close().catch(() => undefined));
+  }
+}
+
+/** The file's identity at `path`, or undefined when there is none (or it cannot be looked at). */
+function statIfThere(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
   }
 }
