@@ -464,11 +464,11 @@ export class OpenAIProvider implements Provider {
 
   /**
    * One HTTP call with its own deadline (the whole streamed body included), linked to the caller's
-   * signal. `json` is `body` as the text to send (RequestJson).
+   * signal. `json` is `body` as the bytes to send (RequestJson).
    */
   private async attempt(
     body: ChatCompletionCreateParams,
-    json: string,
+    json: Buffer,
     signal?: AbortSignal,
     onText?: (textSoFar: string) => void,
   ): Promise<ChatResponse> {
@@ -511,7 +511,7 @@ export class OpenAIProvider implements Provider {
    * One POST of the request body; fails as the SDK's client would: APIConnectionError when no reply
    * came, the status's APIError (its JSON error body, else its text, as the message) for a refusal.
    */
-  private async post(json: string, signal: AbortSignal): Promise<Response> {
+  private async post(json: Buffer, signal: AbortSignal): Promise<Response> {
     let res: Response;
     try {
       res = await this.fetch(this.endpoint, { method: "POST", headers: this.headers, body: json, signal });

@@ -32,7 +32,7 @@ describe("RequestJson", () => {
     const json = new RequestJson();
     const tools = [tool("a"), tool("b")];
     for (const b of [body("be brief", tools), body("be brief"), body("")]) {
-      expect(JSON.parse(json.of(b, b.tools ? tools : undefined))).toEqual(JSON.parse(JSON.stringify(b)));
+      expect(JSON.parse(json.of(b, b.tools ? tools : undefined).toString())).toEqual(JSON.parse(JSON.stringify(b)));
     }
   });
 
@@ -41,7 +41,7 @@ describe("RequestJson", () => {
     const first = [tool("a")];
     const second = [tool("a"), tool("c")];
     const parsed = (b: ChatCompletionCreateParams, tools: typeof first) =>
-      JSON.parse(json.of(b, tools)) as { messages: { content: string }[]; tools: unknown[] };
+      JSON.parse(json.of(b, tools).toString()) as { messages: { content: string }[]; tools: unknown[] };
 
     expect(parsed(body("one", first), first).messages[0]!.content).toBe("one");
     expect(parsed(body("two", first), first).messages[0]!.content).toBe("two");
@@ -55,7 +55,7 @@ describe("RequestJson", () => {
     const named = body("same");
     named.messages[0] = { role: "system", content: "same", name: "boss" };
     json.of(plain, undefined);
-    const sent = JSON.parse(json.of(named, undefined)) as ChatCompletionCreateParams;
+    const sent = JSON.parse(json.of(named, undefined).toString()) as ChatCompletionCreateParams;
     expect(sent.messages[0]).toEqual({
       role: "system",
       content: "same",
