@@ -88,6 +88,35 @@ describe("inbound", () => {
     });
   });
 
+  it("takes the updates of one getUpdates batch an event-loop turn apart, so what one started goes out before the next", async () => {
+    r = await rig();
+    // Queued while it was down: the first getUpdates brings all five at once.
+    for (let i = 0; i < 5; i++)
+      r.fake.userMessage({ text: `m${i}`, from: { id: 100 + i, first_name: `u${i}` } });
+    const published: string[] = [];
+    // For each message: had the event loop turned since the one before was taken? Only then has a
+    // socket write that message started (its turn's LLM request) been made.
+    const loopTurnedBefore: boolean[] = [];
+    let turned = true;
+    const lifetime = new AbortController();
+    await r.channel.start(
+      {
+        allows: () => true,
+        publishInbound: (m) => {
+          loopTurnedBefore.push(turned);
+          turned = false;
+          setImmediate(() => (turned = true));
+          published.push(m.content);
+        },
+      },
+      lifetime.signal,
+    );
+    await r.fake.waitFor(() => published.length === 5 || undefined, 5000, "five messages");
+    expect(published).toEqual(["m0", "m1", "m2", "m3", "m4"]);
+    expect(loopTurnedBefore).toEqual([true, true, true, true, true]);
+    lifetime.abort();
+  });
+
   it("in groups (mention policy): ignores chatter, takes mentions (stripped), replies to the bot and /cmd@bot", async () => {
     const { fake, inbound, nthInbound, channel } = await started();
     fake.userMessage({ chat: GROUP, text: "just chatting among us" });
