@@ -45,7 +45,8 @@ export class RequestJson {
   private systemJson(message: ChatCompletionMessageParam): Buffer | undefined {
     const { content } = message;
     if (message.role !== "system" || typeof content !== "string" || message.name !== undefined) return;
-    if (this.system?.content !== content) this.system = { content, json: Buffer.from(JSON.stringify(message)) };
+    if (this.system?.content !== content)
+      this.system = { content, json: Buffer.from(JSON.stringify(message)) };
     return this.system.json;
   }
 

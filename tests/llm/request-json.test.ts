@@ -32,7 +32,9 @@ describe("RequestJson", () => {
     const json = new RequestJson();
     const tools = [tool("a"), tool("b")];
     for (const b of [body("be brief", tools), body("be brief"), body("")]) {
-      expect(JSON.parse(json.of(b, b.tools ? tools : undefined).toString())).toEqual(JSON.parse(JSON.stringify(b)));
+      expect(JSON.parse(json.of(b, b.tools ? tools : undefined).toString())).toEqual(
+        JSON.parse(JSON.stringify(b)),
+      );
     }
   });
 
