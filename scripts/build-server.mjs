@@ -2,10 +2,13 @@
 /**
  * Builds the daemon (src/main.ts) into dist/ as a handful of bundled ES modules:
  *   dist/main.js             the CLI and everything every command needs
- *   dist/<name>-<hash>.js    what is imported lazily (each platform's adapter with its SDK, the MCP
- *                            SDK, the tokenizer's encodings, the HTML converter): loaded only when
- *                            the configuration uses it, as with the unbundled build
- *   dist/*.js.map            source maps (NODE_OPTIONS=--enable-source-maps shows them in stacks)
+ *   dist/<name>-<hash>.js    what is imported lazily (each platform's adapter, the MCP SDK, the
+ *                            tokenizer's encodings, the HTML converter): loaded only when the
+ *                            configuration uses it, as with the unbundled build
+ *   dist/cjs/<group>.cjs     CommonJS packages, compiled ahead: each chat platform's SDK (loaded by
+ *                            its adapter) and those every start loads, each with its V8 code
+ *                            cache beside it (.cjs.cache); see PRECOMPILED below
+ *   dist/**.map              source maps (NODE_OPTIONS=--enable-source-maps shows them in stacks)
  *
  * Why bundle: Node resolves, reads and wraps every module file on its own; the three platform SDKs
  * alone are over a thousand files. One file per lazy part starts the gateway about twice as fast
@@ -13,6 +16,7 @@
  * Identifiers are not minified: SDKs and our errors use class names (`err.name`), and the logs
  * show them. Types are checked by `npm run typecheck`, not here. Usage: node scripts/build-server.mjs [outDir]
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -226,6 +230,103 @@ function checkNames(stub, { kind, importer, path, resolveDir }) {
  */
 const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist/web.mjs") };
 
+/**
+ * CommonJS packages bundled by group into dist/cjs/<group>.cjs and loaded by src/util/code-cache.ts
+ * from the V8 code cache the build writes beside each, made after loading it once: Node 20 caches
+ * no compiled code for ES modules, and compiling the three platforms' SDKs from source was about
+ * half of loading them (108–170 → 53–85 ms for all three, 5 pairs; bench/README.md). A platform's
+ * group loads with its adapter, only when the platform is enabled; `core` holds the CommonJS
+ * packages every start loads. In the daemon's bundle an import of one of these packages becomes a
+ * module that takes the package's exports from its group's file (precompiledPlugin), so palaver's
+ * sources import them as usual, and a group's packages are loaded together, once, sharing classes.
+ */
+const PRECOMPILED = {
+  telegram: ["grammy", "@grammyjs/auto-retry"],
+  slack: ["@slack/socket-mode", "@slack/web-api"],
+  discord: ["@discordjs/core", "@discordjs/rest", "@discordjs/ws"],
+  core: ["pino", "prom-client", "commander", "dotenv", "node-cron"],
+};
+
+/** Options both builds share. */
+const COMMON = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  packages: "bundle",
+  external: OPTIONAL_NATIVE,
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: "linked",
+  legalComments: "none",
+  logLevel: "warning",
+};
+
+/**
+ * Bundles each group of PRECOMPILED, then writes the code caches in a child process: the code must have
+ * run for the functions its loading compiles to be in the cache, the build should not run SDKs in
+ * its own process, and through tsx the child writes with the very code-cache.ts that will read.
+ * Returns, per package, its group and the names it exports.
+ */
+async function buildPrecompiled(outDir) {
+  const files = {};
+  for (const [group, packages] of Object.entries(PRECOMPILED)) {
+    files[group] = join(outDir, "cjs", `${group}.cjs`);
+    const requires = packages.map((name) => `${JSON.stringify(name)}: require(${JSON.stringify(name)})`);
+    await build({
+      ...COMMON,
+      stdin: {
+        contents: `module.exports = { ${requires.join(", ")} };`,
+        resolveDir: ROOT,
+        sourcefile: `cjs/${group}.cjs`,
+      },
+      outfile: files[group],
+      format: "cjs",
+      plugins: [stubsPlugin, patchesPlugin],
+      alias: ALIAS,
+    });
+  }
+  const writer = join(ROOT, "scripts", "write-code-cache.ts");
+  const names = JSON.parse(
+    execFileSync(process.execPath, ["--import", "tsx", writer, ...Object.values(files)], {
+      cwd: ROOT,
+      encoding: "utf8",
+    }),
+  );
+  const packages = {};
+  for (const [group, file] of Object.entries(files)) {
+    for (const name of PRECOMPILED[group]) packages[name] = { group, exports: names[file][name] };
+  }
+  return packages;
+}
+
+/** A valid name for `export const { … }` (a package may export others, e.g. "default"). */
+const EXPORTABLE = /^(?!default$)[A-Za-z_$][\w$]*$/;
+
+/** In the daemon's bundle: each PRECOMPILED package is a part of its group's file. */
+function precompiledPlugin(packages) {
+  const loader = join(ROOT, "src", "util", "code-cache.ts");
+  return {
+    name: "precompiled",
+    setup(build) {
+      build.onResolve({ filter: /^[@\w]/ }, (args) =>
+        packages[args.path] ? { path: args.path, namespace: "precompiled" } : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: "precompiled" }, (args) => {
+        const { group, exports } = packages[args.path];
+        return {
+          contents: `import { requireWithCodeCache } from ${JSON.stringify(loader)};
+const pkg = requireWithCodeCache(new URL("./cjs/${group}.cjs", import.meta.url))[${JSON.stringify(args.path)}];
+export default pkg;
+export const { ${exports.filter((name) => EXPORTABLE.test(name)).join(", ")} } = pkg;
+`,
+          loader: "js",
+          resolveDir: ROOT,
+        };
+      });
+    },
+  };
+}
+
 /** Files of an earlier build go (not dist/web/, the page, built by build-web.mjs). */
 async function clean(outDir) {
   const names = await readdir(outDir).catch(() => []);
@@ -236,28 +337,19 @@ async function clean(outDir) {
 
 export async function buildServer(outDir = join(ROOT, "dist")) {
   await clean(outDir);
+  const precompiled = await buildPrecompiled(outDir);
   const result = await build({
+    ...COMMON,
     entryPoints: [join(ROOT, "src", "main.ts")],
     outdir: outDir,
-    bundle: true,
     splitting: true,
     format: "esm",
-    platform: "node",
-    target: "node20",
-    packages: "bundle",
-    external: OPTIONAL_NATIVE,
-    plugins: [stubsPlugin, patchesPlugin],
-    alias: ALIAS,
+    plugins: [precompiledPlugin(precompiled), stubsPlugin, patchesPlugin],
     // CommonJS packages inside an ES module bundle call require() for Node's built-ins.
     banner: {
       js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
     },
     chunkNames: "[name]-[hash]",
-    minifyWhitespace: true,
-    minifySyntax: true,
-    sourcemap: "linked",
-    legalComments: "none",
-    logLevel: "warning",
     metafile: true,
   });
   return Object.keys(result.metafile.outputs).filter((name) => name.endsWith(".js"));
