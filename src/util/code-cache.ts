@@ -9,9 +9,9 @@
  * The cache is only ever a shortcut. V8 checks that it was made by the same V8 version, with the
  * same flags, for source of the same length, and compiles from source when not (a Node upgrade
  * without a rebuild costs the start that time, nothing else); it does not check the rest: a
- * damaged cache with an intact header crashes the process (a segfault, tried), and a cache for
- * other source of the same length would run that source's code. So the file starts with CRC-32s
- * of the source and of the cache (HEADER_BYTES), and a cache that does not match both is not used.
+ * damaged cache with an intact header crashes the process (a segfault, tried), and a cache made for
+ * other source of the same length runs that other source's code (tried too). So the cache file
+ * starts with CRC-32s of the source and of the cache (HEADER_BYTES), and is used only when both match.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
