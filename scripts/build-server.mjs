@@ -5,9 +5,9 @@
  *   dist/<name>-<hash>.js    what is imported lazily (each platform's adapter, the MCP SDK, the
  *                            tokenizer's encodings, the HTML converter): loaded only when the
  *                            configuration uses it, as with the unbundled build
- *   dist/cjs/<group>.cjs     CommonJS packages, compiled ahead: each chat platform's SDK (loaded by
- *                            its adapter) and those every start loads, each with its V8 code
- *                            cache beside it (.cjs.cache); see PRECOMPILED below
+ *   dist/cjs/<group>.cjs     packages bundled as CommonJS and compiled ahead: each chat platform's
+ *                            SDK (loaded by its adapter) and those every start loads, each with
+ *                            its V8 code cache beside it (.cjs.cache); see PRECOMPILED below
  *   dist/**.map              source maps (NODE_OPTIONS=--enable-source-maps shows them in stacks)
  *
  * Why bundle: Node resolves, reads and wraps every module file on its own; the three platform SDKs
@@ -231,14 +231,16 @@ function checkNames(stub, { kind, importer, path, resolveDir }) {
 const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist/web.mjs") };
 
 /**
- * CommonJS packages bundled by group into dist/cjs/<group>.cjs and loaded by src/util/code-cache.ts
- * from the V8 code cache the build writes beside each, made after loading it once: Node 20 caches
- * no compiled code for ES modules, and compiling the three platforms' SDKs from source was about
- * half of loading them (108–170 → 53–85 ms for all three, 5 pairs; bench/README.md). A platform's
- * group loads with its adapter, only when the platform is enabled; `core` holds the CommonJS
- * packages every start loads. In the daemon's bundle an import of one of these packages becomes a
- * module that takes the package's exports from its group's file (precompiledPlugin), so palaver's
- * sources import them as usual, and a group's packages are loaded together, once, sharing classes.
+ * Packages bundled by group, as CommonJS, into dist/cjs/<group>.cjs and loaded by
+ * src/util/code-cache.ts from the V8 code cache the build writes beside each, made after loading it
+ * once: Node 20 caches no compiled code for ES modules, and compiling the three platforms' SDKs
+ * from source was about half of loading them (108–170 → 53–85 ms for all three, 5 pairs;
+ * bench/README.md). A platform's group loads with its adapter, only when the platform is enabled;
+ * `core` holds the packages every start loads (not zod: the bundle keeps only the parts of it
+ * palaver calls, about half, where a group would hold all of it). In the daemon's bundle an import
+ * of one of these packages becomes a module that takes the package's exports from its group's file
+ * (precompiledPlugin), so palaver's sources import them as usual, and a group's packages are
+ * loaded together, once, sharing their classes.
  */
 const PRECOMPILED = {
   telegram: ["grammy", "@grammyjs/auto-retry"],
@@ -262,10 +264,10 @@ const COMMON = {
 };
 
 /**
- * Bundles each group of PRECOMPILED, then writes the code caches in a child process: the code must have
- * run for the functions its loading compiles to be in the cache, the build should not run SDKs in
- * its own process, and through tsx the child writes with the very code-cache.ts that will read.
- * Returns, per package, its group and the names it exports.
+ * Bundles each group of PRECOMPILED, then writes the code caches in a child process: the code
+ * must have run for the functions its loading compiles to be in the cache, the build should not
+ * run SDKs in its own process, and through tsx the child writes with the very code-cache.ts that
+ * will read. Returns, per package, its group and the names it exports.
  */
 async function buildPrecompiled(outDir) {
   const files = {};

@@ -31,7 +31,7 @@ beforeAll(() => {
   if (problem) throw new Error(problem);
 }, 180_000);
 
-describe("the CommonJS packages in the bundled build (dist/cjs/)", () => {
+describe("the packages bundled as CommonJS (dist/cjs/)", () => {
   it("are compiled from the code caches the build wrote", async () => {
     const loader = pathToFileURL(join(ROOT, "src", "util", "code-cache.ts")).href;
     const groups = ["core", "telegram", "slack", "discord"];

@@ -1,7 +1,7 @@
 /**
  * CommonJS files run as require() runs them, but compiled from V8's code cache when one lies beside
- * them (`<file>.cache`). The build (scripts/build-server.mjs) bundles the CommonJS packages palaver
- * uses into a few such files (each chat platform's SDK; those every start loads) and writes each
+ * them (`<file>.cache`). The build (scripts/build-server.mjs) bundles the packages palaver uses
+ * into a few such files (each chat platform's SDK; those every start loads) and writes each
  * one's cache after loading it once, so the cache holds every function the load compiled. Node 20
  * offers no code cache for ES modules (Node ≥ 22.1 has module.enableCompileCache); compiling the
  * three platforms' SDKs from source was about half of loading them (bench/README.md).
