@@ -11,18 +11,17 @@
  * packages (the platforms' SDKs among them) are files of their own in dist/cjs/, compiled from the
  * code caches the build wrote.
  */
-import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeDiscord } from "./fakes/discord-server.js";
 import { stdioServerCommand } from "./fakes/mcp-stdio.js";
 import { toolCall } from "./fakes/openai-server.js";
 import { dmEvent, FakeSlack } from "./fakes/slack-server.js";
-import { ROOT, runCli, TSX } from "./helpers/cli.js";
+import { ROOT, runCli } from "./helpers/cli.js";
 import { DIST_MAIN, ensureBuilt } from "./helpers/dist.js";
+import { loadInFreshNode } from "./helpers/fresh-load.js";
 import { GatewayHarness, healthUrlFromLog, writeGatewayConfig } from "./helpers/gateway-process.js";
 import { waitFor } from "./helpers/wait.js";
 
@@ -33,21 +32,10 @@ beforeAll(() => {
 
 describe("the packages bundled as CommonJS (dist/cjs/)", () => {
   it("are compiled from the code caches the build wrote", async () => {
-    const loader = pathToFileURL(join(ROOT, "src", "util", "code-cache.ts")).href;
     const groups = ["core", "telegram", "slack", "discord"];
     const files = groups.map((group) => join(ROOT, "dist", "cjs", `${group}.cjs`));
-    const script = `import { codeCacheUse, requireWithCodeCache } from ${JSON.stringify(loader)};
-const files = ${JSON.stringify(files)};
-for (const file of files) requireWithCodeCache(file);
-console.log(JSON.stringify(files.map((file) => codeCacheUse(file))));
-process.exit(0);`;
-    // tsx only compiles the loader's TypeScript; it sets no V8 flags (which would make V8 refuse a cache).
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", TSX, "--input-type=module", "--eval", script],
-      { cwd: ROOT, timeout: 60_000 },
-    );
-    expect(JSON.parse(stdout)).toEqual(groups.map(() => "used"));
+    const loaded = await loadInFreshNode(files);
+    expect(loaded.map((file) => file.use)).toEqual(groups.map(() => "used"));
   }, 90_000);
 });
 

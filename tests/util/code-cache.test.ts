@@ -3,12 +3,10 @@
  * cache beside them when it matches. Whether a cache is used is checked in a fresh process: within
  * one, V8 would find the code it compiled while writing the cache without reading the file.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   codeCachePathOf,
@@ -16,9 +14,7 @@ import {
   requireWithCodeCache,
   writeCodeCache,
 } from "../../src/util/code-cache.js";
-import { ROOT, TSX } from "../helpers/cli.js";
-
-const run = promisify(execFile);
+import { loadInFreshNode } from "../helpers/fresh-load.js";
 
 const LIB = `const doubled = require("./dep.cjs").value * 2;
 exports.answer = () => doubled;
@@ -49,21 +45,8 @@ interface Lib {
 }
 
 /** Loads `file` in a fresh process: how it was compiled, and what it answers. */
-async function loadInChild(file: string): Promise<{ use: string; answer: number }> {
-  const script = join(dir, "child.mts");
-  const loader = pathToFileURL(join(ROOT, "src", "util", "code-cache.ts")).href;
-  await writeFile(
-    script,
-    `import { codeCacheUse, requireWithCodeCache } from ${JSON.stringify(loader)};
-const lib = requireWithCodeCache(process.argv[2]);
-console.log(JSON.stringify({ use: codeCacheUse(process.argv[2]), answer: lib.answer() }));
-`,
-  );
-  const { stdout } = await run(process.execPath, ["--import", TSX, script, file], {
-    cwd: ROOT,
-    timeout: 60_000,
-  });
-  return JSON.parse(stdout) as { use: string; answer: number };
+async function loadInChild(file: string): Promise<{ use: string; answer?: unknown }> {
+  return (await loadInFreshNode([file]))[0]!;
 }
 
 describe("requireWithCodeCache", () => {
