@@ -17,9 +17,9 @@
  * of rounds 4–8 (after 3 warm-up rounds) was 86.0–88.3 % in those runs, of rounds
  * 6–10 87.5–88.5 %. The first full round's CPU is reported beside the result.
  * Per round: the share of the ideal rate and the gateway's CPU time per message
- * (utime + stime from /proc/<pid>/stat). Targets, medians of 5 rounds: ≥ 85 % of the ideal rate,
- * ≤ 2.5 ms of CPU per message. Every chat must get exactly its replies: none
- * lost, none twice (checked after a graceful stop).
+ * (utime + stime from /proc/<pid>/stat). Targets, medians of 5 rounds: ≥ 85 %
+ * of the ideal rate, ≤ 2.5 ms of CPU per message. Every chat must get exactly
+ * its replies: none lost, none twice (checked after a graceful stop).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
