@@ -38,16 +38,16 @@ export function codeCachePathOf(file: string): string {
 
 /** Runs `file` (a path or file: URL) once and returns its module.exports. */
 export function requireWithCodeCache(file: string | URL): unknown {
-  const path = typeof file === "string" ? file : fileURLToPath(file);
+  const path = pathOf(file);
   let entry = loaded.get(path);
   if (!entry) {
     const source = readFileSync(path);
     const cache = readCache(path, source);
-    const script = compile(path, source, cache);
+    const script = compile(path, source, cache instanceof Buffer ? cache : undefined);
+    const rejected = cache === "damaged" || script.cachedDataRejected === true;
     entry = {
       exports: run(script, path),
-      cache:
-        cache === undefined ? "none" : cache === "damaged" || script.cachedDataRejected ? "rejected" : "used",
+      cache: cache === undefined ? "none" : rejected ? "rejected" : "used",
     };
     loaded.set(path, entry);
   }
@@ -55,8 +55,12 @@ export function requireWithCodeCache(file: string | URL): unknown {
 }
 
 /** How the file was compiled, once requireWithCodeCache has run it (for tests and diagnostics). */
-export function codeCacheUse(file: string): CodeCacheUse | undefined {
-  return loaded.get(file)?.cache;
+export function codeCacheUse(file: string | URL): CodeCacheUse | undefined {
+  return loaded.get(pathOf(file))?.cache;
+}
+
+function pathOf(file: string | URL): string {
+  return typeof file === "string" ? file : fileURLToPath(file);
 }
 
 /**
@@ -86,11 +90,11 @@ const HEADER_BYTES = 8;
 const HEAD = "(function (exports, require, module, __filename, __dirname) {\n";
 const TAIL = "\n})";
 
-function compile(path: string, source: Buffer, cache: Buffer | "damaged" | undefined): Script {
+function compile(path: string, source: Buffer, cachedData: Buffer | undefined): Script {
   return new Script(HEAD + source.toString("utf8") + TAIL, {
     filename: path,
     lineOffset: -1,
-    ...(cache instanceof Buffer ? { cachedData: cache } : {}),
+    ...(cachedData ? { cachedData } : {}),
     // An import() inside the file resolves as it would in a module of the main program.
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
