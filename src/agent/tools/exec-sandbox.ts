@@ -1,7 +1,8 @@
 /**
- * The exec sandbox: bubblewrap (`bwrap`) runs each command in its own mount,
- * PID and IPC namespaces (and network namespace when tools.exec.network is
- * false). Inside, the workspace is the only writable folder besides a private
+ * The exec sandbox: bubblewrap (`bwrap`) runs each command in its own user,
+ * mount, PID, IPC and UTS namespaces (and network namespace when
+ * tools.exec.network is false), as an unprivileged user with every capability
+ * dropped, also when palaver runs as root. Inside, the workspace is the only writable folder besides a private
  * /tmp; the system folders needed to run programs are read-only; the home
  * folder, palaver's state folder (config, journal, .env) and the daemon's
  * /proc are not there at all. The PID namespace is what makes the timeout
@@ -10,7 +11,9 @@
  *
  * Whether the sandbox works is probed once per process (some distributions
  * forbid unprivileged user namespaces), off the hot path: the gateway awaits
- * it at start, everything else on the first command.
+ * it at start, everything else on the first command. The probe runs in the
+ * same sandbox and reads its own /proc/self/status: a bwrap that started but
+ * left the command root or with capabilities does not count as a sandbox.
  */
 import { spawn } from "node:child_process";
 import { constants, existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
@@ -34,6 +37,10 @@ const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/lib
 const RESOLVER_PATHS = ["/run/systemd/resolve"];
 /** A probe that has not answered by then has failed (generous: the machine may be busy). */
 const PROBE_TIMEOUT_MS = 20_000;
+/** The overflow user and group ("nobody"/"nogroup"): who commands run as when palaver is root. */
+const NOBODY = 65534;
+/** Bytes of the probe's output kept: /proc/self/status is about 1.5 kB. */
+const PROBE_OUTPUT_MAX = 16_384;
 
 export interface ExecSandboxOptions {
   mode: SandboxMode;
@@ -62,7 +69,7 @@ export class ExecSandbox {
       this.settled = state;
       if (state.sandboxed || state.mode !== "require") return state;
       throw new ConfigError('tools.exec.sandbox is "require" but the exec sandbox cannot be used', [
-        `tools.exec.sandbox: ${state.reason}; ${INSTALL_HINT}, or set it to "auto" or "off"`,
+        `tools.exec.sandbox: ${state.reason}; ${remedy(state.reason)}, or set it to "auto" or "off"`,
       ]);
     });
     return this.cached;
@@ -87,11 +94,22 @@ export class ExecSandbox {
 export function describeSandbox(state: SandboxState): string {
   if (state.sandboxed) return `sandboxed with bubblewrap (network ${state.network ? "on" : "off"})`;
   if (state.mode === "off") return `NOT sandboxed (${state.reason})`;
-  const fix =
-    state.reason === NOT_INSTALLED
-      ? `to confine them, ${INSTALL_HINT}`
-      : 'see "Shell commands" in the README for machines that restrict user namespaces';
-  return `NOT sandboxed (${state.reason}): commands run with palaver's own permissions; ${fix}`;
+  const who = process.getuid?.() === 0 ? "as root" : "with palaver's own permissions";
+  return `NOT sandboxed (${state.reason}): commands run ${who}; to confine them, ${remedy(state.reason)}`;
+}
+
+/** What to do about a sandbox that cannot be used. */
+function remedy(reason: string): string {
+  return reason === NOT_INSTALLED ? INSTALL_HINT : 'see "Shell commands" in the README';
+}
+
+/**
+ * Who commands run as inside: palaver's own user and group when they are not
+ * root (so the workspace's files show as the command's own), else nobody.
+ * Files a command creates belong to palaver's user outside either way.
+ */
+function sandboxIds(ids: { uid: number; gid: number }): { uid: number; gid: number } {
+  return { uid: ids.uid === 0 ? NOBODY : ids.uid, gid: ids.gid === 0 ? NOBODY : ids.gid };
 }
 
 export interface SandboxLayout {
@@ -127,9 +145,14 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   return args;
 }
 
-/** Namespaces, the read-only system, its own /proc and /dev, a private /tmp. */
+/** Namespaces, an unprivileged user, the read-only system, its own /proc and /dev, a private /tmp. */
 function baseArgs(network: boolean): string[] {
-  const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"];
+  const ids = sandboxIds({ uid: process.getuid?.() ?? NOBODY, gid: process.getgid?.() ?? NOBODY });
+  const args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"];
+  // Started as root, bwrap keeps root and nearly every capability unless told: its own user
+  // namespace, a user that is not 0 and no capabilities make root's powers (clock, mounts,
+  // modules) unreachable. Unprivileged, bwrap does the same on its own; saying it costs nothing.
+  args.push("--unshare-user", "--uid", String(ids.uid), "--gid", String(ids.gid), "--cap-drop", "ALL");
   if (!network) args.push("--unshare-net");
   for (const path of [...SYSTEM_PATHS, ...RESOLVER_PATHS]) {
     const link = symlinkTarget(path);
@@ -210,15 +233,26 @@ function probeOnce(bwrap: string, network: boolean): Promise<string | null> {
   return probe;
 }
 
-/** Runs `bwrap <base args> true`: null when it works, else why not. */
+/**
+ * Runs `cat /proc/self/status` in the sandbox commands get: null when it ran
+ * as a user other than root with no capability at all, else why not.
+ */
 function probe_(bwrap: string, network: boolean): Promise<string | null> {
   return new Promise((resolve) => {
+    let stdout = "";
     let stderr = "";
-    const child = spawn(bwrap, [...baseArgs(network), "--remount-ro", "/", "--", "true"], {
-      env: { PATH: "/usr/bin:/bin" },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      bwrap,
+      [...baseArgs(network), "--remount-ro", "/", "--", "cat", "/proc/self/status"],
+      {
+        env: { PATH: "/usr/bin:/bin" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const timer = setTimeout(() => child.kill("SIGKILL"), PROBE_TIMEOUT_MS);
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      if (stdout.length < PROBE_OUTPUT_MAX) stdout += d;
+    });
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d.slice(0, 2000)));
     child.on("error", (err) => {
       clearTimeout(timer);
@@ -226,7 +260,7 @@ function probe_(bwrap: string, network: boolean): Promise<string | null> {
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      if (code === 0) return resolve(null);
+      if (code === 0) return resolve(privilegeProblem(stdout));
       const said = stderr.trim().split("\n")[0] ?? "";
       const why = signal ? `was killed (${signal})` : `exited with ${code}${said ? `: ${said}` : ""}`;
       resolve(
@@ -237,4 +271,23 @@ function probe_(bwrap: string, network: boolean): Promise<string | null> {
       );
     });
   });
+}
+
+/**
+ * What is wrong with the privileges a sandboxed process reported in its
+ * /proc/self/status (null when it is uid non-zero with every capability set
+ * empty); missing lines count as wrong, since then nothing was shown.
+ */
+function privilegeProblem(status: string): string | null {
+  const uids = /^Uid:\s*(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+  if (!uids) return "the bwrap test run did not show which user it ran as";
+  if (uids.includes("0")) return "commands in the bwrap test run still ran as root (uid 0)";
+  const capLines = [...status.matchAll(/^(Cap\w+):\s*([0-9a-f]+)$/gm)];
+  if (!capLines.some(([, name]) => name === "CapEff"))
+    return "the bwrap test run did not show its capabilities";
+  const kept = capLines
+    .filter(([, , mask]) => !/^0+$/.test(mask!))
+    .map(([, name, mask]) => `${name} ${mask}`);
+  if (kept.length) return `commands in the bwrap test run kept capabilities (${kept.join(", ")})`;
+  return null;
 }
