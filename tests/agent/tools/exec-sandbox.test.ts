@@ -4,7 +4,7 @@
  * Skipped, with the reason printed, where bwrap is missing or cannot create
  * namespaces (CI installs it: see .ci/run).
  */
-import { readdir, readFile, mkdir, writeFile } from "node:fs/promises";
+import { readdir, readFile, mkdir, stat, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -145,6 +145,31 @@ describe.skipIf(Boolean(skipReason))("exec in the bubblewrap sandbox", () => {
     // Its own PID namespace: a handful of processes, none of them palaver.
     const count = Number(/^PROCS=(\d+)$/m.exec(out)?.[1] ?? "999");
     expect(count).toBeLessThan(10);
+  });
+
+  it("runs commands as a user other than root with no capabilities, whoever runs palaver", async () => {
+    const out = await run("grep -E '^(Uid|Cap[A-Za-z]+):' /proc/self/status; echo made > made.txt");
+    const uids = /^Uid:\s+(.+)$/m.exec(out)?.[1]?.split(/\s+/);
+    expect(uids).toHaveLength(4);
+    expect(uids).not.toContain("0");
+    const caps = [...out.matchAll(/^(Cap\w+):\s+(\w+)$/gm)].map(([, name, mask]) => `${name} ${mask}`);
+    expect(caps).toEqual(
+      ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"].map((c) => `${c} 0000000000000000`),
+    );
+    // The workspace stays writable, and what a command makes belongs to palaver's user outside.
+    const made = await stat(join(ws, "made.txt"));
+    expect([made.uid, made.gid]).toEqual([process.getuid!(), process.getgid!()]);
+  });
+
+  it("cannot set the host's clock (date -s fails for want of the right)", async () => {
+    // Only tried without capabilities: a broken sandbox fails this test without moving the clock
+    // of the machine running it.
+    const out = await run(
+      "if grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status; then date -s 2020-01-01; echo \"exit=$?\"; " +
+        "else echo 'not tried: the command has capabilities'; fi",
+    );
+    expect(out).toMatch(/date: cannot set date: Operation not permitted/);
+    expect(out).toMatch(/^exit=1$/m);
   });
 
   it("on timeout kills every process the command started, also one that called setsid", async () => {

@@ -2,7 +2,7 @@
  * Where an operator sees whether shell commands are confined: `/status` in any
  * chat and `palaver status` (the startup log is checked in exec-gateway.test.ts).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -11,6 +11,10 @@ import { loadConfig } from "../../../src/config/load.js";
 import { startHarness, type Harness } from "../../helpers/agent-harness.js";
 import { runCli } from "../../helpers/cli.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeUnconfinedBwrap } from "./helpers.js";
+
+const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.warn("palaver status with a bwrap that keeps root skipped: it needs root (as CI runs)");
 
 let h: Harness | undefined;
 let dir: string | undefined;
@@ -43,6 +47,24 @@ describe("exec sandbox status", () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(
       /exec +NOT sandboxed \(bwrap \(bubblewrap\) is not installed\).*sudo apt-get install bubblewrap/,
+    );
+  });
+
+  it.skipIf(!asRoot)("palaver status says NOT sandboxed when bwrap leaves commands root", async () => {
+    dir = await mkdtemp(join(tmpdir(), "palaver-exec-status-"));
+    const configPath = join(dir, "config.json");
+    await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
+    const bin = join(dir, "bin");
+    await mkdir(bin);
+    await writeUnconfinedBwrap(bin);
+    const out = await runCli(["status", "--config", configPath], {
+      cwd: dir,
+      env: { HOME: dir, PATH: bin },
+      timeoutMs: 60_000,
+    });
+    expect(out.code).toBe(0);
+    expect(out.stdout).toMatch(
+      /exec +NOT sandboxed \(commands in the bwrap test run still ran as root \(uid 0\)\): commands run as root/,
     );
   });
 

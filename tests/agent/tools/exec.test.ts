@@ -10,9 +10,12 @@ import {
 } from "../../../src/agent/tools/exec.js";
 import { findDestructive, type GuardContext } from "../../../src/agent/tools/exec-guard.js";
 import { findOutsidePath } from "../../../src/agent/tools/exec-paths.js";
-import { ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
+import { describeSandbox, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
 import { ConfigError } from "../../../src/util/errors.js";
-import { TempDirs, makeContext } from "./helpers.js";
+import { TempDirs, makeContext, writeUnconfinedBwrap } from "./helpers.js";
+
+const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.warn("exec tests of a bwrap that keeps root skipped: they need root (as CI runs)");
 
 /** Alive and not a zombie (a zombie is dead, only not yet reaped by its new parent). */
 async function isAlive(pid: number): Promise<boolean> {
@@ -227,6 +230,40 @@ describe("exec tool (not sandboxed)", () => {
       reason: "the bwrap test run exited with 1",
     });
     expect(await run("echo unconfined", { sandbox })).toBe("unconfined\n\nExit code: 0");
+  });
+
+  describe.skipIf(!asRoot)("a bwrap that starts commands but leaves them root", () => {
+    it("is not a sandbox (auto): the reason and that commands run as root are said", async () => {
+      const bwrapPath = await writeUnconfinedBwrap(await temps.make("palaver-fake-bwrap-"));
+      const sandbox = new ExecSandbox({ mode: "auto", network: true, bwrapPath });
+      const state = await sandbox.state();
+      expect(state).toEqual({
+        sandboxed: false,
+        mode: "auto",
+        reason: "commands in the bwrap test run still ran as root (uid 0)",
+      });
+      expect(describeSandbox(state)).toBe(
+        "NOT sandboxed (commands in the bwrap test run still ran as root (uid 0)): commands run as root; " +
+          'to confine them, see "Shell commands" in the README',
+      );
+      // Unconfined, so restrictToWorkspace's path check applies as without bwrap.
+      await expect(run("cat /etc/passwd", { sandbox })).rejects.toThrow(
+        /exec is not sandboxed \(commands in/,
+      );
+    });
+
+    it('refuses to run anything with sandbox "require" (ConfigError, as for a missing bwrap)', async () => {
+      const bwrapPath = await writeUnconfinedBwrap(await temps.make("palaver-fake-bwrap-"));
+      const sandbox = new ExecSandbox({ mode: "require", network: true, bwrapPath });
+      const refused = await sandbox.state().catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(ConfigError);
+      expect((refused as ConfigError).problems).toEqual([
+        "tools.exec.sandbox: commands in the bwrap test run still ran as root (uid 0); " +
+          'see "Shell commands" in the README, or set it to "auto" or "off"',
+      ]);
+      await expect(run(`touch ${join(ws, "ran")}`, { sandbox })).rejects.toThrow(/exec is unavailable/);
+      await expect(readFile(join(ws, "ran"))).rejects.toThrow(/ENOENT/);
+    });
   });
 
   it('with sandbox "require" and no working bwrap, runs nothing and says why', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { OutboundMessage } from "../../../src/bus/types.js";
@@ -40,4 +40,16 @@ export class TempDirs {
   async cleanup(): Promise<void> {
     await Promise.all(this.dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
   }
+}
+
+/**
+ * A `bwrap` in `dir` that starts the command but confines nothing: it skips
+ * its own options up to `--` and runs the rest as the caller. Run by root, it
+ * stands for a bubblewrap that could not drop root's powers. Returns its path.
+ */
+export async function writeUnconfinedBwrap(dir: string): Promise<string> {
+  const path = join(dir, "bwrap");
+  const script = '#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n';
+  await writeFile(path, script, { mode: 0o755 });
+  return path;
 }
