@@ -7,10 +7,12 @@
 import { readdir, readFile, mkdir, stat, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import type { AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createExecTool, type ExecToolOptions } from "../../../src/agent/tools/exec.js";
-import { ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
+import { bwrapArgs, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
+import { ROOT } from "../../helpers/cli.js";
 import { waitFor } from "../../helpers/wait.js";
 import { TempDirs, makeContext } from "./helpers.js";
 
@@ -36,6 +38,16 @@ async function processesRunning(argv: string[]): Promise<number[]> {
   }
   return found;
 }
+
+it("the systemd unit lets bwrap create every namespace the sandbox asks for", () => {
+  const unit = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
+  const allowed = /^RestrictNamespaces=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
+  const args = bwrapArgs({ workspace: "/ws", cwd: "/ws", network: false, hidden: [] });
+  // bwrap always makes a mount namespace; the others are one --unshare-<name> each.
+  const asked = ["mnt", ...args.flatMap((a) => /^--unshare-(\w+)$/.exec(a)?.[1] ?? [])];
+  expect(asked).toEqual(expect.arrayContaining(["user", "pid", "ipc", "uts", "net"]));
+  for (const name of asked) expect(allowed, `RestrictNamespaces= lacks ${name}`).toContain(name);
+});
 
 describe.skipIf(Boolean(skipReason))("exec in the bubblewrap sandbox", () => {
   const temps = new TempDirs();
