@@ -2,8 +2,9 @@
  * The exec sandbox: bubblewrap (`bwrap`) runs each command in its own user,
  * mount, PID, IPC and UTS namespaces (and network namespace when
  * tools.exec.network is false), as an unprivileged user with every capability
- * dropped, also when palaver runs as root. Inside, the workspace is the only writable folder besides a private
- * /tmp; the system folders needed to run programs are read-only; the home
+ * dropped, also when palaver runs as root. Inside, the workspace is the only
+ * writable folder besides a private /tmp; the system folders needed to run
+ * programs are read-only; the home
  * folder, palaver's state folder (config, journal, .env) and the daemon's
  * /proc are not there at all. The PID namespace is what makes the timeout
  * truthful: when bwrap goes, the kernel kills every process inside it, also
@@ -39,7 +40,7 @@ const RESOLVER_PATHS = ["/run/systemd/resolve"];
 const PROBE_TIMEOUT_MS = 20_000;
 /** The overflow user and group ("nobody"/"nogroup"): who commands run as when palaver is root. */
 const NOBODY = 65534;
-/** Bytes of the probe's output kept: /proc/self/status is about 1.5 kB. */
+/** Characters of the probe's output kept: /proc/self/status is about 1,500. */
 const PROBE_OUTPUT_MAX = 16_384;
 
 export interface ExecSandboxOptions {
