@@ -4,11 +4,10 @@
  * tools.exec.network is false), as an unprivileged user with every capability
  * dropped, also when palaver runs as root. Inside, the workspace is the only
  * writable folder besides a private /tmp; the system folders needed to run
- * programs are read-only; the home
- * folder, palaver's state folder (config, journal, .env) and the daemon's
- * /proc are not there at all. The PID namespace is what makes the timeout
- * truthful: when bwrap goes, the kernel kills every process inside it, also
- * ones that called setsid.
+ * programs are read-only; the home folder, palaver's state folder (config,
+ * journal, .env) and the daemon's /proc are not there at all. The PID
+ * namespace is what makes the timeout truthful: when bwrap goes, the kernel
+ * kills every process inside it, also ones that called setsid.
  *
  * Whether the sandbox works is probed once per process (some distributions
  * forbid unprivileged user namespaces), off the hot path: the gateway awaits
