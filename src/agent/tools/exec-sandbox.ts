@@ -16,7 +16,7 @@
  * left the command root or with capabilities does not count as a sandbox.
  */
 import { spawn } from "node:child_process";
-import { constants, existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { constants, existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { ConfigError, errorMessage } from "../../util/errors.js";
@@ -33,6 +33,24 @@ const NOT_INSTALLED = "bwrap (bubblewrap) is not installed";
 
 /** Read-only inside the sandbox when present: what programs need to run, nothing of any user. */
 const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
+/**
+ * Files of the host that only root may read. A command runs as a user that is root outside the
+ * sandbox when palaver is root (the user namespace maps it so the workspace stays writable), so
+ * the owner's read permission would still let it read these: they are covered instead.
+ */
+const HOST_SECRETS = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssl/private",
+  "/etc/security/opasswd",
+];
+/** sshd's host keys (ssh_host_*_key), found when the arguments are built. */
+const SSH_DIR = "/etc/ssh";
+
 /** Where /etc/resolv.conf points on systemd-resolved machines, so DNS works inside. */
 const RESOLVER_PATHS = ["/run/systemd/resolve"];
 /** A probe that has not answered by then has failed (generous: the machine may be busy). */
@@ -133,7 +151,9 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   const bound = [...SYSTEM_PATHS, layout.workspace];
   const masked: string[] = [];
   // Folders first, so a file inside a hidden folder needs no mask of its own (it would show up as an entry).
-  const hidden = [...layout.hidden].sort((a, b) => Number(isDirectory(b)) - Number(isDirectory(a)));
+  const hidden = [...layout.hidden, ...hostSecrets()].sort(
+    (a, b) => Number(isDirectory(b)) - Number(isDirectory(a)),
+  );
   for (const path of hidden) {
     if (masked.some((m) => isInside(path, m))) continue;
     const mask = maskArgs(path, bound, layout.workspace);
@@ -143,6 +163,19 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   // bwrap's own root (where the mount points were made) becomes read-only too.
   args.push("--remount-ro", "/", "--chdir", layout.cwd);
   return args;
+}
+
+/** The host's root-only secrets that exist on this machine. */
+function hostSecrets(): string[] {
+  let sshKeys: string[] = [];
+  try {
+    sshKeys = readdirSync(SSH_DIR)
+      .filter((name) => /^ssh_host_.*_key$/.test(name))
+      .map((name) => join(SSH_DIR, name));
+  } catch {
+    // No sshd here.
+  }
+  return [...HOST_SECRETS, ...sshKeys].filter((path) => existsSync(path));
 }
 
 /** Namespaces, an unprivileged user, the read-only system, its own /proc and /dev, a private /tmp. */

@@ -184,6 +184,13 @@ describe.skipIf(Boolean(skipReason))("exec in the bubblewrap sandbox", () => {
     expect(out).toMatch(/^exit=1$/m);
   });
 
+  it("cannot read the host's root-only files, which the sandbox user could as root's mapping", async () => {
+    // /etc/shadow is 0640 root:shadow on Debian: readable by its owner, which the sandbox user is outside.
+    const out = await run("cat /etc/shadow; echo done");
+    expect(out).toMatch(/^done$/m);
+    expect(out).not.toMatch(/^root:/m);
+  });
+
   it("on timeout kills every process the command started, also one that called setsid", async () => {
     const marker = String(900_000 + Math.floor(Math.random() * 99_999));
     const out = await run(`setsid sleep ${marker} & echo $! > started; wait`, { timeoutSeconds: 3 });
