@@ -24,13 +24,19 @@ export class MediaTooLargeError extends ChannelError {
   }
 }
 
-/** A file name with no path, no control or shell-special characters, bounded length, extension kept. */
+/**
+ * A file name with no path, no control or shell-special characters, no invisible format characters,
+ * bounded length, extension kept. Format characters (Unicode category Cf: the bidirectional
+ * overrides and isolates, the direction marks, zero-width characters) change how a name is shown
+ * without showing themselves: `a\u202Egnp.exe` reads as "aexe.png".
+ */
 export function safeFileName(name: string, fallback = "file"): string {
   const base = name.split(/[/\\]/).pop() ?? "";
   const cleaned = base
     .normalize("NFKC")
     // eslint-disable-next-line no-control-regex -- removing control characters is the point
     .replace(/[\u0000-\u001f\u007f<>:"|?*`$;&'!]/g, "")
+    .replace(/\p{Cf}/gu, "")
     .replace(/\s+/g, "_")
     .replace(/^\.+/, "");
   if (!cleaned) return fallback;

@@ -3,7 +3,7 @@
  *
  * 8 characters from 30 that cannot be mistaken for one another when read aloud or retyped from a
  * phone (no 0/O, 1/I/L, and no U, which reads as V in some fonts): 30^8 ≈ 6.6e11 codes, and at most
- * three are open per platform for an hour, so guessing one is hopeless.
+ * ten are open per platform for an hour, so guessing one is hopeless.
  */
 import { randomInt } from "node:crypto";
 

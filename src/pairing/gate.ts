@@ -104,11 +104,11 @@ export class PairingGate {
       );
       return "Hi! I only talk to people my owner has approved, and I cannot take requests right now. Please try again later.";
     }
-    if ("full" in request) {
-      this.log.warn({ channel, senderId: msg.senderId }, "pairing request refused: too many codes waiting");
-      return (
-        "Hi! I only talk to people my owner has approved, and too many requests are waiting right now. " +
-        "Please try again in an hour."
+    if (request.dropped) {
+      // Their code is gone; asking again after the notice interval gives them a new one.
+      this.log.warn(
+        { channel, senderId: request.dropped.senderId },
+        "pairing code dropped for a newcomer's: too many codes waiting",
       );
     }
     this.log.info({ channel, senderId: msg.senderId }, "pairing code given");

@@ -15,8 +15,13 @@ import { newPairingCode, normalizeCode } from "./codes.js";
 
 /** A code is good for an hour. */
 export const CODE_TTL_MS = 60 * 60 * 1000;
-/** Open codes per platform: a crowd of strangers cannot fill the file or the owner's list. */
-export const MAX_PENDING_PER_CHANNEL = 3;
+/**
+ * Open codes per platform: a crowd of strangers cannot fill the file or the owner's list. A full
+ * platform drops its oldest code for a newcomer rather than turning the newcomer away, so a few
+ * strangers cannot hold every slot; each sender asks at most once an hour (channels/access.ts
+ * NoticeLimiter), so pushing a code out takes this many other senders.
+ */
+export const MAX_PENDING_PER_CHANNEL = 10;
 
 const PendingSchema = z.object({
   code: z.string(),
@@ -48,8 +53,12 @@ export type PendingCode = z.infer<typeof PendingSchema>;
 export type ApprovedSender = z.infer<typeof ApprovedSchema>;
 type PairingFile = z.infer<typeof PairingFileSchema>;
 
-/** What a stranger's request came to: their code (new or still open), or no room for another. */
-export type CodeRequest = { code: string; expiresAt: number } | { full: true };
+/** What a stranger's request came to: their code (new or still open), and the code it pushed out, if any. */
+export interface CodeRequest {
+  code: string;
+  expiresAt: number;
+  dropped?: PendingCode;
+}
 
 /** What approving a code came to. */
 export type ApproveResult =
@@ -98,23 +107,24 @@ export class PairingStore {
   }
 
   /**
-   * A stranger wrote in a direct chat: their open code if they have one (a restart forgot that they
-   * were told), else a new one, unless the platform already has MAX_PENDING_PER_CHANNEL open.
+   * A stranger wrote in a direct chat: their open code if they have one (one code per sender; a
+   * restart forgot that they were told), else a new one, for which a full platform drops its
+   * oldest code (see MAX_PENDING_PER_CHANNEL).
    */
   request(channel: string, senderId: string, chatId: string): CodeRequest {
     return this.file.update<CodeRequest>((data) => {
       const pending = data.pending.filter((p) => this.live(p));
       const own = pending.find((p) => p.channel === channel && p.senderId === senderId);
       if (own) return { result: { code: own.code, expiresAt: own.createdAt + CODE_TTL_MS } };
-      if (pending.filter((p) => p.channel === channel).length >= MAX_PENDING_PER_CHANNEL)
-        return { result: { full: true } };
+      const dropped = oldestIfFull(pending.filter((p) => p.channel === channel));
+      const kept = pending.filter((p) => p !== dropped);
       const taken = new Set(pending.map((p) => p.code));
       let code = newPairingCode();
       while (taken.has(code)) code = newPairingCode();
       const createdAt = this.now();
       return {
-        next: { ...data, pending: [...pending, { code, channel, senderId, chatId, createdAt }] },
-        result: { code, expiresAt: createdAt + CODE_TTL_MS },
+        next: { ...data, pending: [...kept, { code, channel, senderId, chatId, createdAt }] },
+        result: { code, expiresAt: createdAt + CODE_TTL_MS, ...(dropped ? { dropped } : {}) },
       };
     });
   }
@@ -175,4 +185,10 @@ export class PairingStore {
   private live(p: PendingCode): boolean {
     return this.now() - p.createdAt < CODE_TTL_MS;
   }
+}
+
+/** The code to drop for a new one when a platform's open codes are at the limit: the oldest. */
+function oldestIfFull(platformCodes: readonly PendingCode[]): PendingCode | undefined {
+  if (platformCodes.length < MAX_PENDING_PER_CHANNEL) return undefined;
+  return platformCodes.reduce((oldest, p) => (p.createdAt < oldest.createdAt ? p : oldest));
 }

@@ -17,6 +17,15 @@ describe("safeFileName", () => {
     expect(long.endsWith(".pdf")).toBe(true);
   });
 
+  it("removes bidi overrides, direction marks and zero-width characters, which disguise a name", () => {
+    expect(safeFileName("a\u202Egnp.exe")).toBe("agnp.exe");
+    const disguises = ["\u202A", "\u202B", "\u202C", "\u202D", "\u2066", "\u2067", "\u2068", "\u2069"];
+    const invisible = ["\u200B", "\u200C", "\u200D", "\u200E", "\u200F", "\u2060", "\uFEFF", "\u00AD"];
+    for (const c of [...disguises, ...invisible]) expect(safeFileName(`re${c}port.pdf`)).toBe("report.pdf");
+    expect(safeFileName("\u202E\u200B")).toBe("file");
+    expect(mediaPath("/ws", "web", "x\u2067y.txt")).toMatch(/-xy\.txt$/);
+  });
+
   it("puts media under workspace/media/<channel>/ with a unique dated name", () => {
     const a = mediaPath("/ws", "telegram", "x.jpg", new Date("2026-11-22T10:00:00Z"));
     const b = mediaPath("/ws", "telegram", "x.jpg", new Date("2026-11-22T10:00:00Z"));

@@ -7,7 +7,7 @@ import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { platformProblems } from "../../src/channels/registry.js";
 import { ConfigSchema, type Config } from "../../src/config/schema.js";
 import { PairingGate } from "../../src/pairing/gate.js";
-import { pairingPath, PairingStore } from "../../src/pairing/store.js";
+import { MAX_PENDING_PER_CHANNEL, pairingPath, PairingStore } from "../../src/pairing/store.js";
 import { captureLog } from "../helpers/log.js";
 
 let dir: string;
@@ -98,18 +98,25 @@ describe("PairingGate", () => {
     expect(gate().allows("telegram", dm("7"), ["*"])).toBe(true);
   });
 
-  it("a full platform is told to come back later, without a code", () => {
+  it("strangers cannot hold every slot: a newcomer to a full platform gets a code, the oldest is dropped", () => {
     const g = gate();
-    for (const id of ["1", "2", "3"]) g.refusal("telegram", dm(id));
-    expect(g.refusal("telegram", dm("4"))).toMatch(/too many requests are waiting/);
-    expect(store.pending()).toHaveLength(3);
+    for (let i = 0; i < MAX_PENDING_PER_CHANNEL; i++) {
+      g.refusal("telegram", dm(`s${i}`));
+      now += 1000;
+    }
+    const notice = g.refusal("telegram", dm("newcomer"));
+    const code = /pairing code: (\w{8})/.exec(notice ?? "")?.[1];
+    expect(code).toBeDefined();
+    expect(store.pending().map((p) => p.senderId)).not.toContain("s0");
+    expect(store.approve(code!, "cli").ok).toBe(true);
+    expect(g.allows("telegram", dm("newcomer"), ["42"])).toBe(true);
   });
 
   it("welcomes each approved person once; approvals older than a day are not greeted out of the blue", () => {
-    const old = store.request("telegram", "5", "5") as { code: string };
+    const old = store.request("telegram", "5", "5");
     store.approve(old.code, "cli");
     now += 2 * 24 * 60 * 60 * 1000;
-    const fresh = store.request("telegram", "6", "6") as { code: string };
+    const fresh = store.request("telegram", "6", "6");
     store.approve(fresh.code, "cli");
     const g = gate();
     g.start();
@@ -126,7 +133,7 @@ describe("PairingGate", () => {
       channels: { telegram: { enabled: true, token: "1:x", allowFrom: ["42", "*"], admins: ["9"] } },
     });
     const g = gate();
-    const code = (store.request("telegram", "7", "7") as { code: string }).code;
+    const code = store.request("telegram", "7", "7").code;
     expect(g.command(dm("8", `/pairing approve ${code}`), `approve ${code}`)).toMatch(/^Only the owner/);
     expect(g.command(dm("9"), "list")).toContain(code);
     expect(g.command(dm("42"), "approve")).toMatch(/^Usage/);

@@ -23,7 +23,6 @@ function store(log = captureLog().log): PairingStore {
 }
 
 function codeOf(request: ReturnType<PairingStore["request"]>): string {
-  if ("full" in request) throw new Error("no room for a code");
   return request.code;
 }
 
@@ -39,14 +38,32 @@ describe("PairingStore", () => {
     expect((await stat(join(dir, "pairing"))).mode & 0o777).toBe(0o700);
   });
 
-  it("keeps at most three open codes per platform; other platforms have their own room", () => {
+  it("keeps at most MAX_PENDING_PER_CHANNEL open codes per platform, a newcomer's pushing out the oldest", () => {
     const s = store();
-    for (let i = 0; i < MAX_PENDING_PER_CHANNEL; i++) codeOf(s.request("telegram", `u${i}`, `u${i}`));
-    expect(s.request("telegram", "u9", "u9")).toEqual({ full: true });
-    codeOf(s.request("slack", "U9", "D9"));
-    // An expired code makes room again.
+    // Three strangers used to hold every slot for an hour; now a newcomer always gets a code.
+    for (let i = 0; i < MAX_PENDING_PER_CHANNEL; i++) {
+      codeOf(s.request("telegram", `u${i}`, `u${i}`));
+      now += 1000;
+    }
+    const newcomer = s.request("telegram", "new", "new");
+    expect(newcomer.code).toMatch(/^[A-Z2-9]{8}$/);
+    expect(newcomer.dropped).toMatchObject({ channel: "telegram", senderId: "u0" });
+    const waiting = s.pending().map((p) => p.senderId);
+    expect(waiting).toHaveLength(MAX_PENDING_PER_CHANNEL);
+    expect(waiting).not.toContain("u0");
+    expect(waiting.at(-1)).toBe("new");
+    // Asking again re-sends the same code and pushes nobody out: one code per sender.
+    expect(s.request("telegram", "u5", "u5")).not.toHaveProperty("dropped");
+    expect(s.request("telegram", "new", "new")).toEqual({
+      code: newcomer.code,
+      expiresAt: newcomer.expiresAt,
+    });
+    expect(s.pending()).toHaveLength(MAX_PENDING_PER_CHANNEL);
+    // Other platforms have their own room.
+    expect(s.request("slack", "U9", "D9")).not.toHaveProperty("dropped");
+    // Expired codes make room without pushing anyone out.
     now += CODE_TTL_MS;
-    codeOf(s.request("telegram", "u9", "u9"));
+    expect(s.request("telegram", "u9", "u9")).not.toHaveProperty("dropped");
     expect(s.pending().map((p) => p.senderId)).toEqual(["u9"]);
   });
 

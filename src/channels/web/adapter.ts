@@ -26,7 +26,7 @@ import type {
   SendRequest,
   WebEvent,
 } from "./protocol.js";
-import { RateLimit } from "./rate.js";
+import { ClientLimits, RateLimit } from "./rate.js";
 import { createWebHandler, type WebApp } from "./routes.js";
 import { StaticAssets } from "./static.js";
 import { AgentFiles, Uploads } from "./uploads.js";
@@ -37,6 +37,8 @@ export const MESSAGE_CHARS = 32_000;
 /** New conversations and messages per minute: guard rails, far above what a person types. */
 const CONVERSATIONS_PER_MINUTE = 30;
 const MESSAGES_PER_MINUTE = 60;
+/** Wrong tokens one client may try a minute, at login and as Bearer headers together. */
+const TOKEN_FAILURES_PER_MINUTE = 10;
 
 export interface WebChannelOptions {
   /** Where the page's built files are (default dist/web/). */
@@ -77,7 +79,11 @@ class WebChannel implements Channel, WebApp {
   ) {
     this.section = ctx.config.channels.web;
     this.log = ctx.log.child({ channel: "web" });
-    this.uploads = new Uploads(ctx.workspace, ctx.config.channels.maxMediaBytes);
+    this.uploads = new Uploads(ctx.workspace, {
+      maxBytes: ctx.config.channels.maxMediaBytes,
+      quotaBytes: this.section.uploadQuotaBytes,
+      log: this.log,
+    });
     this.assets = new StaticAssets(opts.webRoot);
   }
 
@@ -104,10 +110,13 @@ class WebChannel implements Channel, WebApp {
         live: this.live,
         uploads: this.uploads,
         files: this.files,
-        logins: new RateLimit(10, 60_000),
+        failures: new ClientLimits(TOKEN_FAILURES_PER_MINUTE, 60_000),
+        uploadRate: new ClientLimits(this.section.uploadsPerMinute, 60_000),
         loopbackOnly,
+        trustProxy: this.section.trustProxy,
       }),
     );
+    this.uploads.start();
     if (!loopbackOnly) {
       this.log.warn(
         { host: http.host },
@@ -125,13 +134,13 @@ class WebChannel implements Channel, WebApp {
     );
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.unmount?.();
     this.unmount = null;
     this.hub?.close();
     this.hub = null;
     this.sink = null;
-    return Promise.resolve();
+    await this.uploads.stop();
   }
 
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
@@ -246,9 +255,7 @@ class WebChannel implements Channel, WebApp {
   }
 
   createConversation(): ConversationSummary {
-    if (!this.newConversations.take()) {
-      throw new HttpError(429, `at most ${CONVERSATIONS_PER_MINUTE} new conversations a minute`);
-    }
+    this.takeNewConversation();
     const id = randomId();
     const at = new Date().toISOString();
     this.recent.set(id, { title: NEW_CHAT_TITLE, updatedAt: at });
@@ -260,8 +267,7 @@ class WebChannel implements Channel, WebApp {
     return historyOf(session.messages);
   }
 
-  sendMessage(conversationId: string, request: SendRequest): SendAccepted {
-    const sink = this.running();
+  async sendMessage(conversationId: string, request: SendRequest): Promise<SendAccepted> {
     const text = request.text.trim();
     if (text.length > MESSAGE_CHARS) {
       throw new HttpError(
@@ -270,6 +276,9 @@ class WebChannel implements Channel, WebApp {
       );
     }
     if (text === "" && !request.uploads?.length) throw new HttpError(400, "the message is empty");
+    // Posting to a fresh id starts a conversation as surely as POST /api/conversations does.
+    if (!(await this.isKnown(conversationId))) this.takeNewConversation();
+    const sink = this.running();
     if (!this.messages.take()) throw new HttpError(429, `at most ${MESSAGES_PER_MINUTE} messages a minute`);
     const messageId = randomUUID();
     const base = this.inbound(conversationId, text, messageId);
@@ -301,6 +310,19 @@ class WebChannel implements Channel, WebApp {
     const chatId = this.live.conversationOfQuestion(questionId);
     if (!chatId || !sink.choose) return { accepted: false, notice: "This question is no longer open." };
     return sink.choose({ channel: this.name, chatId, senderId: WEB_SENDER_ID, questionId, choiceId });
+  }
+
+  private takeNewConversation(): void {
+    if (!this.newConversations.take()) {
+      throw new HttpError(429, `at most ${CONVERSATIONS_PER_MINUTE} new conversations a minute`);
+    }
+  }
+
+  /** A conversation of this run, or one with a session file. */
+  private async isKnown(conversationId: string): Promise<boolean> {
+    return (
+      this.recent.has(conversationId) || (await this.gateway.sessions.hasChat(this.name, conversationId))
+    );
   }
 
   private inbound(chatId: string, content: string, messageId: string): InboundMessage {

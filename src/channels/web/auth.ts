@@ -60,11 +60,12 @@ export class WebAuth {
     return sameSecret(candidate, this.token);
   }
 
-  /** The request carries the token as a Bearer header. */
-  hasBearer(req: IncomingMessage): boolean {
-    const header = req.headers.authorization ?? "";
+  /** What the request's Authorization header carries: no Bearer token, the token, or a wrong one. */
+  bearerOf(req: IncomingMessage): "none" | "valid" | "wrong" {
+    const header = req.headers.authorization;
+    if (header === undefined) return "none";
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match !== null && this.isToken(match[1]!);
+    return match !== null && this.isToken(match[1]!) ? "valid" : "wrong";
   }
 
   /** The request carries the session cookie. */
@@ -74,7 +75,7 @@ export class WebAuth {
   }
 
   allows(req: IncomingMessage): boolean {
-    return this.hasBearer(req) || this.hasCookie(req);
+    return this.bearerOf(req) === "valid" || this.hasCookie(req);
   }
 
   /** The Set-Cookie header of a login; `secure` when the page was reached over https. */

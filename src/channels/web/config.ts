@@ -25,6 +25,27 @@ export const WebConfigSchema = z
       .string()
       .default("")
       .describe("The page's password; empty: a random one kept in <state>/web/token (0600)."),
+    trustProxy: z
+      .boolean()
+      .default(false)
+      .describe(
+        "A reverse proxy in front sets X-Forwarded-Host, -Proto and -For: believe them. Off: they are ignored, " +
+          "since any client can send them.",
+      ),
+    uploadsPerMinute: z
+      .number()
+      .int()
+      .positive()
+      .default(30)
+      .describe("Uploads a minute from one client address."),
+    uploadQuotaBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(200 * 1024 * 1024)
+      .describe(
+        "Total size of uploads kept but not yet sent with a message; unsent ones are deleted after an hour.",
+      ),
   })
   .transform((c) => ({
     // undefined until the channels section resolves it (config/schema.ts resolveAutoEnabled).
@@ -34,6 +55,9 @@ export const WebConfigSchema = z
     ...(c.streaming !== undefined ? { streaming: c.streaming } : {}),
     ...(c.streamIntervalMs !== undefined ? { streamIntervalMs: c.streamIntervalMs } : {}),
     token: c.token,
+    trustProxy: c.trustProxy,
+    uploadsPerMinute: c.uploadsPerMinute,
+    uploadQuotaBytes: c.uploadQuotaBytes,
   }));
 
 export type WebConfig = z.output<typeof WebConfigSchema>;

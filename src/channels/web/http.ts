@@ -70,9 +70,10 @@ export async function readJson<S extends z.ZodType>(req: IncomingMessage, schema
 /**
  * Whether a request comes from a page of this server: its Origin names the host the request was
  * sent to (the scheme is not compared, so a TLS-terminating proxy in front works). A browser
- * always sends Origin on a cross-site POST, so a page elsewhere cannot pass this.
+ * always sends Origin on a cross-site POST, so a page elsewhere cannot pass this. The host a proxy
+ * forwarded counts only behind a trusted proxy: anyone else can send X-Forwarded-Host too.
  */
-export function sameOrigin(req: IncomingMessage): boolean {
+export function sameOrigin(req: IncomingMessage, trustProxy: boolean): boolean {
   const origin = req.headers.origin;
   if (!origin) return false;
   let host: string;
@@ -81,9 +82,22 @@ export function sameOrigin(req: IncomingMessage): boolean {
   } catch {
     return false;
   }
-  const forwarded = req.headers["x-forwarded-host"];
+  const forwarded = trustProxy ? req.headers["x-forwarded-host"] : undefined;
   const targets = [req.headers.host, ...(typeof forwarded === "string" ? forwarded.split(",") : [])];
   return targets.some((t) => t !== undefined && t.trim().toLowerCase() === host.toLowerCase());
+}
+
+/**
+ * Who sent a request, for the per-client limits: the socket's address, or behind a trusted proxy
+ * the address that proxy saw (the last X-Forwarded-For entry: the ones before it are the client's
+ * own words).
+ */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  const direct = req.socket.remoteAddress ?? "";
+  if (!trustProxy) return direct;
+  const forwarded = req.headers["x-forwarded-for"];
+  const last = typeof forwarded === "string" ? forwarded.split(",").at(-1)?.trim() : undefined;
+  return last || direct;
 }
 
 /** A name of this machine's loopback interface: `localhost`, `127.x.x.x`, `::1` (or `[::1]`). */
@@ -103,9 +117,9 @@ export function isNavigation(req: IncomingMessage): boolean {
   return (req.headers.accept ?? "").includes("text/html");
 }
 
-/** Whether the page was reached over TLS (directly or through a proxy that says so). */
-export function isSecure(req: IncomingMessage): boolean {
-  const proto = req.headers["x-forwarded-proto"];
+/** Whether the page was reached over TLS (directly, or through a trusted proxy that says so). */
+export function isSecure(req: IncomingMessage, trustProxy: boolean): boolean {
+  const proto = trustProxy ? req.headers["x-forwarded-proto"] : undefined;
   return (
     (typeof proto === "string" && proto.split(",")[0]?.trim() === "https") ||
     Boolean((req.socket as { encrypted?: boolean }).encrypted)

@@ -9,14 +9,16 @@
  * (JSON for fetches, the "where is my token" page for a navigation). Every POST must also come
  * from the page's own origin (`Origin` equal to the server's, or the Bearer header): no CSRF.
  *
- *   POST /api/login                          LoginRequest → 204 + Set-Cookie | 401
+ *   POST /api/login                          LoginRequest → 204 + Set-Cookie | 401 | 429 (ten wrong
+ *                                            tokens a minute from one address, Bearer ones included)
  *   GET  /api/me                             → Me | 401
  *   GET  /api/conversations                  → ConversationSummary[] (newest first)
  *   POST /api/conversations                  → ConversationSummary (a new, empty conversation)
  *   GET  /api/conversations/:id/messages     → HistoryMessage[] (from the session file)
  *   POST /api/conversations/:id/messages     SendRequest → 202 SendAccepted
  *   POST /api/conversations/:id/stop         → 202 (the chat's /stop)
- *   POST /api/uploads?name=<file name>       raw body (≤ limits.uploadBytes) → 201 UploadResult
+ *   POST /api/uploads?name=<file name>       raw body (≤ limits.uploadBytes) → 201 UploadResult |
+ *                                            413 (too large, or the unsent uploads' quota) | 429
  *   GET  /api/files/:fileId                  a file the agent sent (Content-Disposition: attachment)
  *   POST /api/questions/:questionId          ChooseRequest → 200 ChooseResult
  *   GET  /api/events?conversation=:id        text/event-stream of WebEvent (one `data:` JSON per

@@ -12,6 +12,7 @@ import { HttpError } from "../../util/http-body.js";
 import type { WebAuth } from "./auth.js";
 import type { EventHub } from "./events.js";
 import {
+  clientAddress,
   hostnameOf,
   isLoopbackName,
   isNavigation,
@@ -34,7 +35,7 @@ import type {
   SendAccepted,
   SendRequest,
 } from "./protocol.js";
-import type { RateLimit } from "./rate.js";
+import type { ClientLimits } from "./rate.js";
 import type { StaticAssets } from "./static.js";
 import type { AgentFiles, Uploads } from "./uploads.js";
 
@@ -46,7 +47,7 @@ export interface WebApp {
   conversations(): Promise<ConversationSummary[]>;
   createConversation(): ConversationSummary;
   history(conversationId: string): Promise<HistoryMessage[]>;
-  sendMessage(conversationId: string, request: SendRequest): SendAccepted;
+  sendMessage(conversationId: string, request: SendRequest): Promise<SendAccepted>;
   stopTurn(conversationId: string): void;
   choose(questionId: string, choiceId: string): ChooseResult;
 }
@@ -59,10 +60,14 @@ export interface RouteDeps {
   live: LiveState;
   uploads: Uploads;
   files: AgentFiles;
-  /** Wrong tokens tried at login. */
-  logins: RateLimit;
+  /** Wrong tokens per client, at login and as Bearer headers: once spent, the client's tries are refused. */
+  failures: ClientLimits;
+  /** Uploads per client. */
+  uploadRate: ClientLimits;
   /** Bound to loopback: requests must name a loopback host (no DNS rebinding). */
   loopbackOnly: boolean;
+  /** channels.web.trustProxy: X-Forwarded-Host, -Proto and -For are believed. */
+  trustProxy: boolean;
 }
 
 const LoginSchema = z.object({ token: z.string().max(1024) }) satisfies z.ZodType<LoginRequest>;
@@ -102,10 +107,20 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
     sendText(res, 404, "text/plain", "not found\n");
     return;
   }
-  if (method === "POST" && !sameOrigin(req) && !deps.auth.hasBearer(req)) {
+  const client = clientAddress(req, deps.trustProxy);
+  const bearer = deps.auth.bearerOf(req);
+  // A client that guessed wrong too often is refused whatever it sends now, the right token included.
+  if ((bearer !== "none" || path === "/api/login") && deps.failures.spent(client)) {
+    throw new HttpError(429, "too many wrong tokens from this address: wait a minute");
+  }
+  if (bearer === "wrong") {
+    deps.failures.take(client);
+    return unauthorized(req, res);
+  }
+  if (method === "POST" && !sameOrigin(req, deps.trustProxy) && bearer !== "valid") {
     throw new HttpError(403, "cross-origin request refused: post from the chat page or send the token");
   }
-  if (path === "/api/login" && method === "POST") return login(deps, req, res);
+  if (path === "/api/login" && method === "POST") return login(deps, client, req, res);
   if (!deps.auth.allows(req)) return unauthorized(req, res);
   const parts = path.split("/").slice(2); // ["conversations", id, "messages"]
   const [what, id, sub] = parts;
@@ -120,7 +135,7 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
     if (sub === "messages" && method === "GET") return sendJson(res, 200, await app.history(conversation));
     if (sub === "messages" && method === "POST") {
       const body = await readJson(req, SendSchema);
-      return sendJson(res, 202, app.sendMessage(conversation, body));
+      return sendJson(res, 202, await app.sendMessage(conversation, body));
     }
     if (sub === "stop" && method === "POST") {
       app.stopTurn(conversation);
@@ -128,6 +143,12 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
     }
   }
   if (what === "uploads" && parts.length === 1 && method === "POST") {
+    if (!deps.uploadRate.take(client)) {
+      throw new HttpError(
+        429,
+        "too many uploads from this address: wait a minute (channels.web.uploadsPerMinute)",
+      );
+    }
     const name = url.searchParams.get("name") ?? "file";
     return sendJson(res, 201, await deps.uploads.save(req, name));
   }
@@ -153,15 +174,20 @@ function conversationId(id: string): string {
   return id;
 }
 
-async function login(deps: RouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function login(
+  deps: RouteDeps,
+  client: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const { token } = await readJson(req, LoginSchema);
   if (!deps.auth.isToken(token)) {
-    if (!deps.logins.take()) throw new HttpError(429, "too many wrong tokens: wait a minute");
+    deps.failures.take(client); // counted: once spent, route() refuses this client's next tries
     throw new HttpError(401, "wrong token");
   }
   res.writeHead(204, {
     ...SECURITY_HEADERS,
-    "set-cookie": deps.auth.setCookie(isSecure(req)),
+    "set-cookie": deps.auth.setCookie(isSecure(req, deps.trustProxy)),
     "cache-control": "no-store",
   });
   res.end();

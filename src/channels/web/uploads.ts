@@ -1,8 +1,10 @@
 /**
  * Files in both directions. Uploads are streamed into the workspace media folder like other
  * channels' downloads (size-limited, 0600, a temp file renamed when complete) and named by an
- * opaque id the message then lists. Files the agent sends get opaque ids too, so the page can
- * fetch them (GET /api/files/:id) without ever naming a path.
+ * opaque id the message then lists. Uploads not yet sent are bounded in total (the quota) and
+ * deleted when no message took them within UPLOAD_TTL_MS, or when the channel stops (their ids
+ * die with it). Files the agent sends get opaque ids too, so the page can fetch them
+ * (GET /api/files/:id) without ever naming a path.
  */
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
@@ -14,12 +16,17 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { mkdirPrivate } from "../../util/private-fs.js";
 import { mediaPath, safeFileName } from "../media.js";
 import { HttpError, tooLarge } from "../../util/http-body.js";
+import type { Logger } from "../../log.js";
 import type { FileRef, UploadResult } from "./protocol.js";
 
 /** How long an upload may take. */
 const UPLOAD_TIMEOUT_MS = 5 * 60_000;
-/** An upload not sent with a message within this time is forgotten (the file stays in media/). */
+/** An upload not sent with a message within this time is deleted. */
 const UPLOAD_TTL_MS = 60 * 60_000;
+/** How often uploads past their time are looked for. */
+const SWEEP_INTERVAL_MS = 60_000;
+/** Uploads kept and not yet sent, whatever their size: a bound on the map, not only on the disk. */
+const MAX_UNSENT = 500;
 
 interface StoredFile {
   path: string;
@@ -27,22 +34,80 @@ interface StoredFile {
   bytes: number;
 }
 
+interface Unsent extends StoredFile {
+  savedAt: number;
+}
+
+export interface UploadOptions {
+  /** Largest upload (channels.maxMediaBytes). */
+  maxBytes: number;
+  /** Total size of uploads kept and not yet sent (channels.web.uploadQuotaBytes). */
+  quotaBytes: number;
+  log: Logger;
+  ttlMs?: number;
+  now?: () => number;
+}
+
+function overQuota(quotaBytes: number): HttpError {
+  return new HttpError(
+    413,
+    `uploads waiting to be sent already take ${quotaBytes} bytes (channels.web.uploadQuotaBytes): ` +
+      "send them with a message, or wait an hour for unsent ones to be deleted",
+  );
+}
+
 function newId(): string {
   return randomBytes(12).toString("base64url");
 }
 
 export class Uploads {
-  private readonly files = new BoundedMap<string, StoredFile>(500, UPLOAD_TTL_MS);
+  private readonly files = new Map<string, Unsent>();
+  /** Bytes of the uploads kept and of those arriving: what the quota bounds. */
+  private heldBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+  readonly maxBytes: number;
 
   constructor(
     private readonly workspace: string,
-    readonly maxBytes: number,
-  ) {}
+    private readonly opts: UploadOptions,
+  ) {
+    this.maxBytes = opts.maxBytes;
+  }
 
-  /** Streams the request body into the media folder; 413 past maxBytes, 408 when too slow. */
+  /** Starts deleting uploads past their time. */
+  start(): void {
+    if (this.timer) return;
+    const every = Math.min(SWEEP_INTERVAL_MS, this.ttlMs);
+    this.timer = setInterval(() => void this.sweep(), every);
+    this.timer.unref();
+  }
+
+  /** Stops the sweep and deletes every unsent upload: their ids are not known past this channel's life. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.remove([...this.files.keys()]);
+  }
+
+  /** Deletes the uploads no message took within their time. */
+  sweep(): Promise<void> {
+    const now = this.now();
+    const expired = [...this.files].filter(([, f]) => now - f.savedAt >= this.ttlMs).map(([id]) => id);
+    return this.remove(expired);
+  }
+
+  /** Streams the request body into the media folder; 413 past maxBytes or the quota, 408 when too slow. */
   async save(req: IncomingMessage, name: string): Promise<UploadResult> {
     const declared = Number(req.headers["content-length"] ?? NaN);
     if (Number.isFinite(declared) && declared > this.maxBytes) throw tooLarge(this.maxBytes);
+    const quota = this.opts.quotaBytes;
+    if (Number.isFinite(declared) && this.heldBytes + declared > quota) throw overQuota(quota);
+    if (this.files.size >= MAX_UNSENT) {
+      throw new HttpError(
+        429,
+        `${MAX_UNSENT} uploads are waiting to be sent: send them with a message first`,
+      );
+    }
     const shown = safeFileName(name);
     const path = mediaPath(this.workspace, "web", shown);
     await mkdirPrivate(dirname(path));
@@ -50,13 +115,19 @@ export class Uploads {
     const limit = this.maxBytes;
     let bytes = 0;
     const signal = AbortSignal.timeout(UPLOAD_TIMEOUT_MS);
+    // Counted as it arrives, so uploads running side by side cannot pass the quota together.
+    const hold = (n: number): void => {
+      bytes += n;
+      this.heldBytes += n;
+      if (bytes > limit) throw tooLarge(limit);
+      if (this.heldBytes > quota) throw overQuota(quota);
+    };
     try {
       await pipeline(
         req,
         async function* (source: AsyncIterable<Buffer>) {
           for await (const chunk of source) {
-            bytes += chunk.length;
-            if (bytes > limit) throw tooLarge(limit);
+            hold(chunk.length);
             yield chunk;
           }
         },
@@ -65,12 +136,13 @@ export class Uploads {
       );
       await rename(temp, path);
     } catch (err) {
+      this.heldBytes -= bytes;
       await rm(temp, { force: true });
       if (signal.aborted) throw new HttpError(408, "the upload took too long");
       throw err;
     }
     const id = newId();
-    this.files.set(id, { path, name: shown, bytes });
+    this.files.set(id, { path, name: shown, bytes, savedAt: this.now() });
     return { id, name: shown, bytes };
   }
 
@@ -81,11 +153,39 @@ export class Uploads {
       if (!file) throw new HttpError(400, `upload ${id} is unknown or expired: upload the file again`);
       return file;
     });
-    for (const id of ids) this.files.delete(id);
+    // Sent: the message owns the files now, and they no longer count against the quota.
+    for (const id of ids) this.forget(id);
     return {
       paths: found.map((f) => f.path),
       files: found.map((f) => ({ name: f.name, bytes: f.bytes })),
     };
+  }
+
+  private async remove(ids: readonly string[]): Promise<void> {
+    const paths = ids.flatMap((id) => this.forget(id)?.path ?? []);
+    await Promise.all(
+      paths.map((path) =>
+        rm(path, { force: true }).catch((err: unknown) =>
+          this.opts.log.warn({ err, path }, "an unsent upload could not be deleted"),
+        ),
+      ),
+    );
+  }
+
+  private forget(id: string): Unsent | undefined {
+    const file = this.files.get(id);
+    if (!file) return undefined;
+    this.files.delete(id);
+    this.heldBytes -= file.bytes;
+    return file;
+  }
+
+  private get ttlMs(): number {
+    return this.opts.ttlMs ?? UPLOAD_TTL_MS;
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
   }
 }
 
@@ -100,7 +200,7 @@ export class AgentFiles {
       () => undefined,
     );
     const id = newId();
-    const name = basename(path);
+    const name = safeFileName(basename(path));
     this.files.set(id, { path, name, bytes: bytes ?? 0 });
     return { id, name, ...(bytes !== undefined ? { bytes } : {}) };
   }

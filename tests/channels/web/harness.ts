@@ -27,6 +27,8 @@ export interface RequestOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string | Buffer;
+  /** The address to connect from (another client: any 127.x.x.x reaches the loopback server). */
+  localAddress?: string;
 }
 
 export class WebRig {
@@ -69,7 +71,11 @@ export class WebRig {
     return new Promise((resolve, reject) => {
       const req = httpRequest(
         `${this.base}${path}`,
-        { method: opts.method ?? "GET", headers: opts.headers ?? {} },
+        {
+          method: opts.method ?? "GET",
+          headers: opts.headers ?? {},
+          ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
@@ -91,11 +97,17 @@ export class WebRig {
   }
 
   /** As the page does it: Bearer-less, same origin, JSON. */
-  post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  post(
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+    localAddress?: string,
+  ): Promise<Reply> {
     return this.request(path, {
       method: "POST",
       headers: { origin: this.origin, "content-type": "application/json", ...headers },
       body: JSON.stringify(body),
+      ...(localAddress ? { localAddress } : {}),
     });
   }
 
