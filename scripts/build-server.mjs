@@ -246,7 +246,7 @@ const PRECOMPILED = {
   telegram: ["grammy", "@grammyjs/auto-retry"],
   slack: ["@slack/socket-mode", "@slack/web-api"],
   discord: ["@discordjs/core", "@discordjs/rest", "@discordjs/ws"],
-  core: ["pino", "prom-client", "commander", "dotenv", "node-cron"],
+  core: ["pino", "prom-client", "commander", "dotenv", "croner"],
 };
 
 /** Options both builds share. */

@@ -2,19 +2,16 @@
  * Schedules of cron jobs: validating what a person or the model asked for, and
  * the pure next-run computation the scheduler arms its timer with.
  *
- * Cron expressions are validated and expanded by node-cron (`validateDetailed`:
- * names, ranges, steps, L/W/#), but the next run is computed here: node-cron v4
- * only offers next runs from the current wall clock on a live task (and ANDs
- * day-of-month with day-of-week), while the scheduler needs a pure
- * `nextRun(schedule, afterMs)` with classic cron semantics (either day field
- * matches when both are restricted, as croniter does for nanobot).
- *
- * Time zones come from Intl. A wall time the clocks skip (spring forward) runs
- * at the moment of the jump; a wall time that happens twice (fall back) runs
- * once, the first time. With that mapping wall time → instant is monotone, so
- * the first matching wall time after `afterMs` is the earliest instant.
+ * Cron expressions, time zones and daylight-saving changes are croner's: a job
+ * is a paused `Cron` (no callback, so croner arms no timer of its own) asked
+ * for `nextRun(after)`. Classic cron semantics, as croniter has them for
+ * nanobot: five fields, and when both day fields are restricted either one
+ * matching is enough (croner's default, `domAndDow: false`). A wall time the
+ * clocks skip (spring forward) and one that happens twice (fall back) are
+ * handled as croner documents: a skipped time runs once, after the jump; a
+ * repeated one runs once.
  */
-import { validateDetailed } from "node-cron";
+import { Cron } from "croner";
 import { PalaverError } from "../util/errors.js";
 import type { CronSchedule } from "./types.js";
 
@@ -27,9 +24,6 @@ export const MIN_EVERY_SECONDS = 10;
 export const MAX_EVERY_SECONDS = 10 * 366 * 24 * 3600;
 
 const MINUTE = 60_000;
-const DAY = 86_400_000;
-/** Long enough for "29 Feb on a Monday" (28 years); each day costs a few integer checks. */
-const MAX_DAYS = 366 * 29;
 
 // ── Time zones ───────────────────────────────────────────────
 
@@ -49,228 +43,59 @@ export function localTimezone(): string {
   return new Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
-interface WallTime {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-}
-
 const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatterFor(tz: string | undefined): Intl.DateTimeFormat {
-  const key = tz ?? "";
-  let f = formatters.get(key);
-  if (!f) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone: tz,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
-    formatters.set(key, f);
-  }
-  return f;
-}
-
-/** The wall clock reading of an instant in `tz` (the host's zone when undefined). */
-export function wallTime(ms: number, tz?: string): WallTime {
-  const out: WallTime = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 };
-  for (const part of formatterFor(tz).formatToParts(new Date(ms))) {
-    if (part.type in out) out[part.type as keyof WallTime] = Number(part.value);
-  }
-  return out;
-}
-
-/** Minutes east of UTC in `tz` at the instant `ms`. */
-function offsetMinutes(ms: number, tz: string | undefined): number {
-  const w = wallTime(ms, tz);
-  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-  return Math.round((asUtc - Math.floor(ms / 1000) * 1000) / MINUTE);
-}
-
-/**
- * The instant a wall-clock minute happens in `tz`: the first one when it
- * happens twice, the moment of the jump when the clocks skip it.
- */
-export function wallToInstant(
-  year: number,
-  month: number,
-  day: number,
-  hour: number,
-  minute: number,
-  tz?: string,
-): number {
-  const guess = Date.UTC(year, month - 1, day, hour, minute);
-  const before = offsetMinutes(guess - DAY, tz);
-  const after = offsetMinutes(guess + DAY, tz);
-  let best: number | undefined;
-  for (const offset of new Set([before, after])) {
-    const t = guess - offset * MINUTE;
-    if (offsetMinutes(t, tz) === offset && (best === undefined || t < best)) best = t;
-  }
-  if (best !== undefined) return best;
-  // Skipped by a jump forward: binary search (by minute) for the first instant on the new offset.
-  let lo = guess - after * MINUTE; // still on the old offset
-  let hi = guess - before * MINUTE; // already on the new one
-  if (lo > hi) [lo, hi] = [hi, lo];
-  for (let i = 0; i < 32 && hi - lo > MINUTE; i++) {
-    const mid = lo + Math.floor((hi - lo) / 2 / MINUTE) * MINUTE;
-    if (offsetMinutes(mid, tz) === before) lo = mid;
-    else hi = mid;
-  }
-  return hi;
-}
 
 /** "2026-03-29 09:00 (Europe/Paris)": how times are shown to people and to the model. */
 export function formatTime(ms: number, tz?: string): string {
-  const w = wallTime(ms, tz);
-  const p = (n: number) => String(n).padStart(2, "0");
-  return `${w.year}-${p(w.month)}-${p(w.day)} ${p(w.hour)}:${p(w.minute)} (${tz ?? localTimezone()})`;
+  const key = tz ?? "";
+  let format = formatters.get(key);
+  if (!format) {
+    // Swedish writes dates as ISO does (2026-03-29 09:00).
+    format = new Intl.DateTimeFormat("sv-SE", {
+      timeZone: tz,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+    formatters.set(key, format);
+  }
+  return `${format.format(new Date(ms))} (${tz ?? localTimezone()})`;
 }
 
 // ── Cron expressions ─────────────────────────────────────────
 
-/** A 5-field expression expanded into the values each field allows. */
-export interface CronFields {
-  minutes: number[];
-  hours: number[];
-  /** Numbers, plus node-cron's tokens "L", "nW", "LW", "L-n". */
-  daysOfMonth: (number | string)[];
-  months: Set<number>;
-  /** 0-6 (Sunday 0), plus node-cron's tokens "nL" (last n-day) and "n#k" (k-th n-day). */
-  daysOfWeek: (number | string)[];
-  /** A day field written as "*" or "?" does not restrict the day (the other one decides alone). */
-  domStar: boolean;
-  dowStar: boolean;
-}
-
-const NICKNAMES: Record<string, string> = {
-  "@yearly": "0 0 1 1 *",
-  "@annually": "0 0 1 1 *",
-  "@monthly": "0 0 1 * *",
-  "@weekly": "0 0 * * 0",
-  "@daily": "0 0 * * *",
-  "@midnight": "0 0 * * *",
-  "@hourly": "0 * * * *",
-};
-
-/** Spaces collapsed, so the stored expression reads the way node-cron parses it. */
+/** Spaces collapsed, so the stored expression reads the way it is parsed. */
 export function normalizeCronExpr(expr: string): string {
   return expr.trim().split(/\s+/).join(" ");
 }
 
-/** Validates a 5-field cron expression (or @daily ...) and expands its fields; throws ScheduleError. */
-export function parseCronExpr(expr: string): CronFields {
+/** The expression as a paused croner job in `tz` (the host's zone when undefined); throws ScheduleError. */
+function cronJob(expr: string, tz?: string): Cron {
   const normalized = normalizeCronExpr(expr);
-  const expanded = NICKNAMES[normalized.toLowerCase()] ?? normalized;
-  const raw = expanded.split(" ");
-  if (raw.length !== 5) {
+  // croner takes 6 and 7 fields (seconds, years) too; a stored nanobot job has 5.
+  const fields = normalized.startsWith("@") ? 5 : normalized.split(" ").length;
+  if (fields !== 5) {
     throw new ScheduleError(
-      `invalid cron expression "${expr}": expected 5 fields (minute hour day-of-month month day-of-week), got ${raw.length}`,
+      `invalid cron expression "${expr}": expected 5 fields (minute hour day-of-month month day-of-week), got ${fields}`,
     );
   }
-  const result = validateDetailed(expanded);
-  if (!result.valid || !result.fields) {
-    const why = result.errors.map((e) => e.message).join("; ") || "not a cron expression";
-    throw new ScheduleError(`invalid cron expression "${expr}": ${why}`);
+  if (tz) checkTimezone(tz);
+  try {
+    return new Cron(normalized, { timezone: tz, mode: "5-part", paused: true });
+  } catch (err) {
+    const why = err instanceof Error ? err.message.replace(/^CronPattern: /, "") : String(err);
+    throw new ScheduleError(`invalid cron expression "${expr}": ${why}`, { cause: err });
   }
-  const f = result.fields;
-  const numbers = (values: (number | string)[]) =>
-    values.filter((v): v is number => typeof v === "number").sort((a, b) => a - b);
-  const isStar = (field: string) => field === "*" || field === "?";
-  return {
-    minutes: numbers(f.minute),
-    hours: numbers(f.hour),
-    daysOfMonth: f.dayOfMonth,
-    months: new Set(numbers(f.month)),
-    daysOfWeek: f.dayOfWeek,
-    domStar: isStar(raw[2]!),
-    dowStar: isStar(raw[4]!),
-  };
 }
 
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
-
-function weekdayOf(year: number, month: number, day: number): number {
-  return new Date(Date.UTC(year, month - 1, day)).getUTCDay();
-}
-
-/** The weekday closest to `target` inside the month (cron's "nW"). */
-function nearestWeekday(year: number, month: number, target: number): number {
-  const last = daysInMonth(year, month);
-  if (target > last) return -1;
-  const wd = weekdayOf(year, month, target);
-  if (wd === 6) return target === 1 ? 3 : target - 1;
-  if (wd === 0) return target === last ? target - 2 : target + 1;
-  return target;
-}
-
-function matchesDayOfMonth(values: (number | string)[], year: number, month: number, day: number): boolean {
-  const last = daysInMonth(year, month);
-  for (const v of values) {
-    if (v === day) return true;
-    if (typeof v !== "string") continue;
-    if (v === "L" && day === last) return true;
-    const w = /^(\d{1,2}|L)W$/.exec(v);
-    if (w && nearestWeekday(year, month, w[1] === "L" ? last : Number(w[1])) === day) return true;
-    const offset = /^L-(\d{1,2})$/.exec(v);
-    if (offset && last - Number(offset[1]) === day) return true;
+/** Throws a ScheduleError when the expression is not valid cron, or never matches a date. */
+export function checkCronExpr(expr: string, tz?: string, nowMs = Date.now()): void {
+  if (cronJob(expr, tz).nextRun(new Date(nowMs)) === null) {
+    throw new ScheduleError(`the cron expression "${normalizeCronExpr(expr)}" never matches a date`);
   }
-  return false;
-}
-
-function matchesDayOfWeek(values: (number | string)[], year: number, month: number, day: number): boolean {
-  const wd = weekdayOf(year, month, day);
-  for (const v of values) {
-    if (v === wd) return true;
-    if (typeof v !== "string") continue;
-    const lastOf = /^([0-7])L$/.exec(v);
-    if (lastOf && Number(lastOf[1]) % 7 === wd && day + 7 > daysInMonth(year, month)) return true;
-    const nth = /^([0-7])#([1-5])$/.exec(v);
-    if (nth && Number(nth[1]) % 7 === wd && Math.floor((day - 1) / 7) + 1 === Number(nth[2])) return true;
-  }
-  return false;
-}
-
-function dayMatches(f: CronFields, year: number, month: number, day: number): boolean {
-  if (!f.months.has(month)) return false;
-  const dom = matchesDayOfMonth(f.daysOfMonth, year, month, day);
-  const dow = matchesDayOfWeek(f.daysOfWeek, year, month, day);
-  // Classic cron: when both day fields are restricted, either one matching is enough.
-  return f.domStar || f.dowStar ? dom && dow : dom || dow;
-}
-
-/** The first instant strictly after `afterMs` that the expression matches in `tz`, or null. */
-export function nextCronRun(fields: CronFields, afterMs: number, tz?: string): number | null {
-  const start = wallTime(afterMs, tz);
-  let { year, month, day } = start;
-  for (let i = 0; i < MAX_DAYS; i++) {
-    if (dayMatches(fields, year, month, day)) {
-      for (const hour of fields.hours) {
-        if (i === 0 && hour < start.hour) continue;
-        for (const minute of fields.minutes) {
-          // Wall times up to afterMs's own minute map to instants <= afterMs (monotone mapping).
-          if (i === 0 && hour === start.hour && minute <= start.minute) continue;
-          const at = wallToInstant(year, month, day, hour, minute, tz);
-          if (at > afterMs) return at;
-        }
-      }
-    }
-    const next = new Date(Date.UTC(year, month - 1, day + 1));
-    year = next.getUTCFullYear();
-    month = next.getUTCMonth() + 1;
-    day = next.getUTCDate();
-  }
-  return null;
 }
 
 // ── Schedules ────────────────────────────────────────────────
@@ -284,7 +109,11 @@ export function nextRun(schedule: CronSchedule, afterMs: number): number | null 
       return schedule.everyMs != null && schedule.everyMs > 0 ? afterMs + schedule.everyMs : null;
     case "cron":
       if (!schedule.expr) return null;
-      return nextCronRun(parseCronExpr(schedule.expr), afterMs, schedule.tz ?? undefined);
+      return (
+        cronJob(schedule.expr, schedule.tz ?? undefined)
+          .nextRun(new Date(afterMs))
+          ?.getTime() ?? null
+      );
   }
 }
 
@@ -301,7 +130,7 @@ export function checkSchedule(schedule: CronSchedule): void {
       break;
     case "cron":
       if (!schedule.expr) throw new ScheduleError('a "cron" schedule needs expr');
-      parseCronExpr(schedule.expr);
+      cronJob(schedule.expr);
       break;
   }
   if (schedule.tz) checkTimezone(schedule.tz);
@@ -312,7 +141,7 @@ const AT_PATTERN =
 
 /**
  * An ISO date-time as epoch ms. Without an offset it is a wall time in `tz`
- * (the host's zone when undefined); a date alone means midnight.
+ * (the host's zone when undefined), read by croner; a date alone means midnight.
  */
 export function parseAt(text: string, tz?: string): number {
   const m = AT_PATTERN.exec(text.trim());
@@ -330,7 +159,8 @@ export function parseAt(text: string, tz?: string): number {
     number,
   ];
   const ms = m[7] ? Math.floor(Number(`0.${m[7]}`) * 1000) : 0;
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) throw bad();
+  const lastDay = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > lastDay) throw bad();
   if (hour > 23 || minute > 59 || second > 59) throw bad();
   const offset = m[8];
   if (offset) {
@@ -344,7 +174,13 @@ export function parseAt(text: string, tz?: string): number {
     }
     return Date.UTC(year, month - 1, day, hour, minute, second, ms) - offsetMin * MINUTE;
   }
-  return wallToInstant(year, month, day, hour, minute, tz) + second * 1000 + ms;
+  const p = (n: number, width = 2) => String(n).padStart(width, "0");
+  const wall = `${p(year, 4)}-${p(month)}-${p(day)}T${p(hour)}:${p(minute)}:${p(second)}`;
+  if (tz) checkTimezone(tz);
+  // A one-off croner job at that wall time; allowPast, so a past time is read too (and refused by the caller).
+  const instant = new Cron(wall, { timezone: tz, paused: true, allowPast: true }).nextRun();
+  if (instant === null) throw bad();
+  return instant.getTime() + ms;
 }
 
 /** What a person or the model asked for; names as the cron tool has them. */
@@ -414,10 +250,7 @@ export function buildSchedule(
   }
   if (req.cronExpr) {
     const expr = normalizeCronExpr(req.cronExpr);
-    const fields = parseCronExpr(expr);
-    if (nextCronRun(fields, nowMs, tz) === null) {
-      throw new ScheduleError(`the cron expression "${expr}" never matches a date in the coming years`);
-    }
+    checkCronExpr(expr, tz, nowMs);
     return {
       schedule: { kind: "cron", atMs: null, everyMs: null, expr, tz: tz ?? null },
       deleteAfterRun: false,

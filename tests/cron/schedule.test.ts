@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   buildSchedule,
+  checkCronExpr,
   checkSchedule,
   describeSchedule,
   formatTime,
@@ -8,9 +9,7 @@ import {
   MIN_EVERY_SECONDS,
   nextRun,
   parseAt,
-  parseCronExpr,
   ScheduleError,
-  wallToInstant,
 } from "../../src/cron/schedule.js";
 import type { CronSchedule } from "../../src/cron/types.js";
 
@@ -130,11 +129,11 @@ describe("nextRun: cron expressions", () => {
 
 describe("validation", () => {
   it("rejects invalid cron expressions with the reason", () => {
-    expect(() => parseCronExpr("61 * * * *")).toThrow(/invalid cron expression "61 \* \* \* \*".*minute/);
-    expect(() => parseCronExpr("0 9 * *")).toThrow(/expected 5 fields/);
-    expect(() => parseCronExpr("0 0 9 * * *")).toThrow(/expected 5 fields.*got 6/);
-    expect(() => parseCronExpr("every day")).toThrow(ScheduleError);
-    expect(() => parseCronExpr("0 0 31 2 *")).toThrow(/impossible/);
+    expect(() => checkCronExpr("61 * * * *")).toThrow(/invalid cron expression "61 \* \* \* \*".*minute/);
+    expect(() => checkCronExpr("0 9 * *")).toThrow(/expected 5 fields/);
+    expect(() => checkCronExpr("0 0 9 * * *")).toThrow(/expected 5 fields.*got 6/);
+    expect(() => checkCronExpr("every day")).toThrow(ScheduleError);
+    expect(() => checkCronExpr("0 0 31 2 *")).toThrow(/never matches a date/);
   });
 
   it("rejects unknown time zones", () => {
@@ -153,9 +152,14 @@ describe("validation", () => {
     expect(() => parseAt("2026-02-30T10:00")).toThrow(/invalid date-time/);
   });
 
-  it("wallToInstant reads a wall time in the zone", () => {
-    expect(iso(wallToInstant(2025, 1, 15, 9, 0, "Europe/Paris"))).toBe("2025-01-15T08:00:00.000Z");
-    expect(iso(wallToInstant(2025, 7, 15, 9, 0, "Europe/Paris"))).toBe("2025-07-15T07:00:00.000Z");
+  it("parseAt reads a wall time in the zone, across its DST changes", () => {
+    expect(iso(parseAt("2025-01-15T09:00", "Europe/Paris"))).toBe("2025-01-15T08:00:00.000Z");
+    expect(iso(parseAt("2025-07-15T09:00", "Europe/Paris"))).toBe("2025-07-15T07:00:00.000Z");
+    // 02:30 on 2025-10-26 happens twice in Paris: the first (CEST).
+    expect(iso(parseAt("2025-10-26T02:30", "Europe/Paris"))).toBe("2025-10-26T00:30:00.000Z");
+    // 02:30 on 2025-03-30 does not exist in Paris: croner moves it past the jump, to 03:30 CEST.
+    expect(iso(parseAt("2025-03-30T02:30", "Europe/Paris"))).toBe("2025-03-30T01:30:00.000Z");
+    expect(() => parseAt("2025-01-15T09:00", "Mars/Olympus")).toThrow(/unknown timezone/);
   });
 });
 
