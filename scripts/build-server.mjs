@@ -244,7 +244,6 @@ const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist
  */
 const PRECOMPILED = {
   telegram: ["grammy", "@grammyjs/auto-retry"],
-  slack: ["@slack/socket-mode", "@slack/web-api"],
   discord: ["@discordjs/core", "@discordjs/rest", "@discordjs/ws"],
   core: ["pino", "prom-client", "commander", "dotenv", "croner"],
 };
@@ -255,7 +254,8 @@ const COMMON = {
   platform: "node",
   target: "node20",
   packages: "bundle",
-  external: OPTIONAL_NATIVE,
+  // @slack/bolt is loaded from node_modules by Node at run time, as the plain build will load every SDK.
+  external: [...OPTIONAL_NATIVE, "@slack/bolt"],
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: "linked",

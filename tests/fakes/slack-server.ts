@@ -1,7 +1,7 @@
 /**
  * A loopback fake of Slack: the Web API (the methods palaver uses), file
  * downloads and uploads, and a Socket Mode WebSocket server, enough for the
- * real @slack/socket-mode and @slack/web-api clients to run unmodified.
+ * real clients @slack/bolt runs on (Socket Mode and Web API) to run unmodified.
  *
  *   const slack = await FakeSlack.start();
  *   config: { botToken: slack.botToken, appToken: slack.appToken, apiUrl: slack.apiUrl }

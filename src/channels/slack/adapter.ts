@@ -10,16 +10,17 @@
  * format.ts and questions.ts.
  */
 import { readFile } from "node:fs/promises";
+import { Agent as HttpAgent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
 import type { AddressInfo } from "node:net";
 import { basename } from "node:path";
-import { WebClient, type RetryOptions } from "@slack/web-api";
+import { webApi } from "@slack/bolt";
 import { parseCommand } from "../../bus/commands.js";
 import type { OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
-import { pooledFetch } from "../../util/pooled-fetch.js";
 import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
@@ -47,7 +48,9 @@ import {
   type QuestionMessage,
   type SlackPress,
 } from "./questions.js";
-import { SlackReceiver, type ReceiverTuning } from "./receiver.js";
+import { SlackReceiver, type ReceiverTuning, type WebClient } from "./receiver.js";
+
+type RetryOptions = NonNullable<webApi.WebClientOptions["retryConfig"]>;
 
 /** Tuning the config does not expose; tests make it fast. */
 export interface SlackTuning extends ReceiverTuning {
@@ -119,11 +122,6 @@ export class SlackChannel implements Channel {
   private readonly config: SlackConfig;
   private readonly log: Logger;
   private readonly apiUrl: string;
-  /**
-   * Posts, uploads and reactions: a rate limit rejects at once (with Slack's Retry-After) instead of
-   * waiting inside the SDK, so the outbox retries it later and other chats' replies go on.
-   */
-  private readonly writes: WebClient;
   private readonly receiver: SlackReceiver;
   private readonly typing: TypingIndicator<ReceiptTarget>;
   private readonly fileOptions: SlackFileOptions;
@@ -144,16 +142,20 @@ export class SlackChannel implements Channel {
       );
     }
     this.apiUrl = normalizeApiUrl(config.apiUrl);
-    const clientOptions = {
+    // Bolt and its clients log through pino, the channel's secrets scrubbed from every line.
+    const logger = slackLogger(this.log.child({ sdk: "bolt" }), [
+      config.botToken,
+      config.appToken,
+      config.signingSecret,
+    ]);
+    const agent = connectionPool(this.apiUrl, opts.maxConnections);
+    const clientOptions: webApi.WebClientOptions = {
       ...(this.apiUrl ? { slackApiUrl: this.apiUrl } : {}),
-      logger: slackLogger(this.log.child({ sdk: "web-api" })),
+      logger,
       retryConfig: opts.retryConfig ?? DEFAULT_RETRY,
       timeout: opts.requestTimeoutMs ?? 30_000,
-      // Every client on one keep-alive pool (a call beyond its bound waits for a connection), not
-      // the built-in fetch, whose first use loads undici.
-      fetch: pooledFetch({ maxSockets: opts.maxConnections ?? Infinity }),
+      ...(agent ? { agent } : {}),
     };
-    this.writes = new WebClient(config.botToken, { ...clientOptions, rejectRateLimitedCalls: true });
     const policy: SlackPolicy = {
       groupPolicy: config.groupPolicy,
       groupAllowFrom: config.groupAllowFrom,
@@ -165,8 +167,12 @@ export class SlackChannel implements Channel {
       config,
       policy,
       apiUrl: this.apiUrl,
-      reads: new WebClient(config.botToken, clientOptions),
-      fetch: clientOptions.fetch,
+      reads: new webApi.WebClient(config.botToken, clientOptions),
+      // The app's client (`app.client`) makes the posts, uploads and reactions: a rate limit rejects
+      // at once (with Slack's Retry-After) instead of waiting inside the SDK, so the outbox retries
+      // it later and other chats' replies go on.
+      clientOptions: { ...clientOptions, rejectRateLimitedCalls: true },
+      logger,
       log: this.log,
       onMessage: (msg) => this.take(msg),
       onChoice: (click, press) => this.choose(click, press),
@@ -254,7 +260,7 @@ export class SlackChannel implements Channel {
         return ts;
       },
       update: async (ts, text) => {
-        await this.call("chat.update", () => this.writes.chat.update({ channel, ts, text }));
+        await this.call("chat.update", () => this.writes().chat.update({ channel, ts, text }));
       },
       visible: () => void this.typing.end(turnId),
     });
@@ -320,7 +326,7 @@ export class SlackChannel implements Channel {
     if (!ts) return this.reply(msg);
     const channel = msg.chatId;
     const { text, rest } = editParts(msg.content);
-    await this.call("chat.update", () => this.writes.chat.update({ channel, ts, text, blocks: [] }));
+    await this.call("chat.update", () => this.writes().chat.update({ channel, ts, text, blocks: [] }));
     const threadTs = threadTsFrom(msg.metadata);
     for (const part of rest) await this.postWaitingOutShortLimits(channel, threadTs, part);
   }
@@ -342,7 +348,12 @@ export class SlackChannel implements Channel {
     const { chatId: channel, userId: user, threadTs } = press;
     try {
       await this.call("chat.postEphemeral", () =>
-        this.writes.chat.postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}) }),
+        this.writes().chat.postEphemeral({
+          channel,
+          user,
+          text,
+          ...(threadTs ? { thread_ts: threadTs } : {}),
+        }),
       );
     } catch (err) {
       // Best effort: the press counted whatever the presser gets to see.
@@ -380,7 +391,7 @@ export class SlackChannel implements Channel {
     blocks?: QuestionMessage["blocks"],
   ): Promise<string | undefined> {
     const res = await this.call("chat.postMessage", () =>
-      this.writes.chat.postMessage({
+      this.writes().chat.postMessage({
         channel,
         text,
         ...(blocks ? { blocks } : {}),
@@ -410,8 +421,8 @@ export class SlackChannel implements Channel {
     const filename = basename(path);
     await this.call("files.uploadV2", () =>
       threadTs
-        ? this.writes.files.uploadV2({ channel_id: channel, thread_ts: threadTs, file, filename })
-        : this.writes.files.uploadV2({ channel_id: channel, file, filename }),
+        ? this.writes().files.uploadV2({ channel_id: channel, thread_ts: threadTs, file, filename })
+        : this.writes().files.uploadV2({ channel_id: channel, file, filename }),
     );
   }
 
@@ -419,7 +430,7 @@ export class SlackChannel implements Channel {
     const { channel, ts } = target;
     try {
       await this.call("reactions.add", () =>
-        this.writes.reactions.add({ channel, timestamp: ts, name: this.config.reactEmoji }),
+        this.writes().reactions.add({ channel, timestamp: ts, name: this.config.reactEmoji }),
       );
     } catch (err) {
       // Still there from before a restart (the journal replayed the message): ours to swap all the same.
@@ -433,14 +444,21 @@ export class SlackChannel implements Channel {
     if (!target.added) return;
     const { channel, ts } = target;
     await this.call("reactions.remove", () =>
-      this.writes.reactions.remove({ channel, timestamp: ts, name: this.config.reactEmoji }),
+      this.writes().reactions.remove({ channel, timestamp: ts, name: this.config.reactEmoji }),
     );
     const done = this.config.doneEmoji;
     if (done) {
       await this.call("reactions.add", () =>
-        this.writes.reactions.add({ channel, timestamp: ts, name: done }),
+        this.writes().reactions.add({ channel, timestamp: ts, name: done }),
       );
     }
+  }
+
+  /** The app's client; writes before the first start fail like a Slack that cannot be reached. */
+  private writes(): WebClient {
+    const client = this.receiver.client;
+    if (!client) throw new ChannelError("Slack is not connected yet", { platform: CHANNEL_NAME });
+    return client;
   }
 
   /** The single send point: a Web API write whose failure becomes a ChannelError (errors.ts). */
@@ -465,4 +483,15 @@ function normalizeApiUrl(url: string): string {
   const trimmed = url.trim();
   if (!trimmed) return "";
   return trimmed.endsWith("/") ? trimmed : `${trimmed}/`;
+}
+
+/**
+ * One keep-alive pool for every Web API client of the channel, at most `maxSockets` connections
+ * (a call beyond its bound waits for one); none: Node's global agent, unbounded. The agent must
+ * speak the API base's protocol (http only for a loopback fake or a local proxy).
+ */
+function connectionPool(apiUrl: string, maxSockets: number | undefined): HttpAgent | undefined {
+  if (maxSockets === undefined || !Number.isFinite(maxSockets)) return undefined;
+  const options = { keepAlive: true, maxSockets };
+  return apiUrl.startsWith("http:") ? new HttpAgent(options) : new HttpsAgent(options);
 }

@@ -3,7 +3,7 @@
  * method, Slack's error code, whether trying again can ever help, and how long
  * Slack asked us to wait.
  */
-import { ErrorCode } from "@slack/web-api";
+import { webApi } from "@slack/bolt";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { CHANNEL_NAME } from "./mapping.js";
 
@@ -58,7 +58,9 @@ const PERMANENT_HTTP = new Set([400, 401, 403, 404, 410, 413]);
 export function platformError(err: unknown): string | undefined {
   if (typeof err !== "object" || err === null) return undefined;
   const e = err as { code?: unknown; data?: { error?: unknown } };
-  return e.code === ErrorCode.PlatformError && typeof e.data?.error === "string" ? e.data.error : undefined;
+  return e.code === webApi.ErrorCode.PlatformError && typeof e.data?.error === "string"
+    ? e.data.error
+    : undefined;
 }
 
 /** A Web API call's failure as a ChannelError naming the method and Slack's reason. */
@@ -73,14 +75,14 @@ export function slackChannelError(method: string, err: unknown): ChannelError {
     });
   }
   const e = err as { code?: unknown; retryAfter?: unknown; statusCode?: unknown };
-  if (e.code === ErrorCode.RateLimitedError && typeof e.retryAfter === "number") {
+  if (e.code === webApi.ErrorCode.RateLimitedError && typeof e.retryAfter === "number") {
     return new ChannelError(`Slack rate-limited ${method}: try again in ${e.retryAfter} s`, {
       ...base,
       code: "ratelimited",
       retryAfterMs: e.retryAfter * 1000,
     });
   }
-  if (e.code === ErrorCode.HTTPError && typeof e.statusCode === "number") {
+  if (e.code === webApi.ErrorCode.HTTPError && typeof e.statusCode === "number") {
     return new ChannelError(`Slack ${method} failed: HTTP ${e.statusCode}`, {
       ...base,
       code: e.statusCode,

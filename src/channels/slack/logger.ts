@@ -1,12 +1,23 @@
-/** The Slack SDKs' Logger interface, written to palaver's pino logger. */
-import { LogLevel, type Logger as SlackLogger } from "@slack/web-api";
-import type { Logger } from "../../log.js";
+/**
+ * Bolt's Logger interface (also what its Web API and Socket Mode clients log
+ * through), written to palaver's pino logger. Bolt's debug lines carry request
+ * URLs, headers and payloads: the Slack secrets this channel holds are scrubbed
+ * from every line by value, and token shapes by redactText, before pino sees it.
+ */
+import { LogLevel, type Logger as SlackLogger } from "@slack/bolt";
 
-export function slackLogger(log: Logger): SlackLogger {
-  const text = (parts: unknown[]) =>
-    parts
-      .map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : JSON.stringify(p)))
-      .join(" ");
+export type { SlackLogger };
+import { redactText, type Logger } from "../../log.js";
+
+const MASK = "[redacted]";
+
+export function slackLogger(log: Logger, secrets: readonly string[]): SlackLogger {
+  const known = secrets.filter((s) => s.length > 0);
+  const text = (parts: unknown[]) => {
+    let out = parts.map(partText).join(" ");
+    for (const secret of known) if (out.includes(secret)) out = out.split(secret).join(MASK);
+    return redactText(out);
+  };
   return {
     debug: (...msg: unknown[]) => log.debug(text(msg)),
     info: (...msg: unknown[]) => log.info(text(msg)),
@@ -20,7 +31,18 @@ export function slackLogger(log: Logger): SlackLogger {
       if (level <= 40) return LogLevel.WARN;
       return LogLevel.ERROR;
     },
+    // The level is pino's (the gateway's --verbose); Bolt's own default (INFO) is not taken.
     setLevel: () => {},
     setName: () => {},
   };
+}
+
+function partText(part: unknown): string {
+  if (typeof part === "string") return part;
+  if (part instanceof Error) return part.message;
+  try {
+    return JSON.stringify(part) ?? String(part);
+  } catch {
+    return String(part);
+  }
 }

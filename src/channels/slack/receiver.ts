@@ -1,18 +1,21 @@
 /**
- * Slack → mapped messages: Socket Mode (default, socket.ts) or the HTTP Events
- * API (http-receiver.ts) bring deliveries in, already acknowledged
- * (dispatch.ts says what each is), and this decides what needs the network
- * before a message can be handed on (is the bot part of this thread? the
- * sender's username for allowFrom). Messages of one Slack channel are handed
- * on in the order they arrived; what happens to them then (the gate,
- * downloads) is the inbound path's business.
+ * Slack → mapped messages, on @slack/bolt: an `App` with Bolt's Socket Mode
+ * receiver (default, socket.ts) or its HTTP receiver (http-server.ts serves
+ * its request listener), `app.event` for messages and mentions, `app.command`
+ * for the slash command and `app.action` for the question buttons. Every
+ * delivery is acknowledged before it is handled. This decides what needs the
+ * network before a message can be handed on (is the bot part of this thread?
+ * the sender's username for allowFrom) and drops a message taken already
+ * (Slack's retries, a message seen as both `message` and `app_mention`).
+ * Messages of one Slack channel are handed on in the order they arrived; what
+ * happens to them then (the gate, downloads) is the inbound path's business.
  *
- * The Web API base (`apiUrl`) reaches both the reads client and the Socket
- * Mode client, which asks apps.connections.open for its WebSocket URL, so one
- * setting points everything at a fake in tests or at a proxy.
+ * The Web API base (`apiUrl`) reaches the app's client, the reads client and
+ * the Socket Mode client, which asks apps.connections.open for its WebSocket
+ * URL, so one setting points everything at a fake in tests or at a proxy.
  */
 import type { AddressInfo } from "node:net";
-import type { WebClient } from "@slack/web-api";
+import { App, HTTPReceiver, type AnyMiddlewareArgs, type Receiver, type webApi } from "@slack/bolt";
 import type { Logger } from "../../log.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
@@ -21,9 +24,9 @@ import { TaskSet } from "../../util/task-set.js";
 import { untilAborted } from "../../util/timeout.js";
 import type { ChoiceClick } from "../types.js";
 import type { SlackConfig } from "./config.js";
-import type { Delivery } from "./dispatch.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
-import { SlackHttpReceiver } from "./http-receiver.js";
+import { SlackHttpServer } from "./http-server.js";
+import type { SlackLogger } from "./logger.js";
 import {
   eventKey,
   isDirect,
@@ -40,6 +43,8 @@ import {
 } from "./mapping.js";
 import { clickOf, pressOf, type SlackPress } from "./questions.js";
 import { SlackSocket } from "./socket.js";
+
+export type WebClient = InstanceType<typeof webApi.WebClient>;
 
 export interface ReceiverTuning {
   /** Socket Mode: wait for a pong this long; reconnects wait this long times the failures in a row. */
@@ -64,8 +69,10 @@ export interface SlackReceiverOptions {
   apiUrl: string;
   /** The client for reads (auth.test, conversations.replies, users.info): it waits out rate limits. */
   reads: WebClient;
-  /** The Web API clients' fetch (one keep-alive pool), for Socket Mode's apps.connections.open too. */
-  fetch?: typeof fetch;
+  /** The app's client (`app.client`): the adapter's writes. */
+  clientOptions: webApi.WebClientOptions;
+  /** Bolt's logger (logger.ts), secrets scrubbed. */
+  logger: SlackLogger;
   log: Logger;
   /** A message for the bot (routed, its thread checked, its sender named), in order per Slack channel. */
   onMessage(msg: MappedMessage): void;
@@ -76,8 +83,10 @@ export interface SlackReceiverOptions {
 const STOP_WAIT_MS = 5000;
 
 export class SlackReceiver {
+  /** Built by the first start, once the bot token is known good; kept after a stop for late writes. */
+  private app: App | undefined;
   private socket: SlackSocket | undefined;
-  private http: SlackHttpReceiver | undefined;
+  private http: SlackHttpServer | undefined;
   private started = false;
   private bot: BotIdentity | undefined;
   /** The lookups before a message is handed on, one Slack channel at a time. */
@@ -104,6 +113,11 @@ export class SlackReceiver {
     return this.started;
   }
 
+  /** The app's Web API client (`app.client`); none before the first start. */
+  get client(): WebClient | undefined {
+    return this.app?.client;
+  }
+
   /** Checks the bot token, then connects (Socket Mode) or listens (HTTP). */
   async start(signal: AbortSignal): Promise<BotIdentity> {
     // The Web API client retries an unreachable Slack for a minute or more and takes no signal: a
@@ -111,7 +125,7 @@ export class SlackReceiver {
     const bot = await untilAborted(this.verifyBotToken(), signal);
     this.bot = bot;
     try {
-      await this.listen(signal);
+      await this.listen(bot, signal);
     } catch (err) {
       await this.shutdownReceivers();
       throw err;
@@ -158,36 +172,75 @@ export class SlackReceiver {
     }
   }
 
-  private async listen(signal: AbortSignal): Promise<void> {
-    const { config, tuning, log } = this.opts;
-    const onDelivery = (delivery: Delivery) => this.receive(delivery);
+  private async listen(bot: BotIdentity, signal: AbortSignal): Promise<void> {
+    const { config, tuning, log, logger } = this.opts;
     if (config.mode === "socket") {
-      this.socket = new SlackSocket({
+      const socket = new SlackSocket({
         appToken: config.appToken,
-        // apps.connections.open goes where the reads go; its own retry policy stays.
         clientOptions: {
           ...(this.opts.apiUrl ? { slackApiUrl: this.opts.apiUrl } : {}),
-          ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
           timeout: tuning.requestTimeoutMs ?? 30_000,
         },
         clientPingTimeoutMs: tuning.clientPingTimeoutMs ?? 5000,
         serverPingTimeoutMs: tuning.serverPingTimeoutMs ?? 30_000,
         reconnectRetryMs: tuning.reconnectRetryMs ?? 30_000,
+        logger,
         log,
-        onDelivery,
       });
-      await this.socket.connect(tuning.startTimeoutMs ?? 30_000, signal);
+      this.socket = socket;
+      const app = this.buildApp(bot, socket.receiver);
+      await socket.connect(() => app.start(), tuning.startTimeoutMs ?? 30_000, signal);
       return;
     }
-    this.http = new SlackHttpReceiver({
+    const receiver = new HTTPReceiver({
       signingSecret: config.signingSecret,
+      endpoints: config.path,
+      logger,
+      // Acknowledged first, handled after: Slack wants the answer within 3 s.
+      processBeforeResponse: false,
+    });
+    this.buildApp(bot, receiver);
+    this.http = new SlackHttpServer({
+      listener: receiver.requestListener,
       path: config.path,
       port: config.port,
       ...(tuning.httpHost ? { host: tuning.httpHost } : {}),
       log,
-      onDelivery,
     });
     await this.http.start();
+  }
+
+  private buildApp(bot: BotIdentity, receiver: Receiver): App {
+    const app = new App({
+      token: this.opts.config.botToken,
+      botUserId: bot.userId,
+      // Both ids given, Bolt calls no auth.test of its own (its failure would be an unhandled rejection).
+      botId: bot.botId ?? "",
+      receiver,
+      logger: this.opts.logger,
+      clientOptions: this.opts.clientOptions,
+      // palaver keeps its conversations in sessions; Bolt's conversation store is not used.
+      convoStore: false,
+    });
+    // Every delivery Bolt leaves to the app (commands, interactions, options) is acknowledged first,
+    // with nothing: Slack shows the user an error after 3 s without. Events Bolt acks itself.
+    app.use(async (args) => {
+      const ack = ackOf(args);
+      if (ack) await ack();
+      await args.next();
+    });
+    app.event("message", ({ event }) => Promise.resolve(this.onEvent(event)));
+    app.event("app_mention", ({ event }) => Promise.resolve(this.onEvent(event)));
+    // Every slash command of the app is palaver's (the manifest names it /palaver; people may rename it).
+    app.command(/.*/, ({ command }) => Promise.resolve(this.onCommand(command)));
+    // Presses on a question's buttons; any other action was acknowledged and is ignored.
+    app.action({ type: "block_actions" }, ({ body }) => Promise.resolve(this.onAction(body)));
+    app.error((err) => {
+      this.opts.log.error({ err }, "Slack event handling failed");
+      return Promise.resolve();
+    });
+    this.app = app;
+    return app;
   }
 
   private async shutdownReceivers(): Promise<void> {
@@ -201,26 +254,6 @@ export class SlackReceiver {
 
   // ---------------------------------------------------------------------------
   // Receiving
-
-  /** An acknowledged delivery, from either mode. */
-  private receive(delivery: Delivery): void {
-    switch (delivery.kind) {
-      case "event":
-        return this.onEvent(delivery.event);
-      // Every slash command of the app is palaver's (the manifest names it /palaver; people may rename it).
-      case "command":
-        return this.onCommand(delivery.command);
-      // Every interaction was acknowledged; those that are not presses on a question's buttons are ignored.
-      case "interaction":
-        return this.onAction(delivery.payload);
-      case "challenge":
-      case "sslCheck":
-        return;
-      case "ignore":
-        this.opts.log.debug({ why: delivery.why }, "Slack delivery not taken");
-        return;
-    }
-  }
 
   private onEvent(raw: unknown): void {
     const bot = this.bot;
@@ -347,4 +380,9 @@ export class SlackReceiver {
       return undefined;
     }
   }
+}
+
+/** The ack Bolt hands the app for this delivery, if it is the app's to send (not an event's). */
+function ackOf(args: AnyMiddlewareArgs): (() => Promise<void>) | undefined {
+  return "ack" in args && typeof args.ack === "function" ? () => args.ack() : undefined;
 }

@@ -1,65 +1,59 @@
 /**
- * Socket Mode: @slack/socket-mode's client, which asks apps.connections.open
- * (with the app-level token) for a WebSocket URL, keeps the socket alive with
- * pings and reconnects when Slack drops it. This adds what palaver needs
- * around it: a bounded first connect with errors in plain words, a guard so a
+ * Socket Mode: Bolt's SocketModeReceiver, whose client asks
+ * apps.connections.open (with the app-level token) for a WebSocket URL, keeps
+ * the socket alive with pings, reconnects when Slack drops it and acknowledges
+ * each envelope (Bolt acks events itself, and everything else is acked first
+ * by the app's middleware, receiver.ts). This adds what palaver needs around
+ * it: a bounded first connect with errors in plain words, a guard so a
  * reconnect that fails for good is retried later instead of crashing the
- * daemon, and every delivery acknowledged before it is handed on.
+ * daemon, and a close that waits for the socket.
  */
-import { SocketModeClient } from "@slack/socket-mode";
-import type { WebClientOptions } from "@slack/web-api";
+import { SocketModeReceiver, type webApi } from "@slack/bolt";
 import type { Logger } from "../../log.js";
 import { backoffDelay } from "../../util/backoff.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { settleWithin, TimeoutError, withTimeout } from "../../util/timeout.js";
-import { fromEnvelope, type Delivery } from "./dispatch.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
-import { slackLogger } from "./logger.js";
+import type { SlackLogger } from "./logger.js";
 
 export interface SlackSocketOptions {
   appToken: string;
-  /** For apps.connections.open: the Web API base, request timeout and fetch. */
-  clientOptions: Pick<WebClientOptions, "slackApiUrl" | "timeout" | "fetch">;
+  /** For apps.connections.open: the Web API base and request timeout (its own retry policy stays). */
+  clientOptions: Pick<webApi.WebClientOptions, "slackApiUrl" | "timeout">;
   /** Wait for a pong this long; the client's own reconnects wait this long times the failures in a row. */
   clientPingTimeoutMs: number;
   /** Reconnect when Slack's pings stop for this long. */
   serverPingTimeoutMs: number;
   /** First wait before trying again when a reconnect failed for good (doubles, up to 5 min). */
   reconnectRetryMs: number;
+  /** Bolt's logger (logger.ts). */
+  logger: SlackLogger;
   log: Logger;
-  /** A delivery, its ack already on its way. */
-  onDelivery(delivery: Delivery): void;
 }
 
-/** What the client emits as `slack_event` for every envelope (hello and disconnect excepted). */
-interface SocketEnvelope {
-  type: string;
-  body: unknown;
-  ack: (response?: Record<string, unknown>) => Promise<void>;
-  retry_num?: number;
-}
+type SocketClient = SocketModeReceiver["client"];
 
 export class SlackSocket {
-  private readonly client: SocketModeClient;
+  readonly receiver: SocketModeReceiver;
   private readonly lifetime = new AbortController();
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: SlackSocketOptions) {
-    this.client = new SocketModeClient({
+    this.receiver = new SocketModeReceiver({
       appToken: opts.appToken,
-      logger: slackLogger(opts.log.child({ sdk: "socket-mode" })),
+      logger: opts.logger,
       clientPingTimeout: opts.clientPingTimeoutMs,
       serverPingTimeout: opts.serverPingTimeoutMs,
-      // A fresh object: the client fills in its own retry policy for apps.connections.open.
-      clientOptions: { ...opts.clientOptions },
+      // The receiver hands these to its Socket Mode client; a fresh object, as the client fills in
+      // its own retry policy for apps.connections.open.
+      installerOptions: { clientOptions: { ...opts.clientOptions } },
     });
-    this.client.on("slack_event", (envelope: SocketEnvelope) => this.receive(envelope));
   }
 
-  /** Connects, giving up after `timeoutMs` or when `signal` aborts. */
-  async connect(timeoutMs: number, signal: AbortSignal): Promise<void> {
+  /** Connects through `start` (the app's start), giving up after `timeoutMs` or when `signal` aborts. */
+  async connect(start: () => Promise<unknown>, timeoutMs: number, signal: AbortSignal): Promise<void> {
     try {
-      await withTimeout(this.start(), timeoutMs, "connecting to Slack Socket Mode", signal);
+      await withTimeout(this.closingLate(start()), timeoutMs, "connecting to Slack Socket Mode", signal);
     } catch (err) {
       if (signal.aborted) throw new ChannelError("stopped while connecting to Slack", { cause: err });
       if (err instanceof TimeoutError) {
@@ -78,67 +72,50 @@ export class SlackSocket {
     this.guardReconnects();
   }
 
-  /**
-   * The client's start. It cannot be cancelled: one still under way when the socket is closed (an
-   * apps.connections.open retried for minutes, say) would open a socket after the close, so that
-   * socket is closed as soon as it opens.
-   */
-  private start(connect = this.client.start.bind(this.client)): ReturnType<SocketModeClient["start"]> {
-    const started = connect();
-    started.then(
-      () => {
-        if (this.lifetime.signal.aborted) void this.client.disconnect();
-      },
-      () => undefined,
-    );
-    return started;
-  }
-
   /** Closes the socket (waiting for it, at most `timeoutMs`); no reconnect after this. */
   async close(timeoutMs: number): Promise<void> {
     this.lifetime.abort();
     clearTimeout(this.retryTimer);
+    // The receiver's stop() does not wait for the socket to close; its client's disconnect() does.
     await settleWithin(
-      this.client
+      this.receiver.client
         .disconnect()
         .catch((err: unknown) => this.opts.log.warn({ err }, "Socket Mode disconnect failed")),
       timeoutMs,
     );
   }
 
-  /** Acknowledged first (Slack resends an event, or shows the user an error, without), then handed on. */
-  private receive(envelope: SocketEnvelope): void {
-    envelope
-      .ack()
-      .catch((err: unknown) =>
-        this.opts.log.warn({ err, type: envelope.type }, "could not acknowledge a Slack delivery"),
-      );
-    if (envelope.retry_num) {
-      this.opts.log.debug({ type: envelope.type, retry: envelope.retry_num }, "Slack sent a delivery again");
-    }
-    try {
-      this.opts.onDelivery(fromEnvelope(envelope.type, envelope.body));
-    } catch (err) {
-      this.opts.log.error({ err }, "Slack event handling failed");
-    }
+  /**
+   * A start cannot be cancelled: one still under way when the socket is closed (an
+   * apps.connections.open retried for minutes, say) would open a socket after the close, so that
+   * socket is closed as soon as it opens.
+   */
+  private closingLate<T>(started: Promise<T>): Promise<T> {
+    started.then(
+      () => {
+        if (this.lifetime.signal.aborted) void this.receiver.client.disconnect();
+      },
+      () => undefined,
+    );
+    return started;
   }
 
   /**
    * The client reconnects by itself, but when a reconnect fails for good (the
    * app token revoked, say) its promise rejects with nobody listening, which
    * would take the whole daemon down. This catches that, reports it, and
-   * tries again later. (The client's reconnect calls `this.start`, so the
-   * instance's own start is the one to wrap.)
+   * tries again later. (The client's reconnect calls `this.start` on itself,
+   * so the instance's own start is the one to wrap.)
    */
   private guardReconnects(): void {
-    const client = this.client;
+    const client: SocketClient = this.receiver.client;
     const connect = client.start.bind(client);
     let failures = 0;
     const attempt = async (): Promise<Awaited<ReturnType<typeof connect>>> => {
       // Closed meanwhile: a start now would open a socket nobody closes.
       if (this.lifetime.signal.aborted) return { ok: false };
       try {
-        const result = await this.start(connect);
+        const result = await this.closingLate(connect());
         failures = 0;
         return result;
       } catch (err) {

@@ -1,4 +1,4 @@
-/** The contract suite's Slack: the real adapter (@slack/socket-mode and @slack/web-api clients) against the fake Slack. */
+/** The contract suite's Slack: the real adapter (@slack/bolt: its Socket Mode receiver and Web API client) against the fake Slack. */
 import { pino } from "pino";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
 import { SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";

@@ -27,12 +27,18 @@ describe("Slack Web API calls in flight", () => {
       channels: { slack: slackSection(slack) },
     });
     const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
-    slack.apiLatencyMs = 50; // long enough for calls made together to overlap at the server
-    await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        channel.send({ channel: "slack", chatId: `C${100 + i}`, content: `note ${i}` }),
-      ),
-    );
+    const sink = { allows: () => true, publishInbound: () => undefined };
+    await channel.start(sink, new AbortController().signal);
+    try {
+      slack.apiLatencyMs = 50; // long enough for calls made together to overlap at the server
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          channel.send({ channel: "slack", chatId: `C${100 + i}`, content: `note ${i}` }),
+        ),
+      );
+    } finally {
+      await channel.stop();
+    }
     expect(slack.posted().filter((p) => p.text.startsWith("note "))).toHaveLength(20);
     expect(slack.maxApiCallsAtOnce).toBeGreaterThan(1);
     expect(slack.maxApiCallsAtOnce).toBeLessThanOrEqual(6);

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { isAllowed } from "../../../src/channels/access.js";
 import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
@@ -68,6 +68,8 @@ export async function slackRig(
     transcriber?: Transcriber;
     /** The sink's answer to button presses (none: the sink has no choose). */
     choose?: InboundSink["choose"];
+    /** The channel's logger (default: silent, or PALAVER_LOG_LEVEL). */
+    log?: Logger;
   } = {},
 ): Promise<SlackRig> {
   const fake = opts.fake ?? (await FakeSlack.start());
@@ -78,7 +80,7 @@ export async function slackRig(
     workspace,
     maxMediaBytes: opts.maxMediaBytes ?? 1024 * 1024,
     ...(opts.transcriber ? { transcriber: opts.transcriber } : {}),
-    log: pino({ level: process.env.PALAVER_LOG_LEVEL ?? "silent" }),
+    log: opts.log ?? pino({ level: process.env.PALAVER_LOG_LEVEL ?? "silent" }),
     ...FAST,
     ...opts.tuning,
   });

@@ -1,4 +1,4 @@
-/** The real Slack adapter (@slack/socket-mode and @slack/web-api clients) against the loopback fake Slack. */
+/** The real Slack adapter (@slack/bolt: its Socket Mode receiver and Web API client) against the loopback fake Slack. */
 import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
