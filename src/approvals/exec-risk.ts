@@ -110,7 +110,8 @@ function findVerdict(args: readonly string[]): string | null {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     const takes =
-      FIND_READ_ONLY.get(arg) ?? (/^-newer[aBcmt][aBcmt]$/.test(arg) ? 1 : /^-O\d+$/.test(arg) ? 0 : undefined);
+      FIND_READ_ONLY.get(arg) ??
+      (/^-newer[aBcmt][aBcmt]$/.test(arg) ? 1 : /^-O\d+$/.test(arg) ? 0 : undefined);
     if (takes !== undefined) i += takes;
     else if (arg.startsWith("-")) return `find ${arg}`;
   }

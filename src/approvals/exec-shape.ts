@@ -114,7 +114,8 @@ function findShape(args: readonly string[]): ExecShape {
   for (const arg of args) {
     if (FIND_RUNS.has(arg)) return { withheld: `find ${arg} runs other programs` };
     // Every `-word` that is not a known read-only primary counts, a primary's value included: stricter, never looser.
-    if (arg.startsWith("-") && !FIND_READ_ONLY.has(arg) && !/^-newer[aBcmt][aBcmt]$/.test(arg)) kinds.push(arg);
+    if (arg.startsWith("-") && !FIND_READ_ONLY.has(arg) && !/^-newer[aBcmt][aBcmt]$/.test(arg))
+      kinds.push(arg);
   }
   return { program: "find", kinds: unique(kinds) };
 }

@@ -28,7 +28,10 @@ export interface OptionTable {
 export type OptionVerdict = { readOnly: true; operands: string[] } | { readOnly: false; why: string };
 
 /** The long option names of a table (markers removed), read-only ones first. */
-export function longNames(table: OptionTable): { readOnly: Map<string, "none" | "value" | "optional">; all: string[] } {
+export function longNames(table: OptionTable): {
+  readOnly: Map<string, "none" | "value" | "optional">;
+  all: string[];
+} {
   const readOnly = new Map<string, "none" | "value" | "optional">();
   for (const spec of words(table.readOnly)) {
     if (spec.endsWith("[=]")) readOnly.set(spec.slice(0, -3), "optional");

@@ -55,7 +55,7 @@ function open(cmd: Command): FileChatRules {
 }
 
 function what(rule: ChatRule): string {
-  return rule.tool === "exec" ? `exec ${ruleCovers(rule)}` : rule.tool;
+  return rule.program ? `${rule.tool} ${rule.program}` : rule.tool;
 }
 
 /** Pure: the rules as a table for `palaver approvals list`. */
