@@ -2,7 +2,8 @@
  * How risky a shell command is, judged from its text alone (pure). The
  * approval policy allows a command without asking only when it is one plain
  * command (no operators, redirections, substitutions or variables) whose
- * program is on a short read-only list and whose options write nothing.
+ * program is on a short read-only list and whose options are all on that
+ * program's allow-list (read-only-programs.ts).
  * Anything this module cannot read with certainty counts as risky: the cost of
  * a wrong "risky" is one question in the chat, of a wrong "read-only" a command
  * nobody approved.

@@ -53,7 +53,7 @@ const ALWAYS_ID = "always";
 function alwaysChoice(covers: string): DeskChoice {
   return {
     id: ALWAYS_ID,
-    label: "Always allow in this chat",
+    label: "Always allow this in this chat",
     verdict: `✅ Always allowed in this chat (${covers})`,
     notice: `Allowed, and from now on in this chat: ${covers}.`,
     words: ["a", "always"],
