@@ -24,6 +24,8 @@ const ChatRuleSchema = z.object({
   chatId: z.string(),
   tool: z.string().min(1),
   program: z.string().min(1).optional(),
+  // Absent in rules saved before shapes existed: ChatRule.shape says how they are read.
+  shape: z.array(z.string()).optional(),
   addedBy: z.string(),
   addedAt: z.number(),
 });
@@ -68,7 +70,7 @@ export class FileChatRules implements ChatRuleStore {
   add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule {
     return this.file.update((data) => {
       const added: ChatRule = { ...rule, id: newId(data.rules), addedAt: Date.now() };
-      if (added.program === undefined) delete added.program;
+      withoutUndefined(added);
       return { next: { version: 1, rules: [...data.rules.map(withoutUndefined), added] }, result: added };
     });
   }
@@ -90,8 +92,9 @@ function newId(rules: readonly ChatRule[]): string {
   }
 }
 
-/** zod gives `program: undefined` for nothing; the stored shape leaves it out. */
+/** zod gives `program: undefined` for nothing; the stored rule leaves it out. */
 function withoutUndefined(rule: ChatRule): ChatRule {
   if (rule.program === undefined) delete rule.program;
+  if (rule.shape === undefined) delete rule.shape;
   return rule;
 }

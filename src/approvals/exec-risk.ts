@@ -2,11 +2,14 @@
  * How risky a shell command is, judged from its text alone (pure). The
  * approval policy allows a command without asking only when it is one plain
  * command (no operators, redirections, substitutions or variables) whose
- * program is on a short read-only list and whose options write nothing.
+ * program is on a short read-only list and whose options are all on that
+ * program's allow-list (read-only-programs.ts).
  * Anything this module cannot read with certainty counts as risky: the cost of
  * a wrong "risky" is one question in the chat, of a wrong "read-only" a command
  * nobody approved.
  */
+import { readOptions } from "./gnu-options.js";
+import { FIND_READ_ONLY, PRINTS_ARGUMENTS, READ_ONLY_PROGRAMS } from "./read-only-programs.js";
 
 /**
  * Characters that make a command more than one plain command when they stand
@@ -39,8 +42,7 @@ export function hasShellMetacharacters(command: string): boolean {
  * nothing at all.
  */
 export function plainWords(command: string): string[] | null {
-  const r = scan(command);
-  return r.meta || r.unterminated || r.words.length === 0 ? null : r.words;
+  return shellWords(command)?.map((w) => w.text) ?? null;
 }
 
 /** A program as a plain command names it: a bare name looked up on PATH, nothing else. */
@@ -59,171 +61,141 @@ export function programOf(command: string): string | null {
   return first !== undefined && PROGRAM_NAME.test(first) ? first : null;
 }
 
-/**
- * Programs that run another command given as their arguments (or as a
- * script): "always allow sudo" would allow everything, so the policy offers
- * no "always" for them.
- */
-const RUNS_OTHERS = new Set([
-  "sudo",
-  "doas",
-  "su",
-  "env",
-  "nice",
-  "ionice",
-  "timeout",
-  "stdbuf",
-  "nohup",
-  "setsid",
-  "time",
-  "exec",
-  "eval",
-  "command",
-  "builtin",
-  "busybox",
-  "xargs",
-  "parallel",
-  "watch",
-  "flock",
-  "chroot",
-  "unshare",
-  "nsenter",
-  "sh",
-  "bash",
-  "dash",
-  "zsh",
-  "ksh",
-  "fish",
-  "source",
-  ".",
-]);
-
-/** Whether "always allow this program in this chat" means anything narrower than "allow every command". */
-export function isNarrowProgram(program: string): boolean {
-  return !RUNS_OTHERS.has(program);
+/** A word of a plain command, and whether the shell may turn it into something else. */
+export interface ShellWord {
+  /** The word with its quotes removed. */
+  text: string;
+  /**
+   * An unquoted glob or brace (`*` `?` `[` `{`) that may expand to a name
+   * starting with `-`: only a word whose first character is fixed and
+   * cannot start an option (`notes/*.md`, `./*`) is safe. A file in the
+   * workspace named `--compress-program=sh` reaches a command only this way.
+   */
+  optionGlob: boolean;
 }
 
-/** Read-only checks by program: the arguments (after the program) that keep a call read-only. */
-const READ_ONLY: Record<string, (args: string[]) => boolean> = {
-  ls: () => true,
-  cat: () => true,
-  head: () => true,
-  tail: () => true,
-  grep: () => true,
-  egrep: () => true,
-  fgrep: () => true,
-  // --pre runs a program on every file searched.
-  rg: (args) => !hasLong(args, "--pre"),
-  wc: () => true,
-  pwd: () => true,
-  echo: () => true,
-  // -s/--set changes the clock (d, f, r and I take a value, so an `s` after them is not the option).
-  date: (args) => !hasShort(args, "s", "dfrI") && !hasLong(args, "--set"),
-  find: (args) => !args.some((a) => FIND_WRITES.test(a)),
-  stat: () => true,
-  // -C compiles a magic file (writes magic.mgc).
-  file: (args) => !hasShort(args, "C", "mfFeP") && !hasLong(args, "--compile"),
-  du: () => true,
-  df: () => true,
-  whoami: () => true,
-  uname: () => true,
-  which: () => true,
-  // -o writes the listing to a file; -R runs tree again in every folder with -o 00Tree.html.
-  tree: (args) => !hasShort(args, "oR", "LPIHT") && !hasLong(args, "--output"),
-  // -o writes the result to a file; --compress-program runs one.
-  sort: (args) =>
-    !hasShort(args, "o", "ktST") && !hasLong(args, "--output") && !hasLong(args, "--compress-program"),
-  // A second file name is the output file.
-  uniq: (args) => args.filter((a) => !a.startsWith("-")).length < 2,
-  cut: () => true,
-  diff: () => true,
-  // Not git, even `git status`: git obeys the repository's own config, which can name programs
-  // (core.fsmonitor, diff.external), and the model may write that config inside the workspace.
-};
-
-/** find's actions that run commands or write files. */
-const FIND_WRITES = /^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/;
-
-/** `--name` or `--name=value` among the arguments. */
-function hasLong(args: string[], name: string): boolean {
-  return args.some((a) => a === name || a.startsWith(`${name}=`));
-}
-
-/**
- * One of the short options `flags` among clusters such as `-uo`; letters in
- * `takesValue` end a cluster (the rest of the word is their value, as in `-tX`).
- */
-function hasShort(args: string[], flags: string, takesValue: string): boolean {
-  for (const a of args) {
-    if (!/^-[^-]/.test(a)) continue;
-    for (const ch of a.slice(1)) {
-      if (flags.includes(ch)) return true;
-      if (takesValue.includes(ch)) break;
-    }
-  }
-  return false;
+/** The words of a single plain command (see plainWords), with what their globs may expand to. */
+export function shellWords(command: string): ShellWord[] | null {
+  const r = scan(command);
+  return r.meta || r.unterminated || r.words.length === 0 ? null : r.words;
 }
 
 /**
  * True when the command is a single plain command whose program is on the
- * read-only list with no option that writes or runs something
- * (`find -exec/-delete`, `sort -o` ...).
+ * read-only list (read-only-programs.ts) and uses only options on that
+ * program's allow-list, with no glob that could expand to an option.
  */
 export function isReadOnlyCommand(command: string): boolean {
+  return readOnlyVerdict(command) === null;
+}
+
+/** Why a command is not read-only, or null when it is. */
+function readOnlyVerdict(command: string): string | null {
   const program = programOf(command);
-  if (program === null) return false;
-  const check = READ_ONLY[program];
-  return check !== undefined && check(plainWords(command)!.slice(1));
+  if (program === null) return "not one plain command";
+  const words = shellWords(command)!;
+  const args = words.slice(1);
+  if (args.some((w) => w.optionGlob)) return "a glob that could expand to an option";
+  const texts = args.map((w) => w.text);
+  if (PRINTS_ARGUMENTS.has(program)) return null;
+  if (program === "find") return findVerdict(texts);
+  const table = Object.hasOwn(READ_ONLY_PROGRAMS, program) ? READ_ONLY_PROGRAMS[program] : undefined;
+  if (table === undefined) return `${program} is not on the read-only list`;
+  const read = readOptions(texts, table);
+  if (!read.readOnly) return read.why;
+  return table.operandsWrite?.(read.operands) ? "an operand it writes to" : null;
+}
+
+/** find's expression against FIND_READ_ONLY: every `-word` a known read-only primary. */
+function findVerdict(args: readonly string[]): string | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const takes =
+      FIND_READ_ONLY.get(arg) ??
+      (/^-newer[aBcmt][aBcmt]$/.test(arg) ? 1 : /^-O\d+$/.test(arg) ? 0 : undefined);
+    if (takes !== undefined) i += takes;
+    else if (arg.startsWith("-")) return `find ${arg}`;
+  }
+  return null;
 }
 
 interface Scan {
-  words: string[];
+  words: ShellWord[];
   meta: boolean;
   unterminated: boolean;
 }
 
-/** A small sh word splitter: quotes and backslashes as sh reads them, metacharacters noted. */
+/**
+ * Characters that make the shell expand an unquoted word into file names
+ * (globs) or several words (bash's braces: a `{` counts only in a word with a
+ * `,` or `..`, as `{a,b}` and `{1..3}` expand and find's `{}` does not).
+ */
+const EXPANDS = new Set(["*", "?", "["]);
+/** A fixed first character that no expansion can turn into an option (`-`) or a find operator. */
+const SAFE_START = /[\w./~]/;
+
+/** A small sh word splitter: quotes and backslashes as sh reads them, metacharacters and globs noted. */
 function scan(command: string): Scan {
-  const words: string[] = [];
+  const words: ShellWord[] = [];
   let meta = CONTROL.test(command);
   // `started` tells an empty quoted word ("") from no word at all.
   let word = "";
   let started = false;
+  // Whether the word's first character is fixed (quoted, escaped, or not an expansion) and safe.
+  let safeStart = false;
+  let expands = false;
+  let brace = false;
   let quote: "'" | '"' | null = null;
+  const add = (ch: string, unquoted: boolean) => {
+    const expansion = unquoted && EXPANDS.has(ch);
+    if (word === "") safeStart = !expansion && SAFE_START.test(ch);
+    if (expansion) expands = true;
+    if (unquoted && ch === "{") {
+      brace = true;
+      if (word === "") safeStart = false;
+    }
+    word += ch;
+  };
+  const end = () => {
+    const braces = brace && /,|\.\./.test(word);
+    if (started) words.push({ text: word, optionGlob: (expands || braces) && !safeStart });
+    word = "";
+    started = false;
+    expands = false;
+    brace = false;
+  };
   for (let i = 0; i < command.length; i++) {
     const ch = command[i]!;
     if (quote === "'") {
       if (ch === "'") quote = null;
-      else word += ch;
+      else add(ch, false);
       continue;
     }
     if (quote === '"') {
       if (ch === '"') quote = null;
       else if (ch === "\\" && i + 1 < command.length && '"\\$`'.includes(command[i + 1]!))
-        word += command[++i];
+        add(command[++i]!, false);
       else {
         if (META_IN_DOUBLE.has(ch)) meta = true;
-        word += ch;
+        add(ch, false);
       }
       continue;
     }
     if (ch === " " || ch === "\t") {
-      if (started) words.push(word);
-      word = "";
-      started = false;
+      end();
       continue;
     }
     started = true;
     if (ch === "'" || ch === '"') quote = ch;
     else if (ch === "\\") {
       if (i + 1 >= command.length) return { words, meta, unterminated: true };
-      word += command[++i]!;
+      add(command[++i]!, false);
     } else {
       if (META.has(ch)) meta = true;
-      word += ch;
+      add(ch, true);
     }
   }
   if (quote !== null) return { words, meta, unterminated: true };
-  if (started) words.push(word);
+  end();
   return { words, meta, unterminated: false };
 }

@@ -9,6 +9,7 @@ import type { ToolContext } from "../agent/tools/types.js";
 import type { ToolCall } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { describeCall } from "./describe.js";
+import { ruleCovers } from "./exec-shape.js";
 import { formatWait, type Answer, type AskRequest, type DeskChoice } from "./questions.js";
 import type { ApprovalDecision, ApprovalPolicy, ChatRuleStore } from "./types.js";
 
@@ -46,13 +47,25 @@ const DENY: DeskChoice = {
   notice: "Denied.",
   words: ["n", "no", "deny", "denied"],
 };
-const ALWAYS: DeskChoice = {
-  id: "always",
-  label: "Always allow this in this chat",
-  verdict: "✅ Always allowed in this chat",
-  notice: "Allowed, now and from now on in this chat.",
-  words: ["a", "always"],
-};
+const ALWAYS_ID = "always";
+
+/** "Always allow", naming what it will cover (`find` without -exec ..., every `write_file` call). */
+function alwaysChoice(covers: string): DeskChoice {
+  return {
+    id: ALWAYS_ID,
+    label: "Always allow this in this chat",
+    verdict: `✅ Always allowed in this chat (${covers})`,
+    notice: `Allowed, and from now on in this chat: ${covers}.`,
+    words: ["a", "always"],
+  };
+}
+
+/** The prompt's line on what "Always" covers, or why it is not offered. */
+function alwaysLine(decision: ApprovalDecision): string {
+  if (decision.always) return `\n"Always" allows from now on in this chat: ${ruleCovers(decision.always)}.`;
+  if (decision.alwaysWithheld) return `\n"Always" is not offered: ${decision.alwaysWithheld}.`;
+  return "";
+}
 
 /** The runner's approval check (RunTurnOptions.approve) over a policy and a question desk. */
 export function createApprovalGate(opts: GateOptions): ApproveCall {
@@ -115,7 +128,7 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
       done("approved", answer.by);
       return null;
     }
-    if (choiceId === ALWAYS.id && decision.always) {
+    if (choiceId === ALWAYS_ID && decision.always) {
       try {
         opts.chatRules.add({
           channel: ctx.channel,
@@ -147,9 +160,9 @@ function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDec
     chatId: ctx.chatId,
     ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
     ...(ctx.sender ? { sender: ctx.sender } : {}),
-    text: `🔐 May I do this?\n${summary}\nWhy I ask: ${sentence(decision.reason)}`,
+    text: `🔐 May I do this?\n${summary}\nWhy I ask: ${sentence(decision.reason)}` + alwaysLine(decision),
     summary,
-    choices: decision.always ? [APPROVE, DENY, ALWAYS] : [APPROVE, DENY],
+    choices: decision.always ? [APPROVE, DENY, alwaysChoice(ruleCovers(decision.always))] : [APPROVE, DENY],
     signal: ctx.signal,
   };
 }

@@ -20,7 +20,8 @@ import { resolveConfigPath, stateDir as stateDirOf } from "../config/paths.js";
 import type { ApprovalRuleSchema, ApprovalSchema } from "../config/schema.js";
 import { formatPath } from "../config/schema-walk.js";
 import { ConfigError } from "../util/errors.js";
-import { isNarrowProgram, isReadOnlyCommand, plainWords, programOf } from "./exec-risk.js";
+import { isReadOnlyCommand, plainWords, programOf } from "./exec-risk.js";
+import { execShape, shapeCovers, type ExecShape } from "./exec-shape.js";
 import type { ApprovalDecision, ApprovalPolicy, ApprovalRequest, ChatRuleStore } from "./types.js";
 
 export type ApprovalConfig = z.infer<typeof ApprovalSchema>;
@@ -81,10 +82,15 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
     }
 
     const program = req.tool === "exec" ? programOf(command) : null;
+    // An exec rule covers a call of its program whose shape is within the approved one (exec-shape.ts).
+    const shape = req.tool === "exec" ? execShape(command) : null;
     const chatRule = opts.chatRules
       .forChat(req.channel, req.chatId)
       .find(
-        (r) => r.tool === req.tool && (req.tool !== "exec" || (program !== null && r.program === program)),
+        (r) =>
+          r.tool === req.tool &&
+          (shape === null ||
+            ("program" in shape && r.program === shape.program && shapeCovers(r.shape, shape.kinds))),
       );
     if (chatRule) {
       return { action: "allow", reason: `always allowed in this chat (rule ${chatRule.id})`, layer: "chat" };
@@ -95,8 +101,10 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
     const decision =
       builtinRisk(req, { command, program, workspace, home }, opts.restrictToWorkspace, config.mode) ??
       modeDefault(req, config.mode);
-    const always = alwaysFor(req.tool, program);
-    return decision.action === "ask" && always ? { ...decision, always } : decision;
+    if (decision.action !== "ask") return decision;
+    const always = alwaysFor(req.tool, shape);
+    if (always) return { ...decision, always };
+    return shape && "withheld" in shape ? { ...decision, alwaysWithheld: shape.withheld } : decision;
   }
 
   return { decide };
@@ -147,11 +155,13 @@ function modeDefault(req: ApprovalRequest, mode: "risky" | "all"): ApprovalDecis
   return { action: "ask", reason: "every tool call is asked (tools.approval.mode all)", layer: "mode" };
 }
 
-/** What "Always allow this in this chat" adds for this call, or undefined when it is not offered. */
-function alwaysFor(tool: string, program: string | null): ApprovalDecision["always"] {
-  if (tool !== "exec") return { tool };
-  // Only a plain command's program can be allowed; "always allow sudo" would allow everything.
-  return program !== null && isNarrowProgram(program) ? { tool, program } : undefined;
+/**
+ * What "Always allow" adds for this call, or undefined when it is not offered: for exec, the
+ * program with the call's shape; nothing for a call without one (code runners, find -exec ...).
+ */
+function alwaysFor(tool: string, shape: ExecShape | null): ApprovalDecision["always"] {
+  if (shape === null) return { tool };
+  return "program" in shape ? { tool, program: shape.program, shape: shape.kinds } : undefined;
 }
 
 function compileRule(rule: ApprovalRule, index: number): CompiledRule {

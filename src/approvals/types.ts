@@ -19,7 +19,10 @@ export interface ApprovalRequest {
   readOnly: boolean;
 }
 
-/** A rule added by "Always allow this in this chat": this tool (and for exec, this program) in this chat. */
+/**
+ * A rule added by "Always allow" on a prompt: this tool in this chat; for exec, this program used
+ * in no riskier a way than the approved call (its shape, exec-shape.ts).
+ */
 export interface ChatRule {
   id: string;
   channel: string;
@@ -27,6 +30,12 @@ export interface ChatRule {
   tool: string;
   /** exec only: the program (first word of the command) it allows. */
   program?: string;
+  /**
+   * exec only: the kinds of risky use the approved call made (`-i`, `-delete`, `-r` ...); a later
+   * call of the program is covered when it makes no others. Rules saved before shapes existed have
+   * none, read as the narrowest shape: the program with no risky kind of use at all.
+   */
+  shape?: string[];
   /** Who added it, and when (ms since epoch). */
   addedBy: string;
   addedAt: number;
@@ -38,8 +47,10 @@ export interface ApprovalDecision {
   reason: string;
   /** Which layer decided: a config rule (its index), a chat rule, the built-in risk rules, the mode. */
   layer: "rule" | "chat" | "builtin" | "mode";
-  /** What "Always allow this in this chat" would add for this call; absent when it is not offered. */
-  always?: Pick<ChatRule, "tool" | "program">;
+  /** What "Always allow" would add for this call; absent when it is not offered. */
+  always?: Pick<ChatRule, "tool" | "program" | "shape">;
+  /** Why "Always allow" is not offered for an asked call that could otherwise have it (`python` runs code ...). */
+  alwaysWithheld?: string;
 }
 
 export interface ApprovalPolicy {

@@ -5,6 +5,7 @@
  */
 import type { Command } from "commander";
 import { FileChatRules } from "../approvals/chat-rules.js";
+import { ruleCovers } from "../approvals/exec-shape.js";
 import type { ChatRule } from "../approvals/types.js";
 import { approvalRulesPath } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
@@ -62,14 +63,14 @@ export function formatRuleTable(rules: ChatRule[], tz?: string): string {
   if (rules.length === 0) {
     return 'No approval rules. "Always allow this in this chat" on an approval prompt adds one.';
   }
-  const header = ["ID", "CHAT", "TOOL", "PROGRAM", "ADDED BY", "WHEN"];
+  const header = ["ID", "CHAT", "TOOL", "ADDED BY", "WHEN", "COVERS"];
   const rows = rules.map((r) => [
     r.id,
     `${r.channel}:${r.chatId}`,
     r.tool,
-    r.program ?? "-",
     r.addedBy || "-",
     formatTime(r.addedAt, tz),
+    ruleCovers(r),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   return [header, ...rows]

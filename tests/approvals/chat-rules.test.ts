@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileChatRules } from "../../src/approvals/chat-rules.js";
+import { createApprovalPolicy } from "../../src/approvals/policy.js";
+import { ApprovalSchema } from "../../src/config/schema.js";
 import { captureLog } from "../helpers/log.js";
 
 let dir: string;
@@ -99,5 +101,72 @@ describe("FileChatRules", () => {
     expect(lines.filter((l) => l.msg === "cannot read the approval rules file")).toHaveLength(1);
     expect(() => store.add(gitRule)).toThrow(/EISDIR/);
     expect(statSync(path).isDirectory()).toBe(true);
+  });
+
+  it("keeps a rule's shape, and loads rules saved before shapes with the narrowest meaning", () => {
+    mkdirSync(join(dir, "state", "approvals"), { recursive: true });
+    // As an older palaver wrote them after "Always" on `find ... -exec cat {} +` and `sed -n 1p`.
+    const old = [
+      {
+        id: "f0f0f0f0",
+        channel: "telegram",
+        chatId: "42",
+        tool: "exec",
+        program: "find",
+        addedBy: "ann",
+        addedAt: 1,
+      },
+      {
+        id: "5ed5ed5e",
+        channel: "telegram",
+        chatId: "42",
+        tool: "exec",
+        program: "sed",
+        addedBy: "ann",
+        addedAt: 2,
+      },
+      {
+        id: "61761761",
+        channel: "telegram",
+        chatId: "42",
+        tool: "exec",
+        program: "git",
+        addedBy: "ann",
+        addedAt: 3,
+      },
+    ];
+    writeFileSync(path, JSON.stringify({ version: 1, rules: old }));
+    const store = new FileChatRules(path);
+    expect(store.list()).toEqual(old);
+    const shaped = store.add({ ...gitRule, program: "rm", shape: ["-r"] });
+    expect(new FileChatRules(path).list()).toEqual([...old, shaped]);
+    expect(shaped.shape).toEqual(["-r"]);
+
+    const policy = createApprovalPolicy(ApprovalSchema.parse({}), {
+      chatRules: new FileChatRules(path),
+      restrictToWorkspace: true,
+      denyPatterns: [],
+      stateDir: join(dir, "state"),
+      home: join(dir, "home"),
+    });
+    const decide = (command: string) =>
+      policy.decide({
+        tool: "exec",
+        args: { command },
+        channel: "telegram",
+        chatId: "42",
+        workspace: join(dir, "ws"),
+        readOnly: false,
+      });
+    expect(decide("find . -name AGENTS.md -printf x").layer).toBe("chat");
+    expect(decide("find . -maxdepth 0 -exec touch X {} +").action).toBe("ask");
+    expect(decide("find . -name x -fprint out").action).toBe("ask");
+    expect(decide("sed -n 2p notes.md").layer).toBe("chat");
+    expect(decide("sed -n '1e touch X' notes.md").action).toBe("ask");
+    expect(decide("sed -i s/a/b/ notes.md").action).toBe("ask");
+    // An old rule for a program that runs code matches nothing now.
+    expect(decide("git status").action).toBe("ask");
+    expect(decide("rm -r old").layer).toBe("chat");
+    expect(decide("rm -rf old").action).toBe("ask");
   });
 });

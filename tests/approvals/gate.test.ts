@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { FileChatRules } from "../../src/approvals/chat-rules.js";
 import { createApprovalGate, type ApprovalOutcome } from "../../src/approvals/gate.js";
+import { createApprovalPolicy } from "../../src/approvals/policy.js";
 import { Questions } from "../../src/approvals/questions.js";
+import { ApprovalSchema } from "../../src/config/schema.js";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
 import type { ToolContext } from "../../src/agent/tools/types.js";
 import type { ToolCall } from "../../src/llm/types.js";
@@ -27,7 +29,11 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function setup(timeoutMs = 600_000, withSender = true) {
+function setup(
+  timeoutMs = 600_000,
+  withSender = true,
+  use: (rules: FileChatRules) => ApprovalPolicy = () => policy,
+) {
   const published: OutboundMessage[] = [];
   const counted: { outcome: ApprovalOutcome; waitedMs?: number }[] = [];
   const { log, lines } = captureLog();
@@ -41,7 +47,7 @@ function setup(timeoutMs = 600_000, withSender = true) {
   dirs.push(dir);
   const chatRules = new FileChatRules(join(dir, "approvals", "rules.json"));
   const gate = createApprovalGate({
-    policy,
+    policy: use(chatRules),
     desk: questions,
     chatRules,
     timeoutMs,
@@ -69,8 +75,9 @@ function setup(timeoutMs = 600_000, withSender = true) {
     await waitFor(() => published.some((m) => m.kind === "question"), undefined, "a question");
     return published.find((m) => m.kind === "question")!;
   };
-  const press = async (choiceId: string) => {
-    const q = await asked();
+  const press = async (choiceId: string, nth = 0) => {
+    await waitFor(() => published.filter((m) => m.kind === "question").length > nth, undefined, "a question");
+    const q = published.filter((m) => m.kind === "question")[nth]!;
     return questions.choose({
       channel: "tg",
       chatId: "c1",
@@ -152,5 +159,53 @@ describe("approval gate", () => {
     await expect(result).rejects.toThrow("stopped by user");
     expect(counted.map((c) => c.outcome)).toEqual(["stopped"]);
     expect(published.find((m) => m.kind === "edit")!.content).toMatch(/^⏹ Stopped: /);
+  });
+
+  describe("with the real policy: Always covers the approved shape, and the prompt says which", () => {
+    const real = (chatRules: FileChatRules) =>
+      createApprovalPolicy(ApprovalSchema.parse({}), {
+        chatRules,
+        restrictToWorkspace: true,
+        denyPatterns: [],
+        stateDir: "/tmp/palaver-gate-state",
+        home: "/tmp/palaver-gate-home",
+      });
+
+    it("after Always on `sed -n 1p`, a sed that runs a command asks again, with no Always", async () => {
+      const { gate, ctx, call, published, press } = setup(600_000, true, real);
+      const first = gate(call("exec", { command: "sed -n 1p notes.md" }), ctx, readOnly);
+      expect(await press("always")).toEqual({
+        accepted: true,
+        notice: "Allowed, and from now on in this chat: `sed` without -i, w/W, e.",
+      });
+      await expect(first).resolves.toBeNull();
+      const prompt = published.find((m) => m.kind === "question")!;
+      expect(prompt.content).toContain('"Always" allows from now on in this chat: `sed` without -i, w/W, e.');
+      // Covered: runs without a question.
+      await expect(gate(call("exec", { command: "sed -n 2p notes.md" }), ctx, readOnly)).resolves.toBeNull();
+      const widened = gate(call("exec", { command: "sed -n '1e touch X' notes.md" }), ctx, readOnly);
+      await press("deny", 1);
+      await expect(widened).resolves.toMatch(/^Error: denied by the user/);
+      const second = published.filter((m) => m.kind === "question")[1]!;
+      expect(second.question!.choices.map((c) => c.id)).toEqual(["approve", "deny"]);
+      expect(second.content).toContain('"Always" is not offered: the sed script runs shell commands (e).');
+    });
+
+    it("find with -exec offers no Always; after Always on a plain find, -exec still asks", async () => {
+      const { gate, ctx, call, published, press } = setup(600_000, true, real);
+      const exec = gate(call("exec", { command: "find . -name AGENTS.md -exec cat {} +" }), ctx, readOnly);
+      await press("approve");
+      await expect(exec).resolves.toBeNull();
+      const q = published.find((m) => m.kind === "question")!;
+      expect(q.question!.choices.map((c) => c.id)).toEqual(["approve", "deny"]);
+      expect(q.content).toContain('"Always" is not offered: find -exec runs other programs.');
+
+      const plain = gate(call("exec", { command: "find . -name AGENTS.md -fls out" }), ctx, readOnly);
+      await press("always", 1);
+      await expect(plain).resolves.toBeNull();
+      const widened = gate(call("exec", { command: "find . -maxdepth 0 -exec touch X {} +" }), ctx, readOnly);
+      await press("deny", 2);
+      await expect(widened).resolves.toMatch(/^Error: denied by the user/);
+    });
   });
 });

@@ -122,17 +122,17 @@ describe("config rules (first layer)", () => {
         channel: "telegram",
         chatId: "42",
         tool: "exec",
-        program: "git",
+        program: "touch",
         addedBy: "ann",
         addedAt: 0,
       },
     ]);
     const p = policy(
-      { rules: [{ tool: "exec", match: "push", action: "ask", reason: "pushes" }] },
+      { rules: [{ tool: "exec", match: "secret", action: "ask", reason: "secrets" }] },
       { chatRules: rules },
     );
-    expect(p.decide(exec("git push"))).toMatchObject({ action: "ask", layer: "rule" });
-    expect(p.decide(exec("git commit -m x"))).toMatchObject({ action: "allow", layer: "chat" });
+    expect(p.decide(exec("touch secret"))).toMatchObject({ action: "ask", layer: "rule" });
+    expect(p.decide(exec("touch x"))).toMatchObject({ action: "allow", layer: "chat" });
   });
 });
 
@@ -175,32 +175,54 @@ describe("chat rules (third layer)", () => {
         channel: "telegram",
         chatId: "42",
         tool: "exec",
-        program: "git",
+        program: "mkdir",
+        shape: ["-p"],
         addedBy: "ann",
         addedAt: 0,
       },
       { id: "w1", channel: "telegram", chatId: "42", tool: "write_file", addedBy: "ann", addedAt: 0 },
-      { id: "o1", channel: "slack", chatId: "C1", tool: "exec", program: "make", addedBy: "bob", addedAt: 0 },
+      {
+        id: "o1",
+        channel: "slack",
+        chatId: "C1",
+        tool: "exec",
+        program: "touch",
+        addedBy: "bob",
+        addedAt: 0,
+      },
     ]);
 
   it("allow the same program in the same chat only", () => {
     const p = policy({}, { chatRules: rules() });
-    expect(p.decide(exec("git push origin main"))).toEqual({
+    expect(p.decide(exec("mkdir -p notes/a"))).toEqual({
       action: "allow",
       reason: "always allowed in this chat (rule g1)",
       layer: "chat",
     });
-    expect(p.decide(exec("make")).action).toBe("ask");
-    expect(p.decide({ ...exec("make"), channel: "slack", chatId: "C1" }).layer).toBe("chat");
-    expect(p.decide({ ...exec("git push"), chatId: "43" }).action).toBe("ask");
+    expect(p.decide(exec("touch x")).action).toBe("ask");
+    expect(p.decide({ ...exec("touch x"), channel: "slack", chatId: "C1" }).layer).toBe("chat");
+    expect(p.decide({ ...exec("mkdir -p y"), chatId: "43" }).action).toBe("ask");
   });
 
   it("allow only a single plain command of that program", () => {
     const p = policy({}, { chatRules: rules() });
-    expect(p.decide(exec("git push; rm -rf build")).action).toBe("ask");
-    expect(p.decide(exec("git log | sh")).action).toBe("ask");
-    expect(p.decide(exec("git $(rm x)")).action).toBe("ask");
-    expect(p.decide(exec("./git push")).action).toBe("ask");
+    expect(p.decide(exec("mkdir x; rm -rf build")).action).toBe("ask");
+    expect(p.decide(exec("mkdir x | sh")).action).toBe("ask");
+    expect(p.decide(exec("mkdir $(rm x)")).action).toBe("ask");
+    expect(p.decide(exec("./mkdir x")).action).toBe("ask");
+  });
+
+  it("allow only calls within the approved shape: no option beyond the approved ones", () => {
+    const p = policy({}, { chatRules: rules() });
+    expect(p.decide(exec("mkdir y")).layer).toBe("chat");
+    expect(p.decide(exec("mkdir -m 777 y")).action).toBe("ask");
+    expect(p.decide(exec("mkdir --mode=777 y")).action).toBe("ask");
+    // A rule saved before shapes (program only) has the narrowest meaning: no options at all.
+    const slack = (command: string) => ({ ...exec(command), channel: "slack", chatId: "C1" });
+    expect(p.decide(slack("touch x")).layer).toBe("chat");
+    expect(p.decide(slack("touch -d 2000-01-01 x")).action).toBe("ask");
+    // A glob that may expand to options has no shape to compare.
+    expect(p.decide(exec("mkdir -p *")).action).toBe("ask");
   });
 
   it("allow a non-exec tool whatever its arguments", () => {
@@ -214,10 +236,14 @@ describe("chat rules (third layer)", () => {
     try {
       const store = new FileChatRules(join(dir, "approvals", "rules.json"));
       const p = policy({}, { chatRules: store });
-      const first = p.decide(exec("npm test"));
-      expect(first).toMatchObject({ action: "ask", always: { tool: "exec", program: "npm" } });
+      const first = p.decide(exec("mkdir -p a/b"));
+      expect(first).toMatchObject({
+        action: "ask",
+        always: { tool: "exec", program: "mkdir", shape: ["-p"] },
+      });
       store.add({ channel: "telegram", chatId: "42", ...first.always!, addedBy: "ann" });
-      expect(p.decide(exec("npm run build")).layer).toBe("chat");
+      expect(p.decide(exec("mkdir -p c")).layer).toBe("chat");
+      expect(p.decide(exec("mkdir -pm 777 c")).action).toBe("ask");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -249,7 +275,7 @@ describe("modes and the built-in risk rules", () => {
       action: "ask",
       reason: "runs a shell command that changes things (rm)",
       layer: "builtin",
-      always: { tool: "exec", program: "rm" },
+      always: { tool: "exec", program: "rm", shape: ["-f", "-r"] },
     });
     const piped = p.decide(exec("ls | sh"));
     expect(piped.action).toBe("ask");
@@ -260,6 +286,7 @@ describe("modes and the built-in risk rules", () => {
     const sudo = p.decide(exec("sudo apt upgrade"));
     expect(sudo.action).toBe("ask");
     expect(sudo.always).toBeUndefined();
+    expect(sudo.alwaysWithheld).toBe("sudo runs code that the workspace can change");
   });
 
   it("risky: writes outside the workspace ask when the tool may make them", () => {
@@ -360,5 +387,117 @@ describe("the README's example rules", () => {
       expect(p.decide(call("web_fetch", { url }))).toMatchObject({ action: "ask", layer: "rule" });
     for (const url of ["https://example.com.evil.org/", "https://notexample.com/"])
       expect(p.decide(call("web_fetch", { url })).layer).toBe("builtin");
+  });
+});
+
+describe("always allow remembers the risk shape (issue 33)", () => {
+  /** Approves `first` with Always through a real FileChatRules, then decides `later`. */
+  async function afterAlways(
+    first: string,
+    later: string,
+  ): Promise<ReturnType<ReturnType<typeof policy>["decide"]>> {
+    const dir = await mkdtemp(join(tmpdir(), "palaver-policy-"));
+    try {
+      const store = new FileChatRules(join(dir, "approvals", "rules.json"));
+      const p = policy({}, { chatRules: store });
+      const asked = p.decide(exec(first));
+      expect(asked.action).toBe("ask");
+      if (asked.always) store.add({ channel: "telegram", chatId: "42", ...asked.always, addedBy: "ann" });
+      // The approved call itself is covered (when Always was offered at all).
+      if (asked.always) expect(p.decide(exec(first)).layer).toBe("chat");
+      return p.decide(exec(later));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it.each([
+    ["find . -name AGENTS.md -exec cat {} +", "find . -maxdepth 0 -exec touch X {} +"],
+    ["find . -name AGENTS.md -delete", "find . -maxdepth 0 -exec touch X {} +"],
+    ["find . -name AGENTS.md -delete", "find . -fprint out"],
+    ["find . -fprint out", "find notes -name x -delete"],
+    ["sed -n 1p notes.md", "sed -n '1e touch X' notes.md"],
+    ["sed -n 1p notes.md", "sed -n 's/a/touch X/e' notes.md"],
+    ["sed -n 1p notes.md", "sed -i s/a/b/ notes.md"],
+    ["sed -n 1p notes.md", "sed -n --in-pl s/a/b/ notes.md"],
+    ["sed -n 1p notes.md", "sed -n '1w out' notes.md"],
+    ["sed -n 1p notes.md", "sed -n -f script.sed notes.md"],
+    ["sed -i s/a/b/ notes.md", "sed -n --expr='1e touch X' notes.md"],
+    ["rm notes.md", "rm -rf notes"],
+    ["cp a b", "cp --no-target-directory a b"],
+  ])("after Always on %j, %j asks", async (first, later) => {
+    const d = await afterAlways(first, later);
+    expect(d).toMatchObject({ action: "ask", layer: "builtin" });
+  });
+
+  it.each([
+    ["find . -name a -delete", "find . -type f -name b -delete"],
+    ["sed -i s/a/b/ notes.md", "sed -n 2p notes.md"],
+    ["sed -i s/a/b/ notes.md", "sed --in-place=.bak -e 's/x/y/' other.md"],
+    ["rm -rf build", "rm -r dist"],
+  ])("after Always on %j, the narrower %j runs", async (first, later) => {
+    expect((await afterAlways(first, later)).layer).toBe("chat");
+  });
+
+  // Programs that run code by design: the exact line would not mean the same call later (the
+  // script, package.json, the Makefile or .git/config can change), so Always is not offered.
+  it.each([
+    "python3 x.py",
+    "python -c 1",
+    "node x.js",
+    "perl -e 1",
+    "ruby x.rb",
+    "awk 1 notes.md",
+    "gawk 1 x",
+    "php x.php",
+    "lua x.lua",
+    "npm test",
+    "npx vitest",
+    "pnpm build",
+    "yarn test",
+    "pip install x",
+    "make",
+    "cargo test",
+    "go test ./...",
+    "git status",
+    "git -c core.pager=sh log",
+    "sh x.sh",
+    "bash -c ls",
+    "vim x",
+    "vi x",
+    "nano x",
+    "emacs x",
+    "less x",
+    "more x",
+    "tar --to-command=sh -xf a.tar",
+    "rsync -e sh a b",
+    "ssh host",
+    "scp a host:b",
+    "xargs rm",
+    "env X=1 rm x",
+    "sudo ls",
+    "find . -exec cat {} +",
+    "find . -okdir ls ;",
+    "sed -n 1e notes.md",
+    "sed -f s.sed x",
+  ])("%j: Always is not offered, and no rule for its program covers it", (command) => {
+    const program = command.split(" ")[0]!;
+    const rules = memoryRules([
+      { id: "old", channel: "telegram", chatId: "42", tool: "exec", program, addedBy: "ann", addedAt: 0 },
+      {
+        id: "new",
+        channel: "telegram",
+        chatId: "42",
+        tool: "exec",
+        program,
+        shape: ["-c", "-e", "-x", "-f"],
+        addedBy: "ann",
+        addedAt: 0,
+      },
+    ]);
+    const d = policy({}, { chatRules: rules }).decide(exec(command));
+    expect(d.action).toBe("ask");
+    expect(d.always).toBeUndefined();
+    expect(d.alwaysWithheld).toMatch(/\S/);
   });
 });

@@ -62,9 +62,15 @@ describe("palaver approvals", { timeout: 180_000 }, () => {
     ]);
     expect(table).toMatchObject({ code: 0, stderr: "" });
     const lines = table.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^ID\s+CHAT\s+TOOL\s+PROGRAM\s+ADDED BY\s+WHEN$/);
-    expect(lines[1]).toMatch(new RegExp(`^${git.id}\\s+telegram:42\\s+exec\\s+git\\s+ann\\s+\\d{4}-`));
-    expect(lines[2]).toMatch(new RegExp(`^${web.id}\\s+slack:C1\\s+web_fetch\\s+-\\s+bob\\s+\\d{4}-`));
+    expect(lines[0]).toMatch(/^ID\s+CHAT\s+TOOL\s+ADDED BY\s+WHEN\s+COVERS$/);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^${git.id}\\s+telegram:42\\s+exec\\s+ann\\s+\\d{4}-.*\\) {2}no call \\(\`git\` runs code; revoke this rule\\)$`,
+      ),
+    );
+    expect(lines[2]).toMatch(
+      new RegExp(`^${web.id}\\s+slack:C1\\s+web_fetch\\s+bob\\s+\\d{4}-.*\\) {2}every \`web_fetch\` call$`),
+    );
     expect(JSON.parse(json.stdout)).toEqual([git, web]);
   });
 
@@ -153,13 +159,27 @@ describe("formatRuleTable", () => {
           channel: "cli",
           chatId: "main",
           tool: "exec",
-          program: "make",
+          program: "find",
+          shape: ["-delete"],
           addedBy: "",
+          addedAt: 0,
+        },
+        // Saved before shapes: read as the narrowest shape.
+        {
+          id: "e5f6a7b8",
+          channel: "cli",
+          chatId: "main",
+          tool: "exec",
+          program: "sed",
+          addedBy: "ann",
           addedAt: 0,
         },
       ],
       "UTC",
     );
-    expect(table.split("\n")[1]).toBe("a1b2c3d4  cli:main  exec  make     -         1970-01-01 00:00 (UTC)");
+    expect(table.split("\n").slice(1)).toEqual([
+      "a1b2c3d4  cli:main  exec  -         1970-01-01 00:00 (UTC)  `find` without -exec/-execdir/-ok/-okdir, -fprint, -fprint0, -fprintf, -fls; with -delete allowed",
+      "e5f6a7b8  cli:main  exec  ann       1970-01-01 00:00 (UTC)  `sed` without -i, w/W, e",
+    ]);
   });
 });
