@@ -1,38 +1,37 @@
 /**
- * The one Provider: any OpenAI-compatible chat-completions endpoint. A call is one POST through the
- * project's pooled fetch (util/pooled-fetch.ts); the official `openai` SDK supplies the types, the
- * error classes (APIError.generate makes the error its client would for a status) and, for a
- * streamed answer, its server-sent-events decoder (a 14 KB chunk, not the 213 KB client). Not its
- * client: per call that parsed the URL again, built an undici Headers, formatted a debug record it
- * then dropped, and added an abort controller and a timer of its own to ours; the gateway's CPU per
- * message in bench/throughput.ts went from 2.34 to 2.02 ms without it (means of six side-by-side
- * pairs, lower in five). We retry here so that Retry-After, the caller's AbortSignal and a per-call
- * timeout are all honoured the same way, and every failure ends as a classified LlmError.
+ * The one Provider: any OpenAI-compatible chat-completions endpoint, called through the official
+ * `openai` client (`chat.completions.create`, `stream: true` for a streamed answer), one client per
+ * provider with its base URL, key and extra headers.
+ *
+ * The retry decision is palaver's, here in `chat()`, and the client's own retries are off
+ * (`maxRetries: 0`): our loop honours Retry-After up to a bound, ends its waits when the caller's
+ * AbortSignal fires, resends at once without a parameter the model refused (param-quirks.ts), never
+ * retries a streamed answer the user has partly seen, and ends every failure as one classified
+ * LlmError that says how many attempts were made. Above it, resilient.ts adds fallback models and
+ * circuit breakers (it never retries the same model itself).
  */
-import type OpenAI from "openai";
+import OpenAI, { type ClientOptions } from "openai";
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai/error";
 import type {
-  ChatCompletionChunk,
   ChatCompletionContentPartText,
   ChatCompletionCreateParams,
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
-import type { Stream } from "openai/streaming";
+import { Agent, fetch as undiciFetch } from "undici";
 import * as z from "zod";
 import type { Config } from "../config/schema.js";
 import { logger, redactText, registerSecrets, type Logger } from "../log.js";
+import { deadlineSignal } from "../util/timeout.js";
 import { secondsToTimerMs } from "../util/timers.js";
 import { LlmError, errorMessage } from "../util/errors.js";
 import { resolveProvider } from "./providers.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { BoundedMap } from "../util/bounded-map.js";
-import { pooledFetch } from "../util/pooled-fetch.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { retryAfterFromHeaders } from "./retry.js";
 import { StreamAssembler } from "./stream.js";
 import { stripThink } from "./think.js";
 import { explainCutOffArguments } from "./cut-off.js";
-import { RequestJson } from "./request-json.js";
 import type { ChatMessage, ChatRequest, ChatResponse, ContentPart, Provider, ToolCall } from "./types.js";
 
 export type ReasoningEffort = "low" | "medium" | "high";
@@ -45,7 +44,7 @@ export interface OpenAIProviderOptions {
   maxTokens: number;
   temperature: number;
   reasoningEffort?: ReasoningEffort | null;
-  /** Budget of one attempt, response body included. */
+  /** Budget of one attempt, response body included (the SDK's own timeout ends with the headers). */
   timeoutMs: number;
   /** Retries after the first attempt (0 = try once). */
   maxRetries: number;
@@ -56,7 +55,7 @@ export interface OpenAIProviderOptions {
   log?: Logger;
   /** The config key of the provider, used in messages ("check providers.X.apiKey"). */
   name?: string;
-  /** Connections to the API at most (pooledFetch); more calls at once wait for one. Default: no limit. */
+  /** Connections to the API at most (an undici Agent); more calls at once wait for one. Default: no limit. */
   maxConnections?: number;
 }
 
@@ -317,19 +316,9 @@ function serverDetail(err: LlmError): string | undefined {
   return message ? redactText(message).slice(0, 300) : undefined;
 }
 
-/** The JSON object an error body holds, or undefined (a proxy's HTML page, say). */
-function parseJsonObject(text: string): object | undefined {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === "object" ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 // ---------------------------------------------------------------- provider
 
-/** Routes the SDK's own log lines (its stream decoder's, at "warn" and above) into pino. */
+/** Routes the SDK's own log lines (at "warn" and above) into pino, past which nothing reaches the console. */
 function sdkLogger(log: Logger): OpenAI["logger"] {
   const to =
     (level: "error" | "warn" | "info" | "debug") =>
@@ -338,23 +327,46 @@ function sdkLogger(log: Logger): OpenAI["logger"] {
   return { error: to("error"), warn: to("warn"), info: to("info"), debug: to("debug") };
 }
 
+/** The client for one provider. */
+function openAIClient(opts: OpenAIProviderOptions, log: Logger): OpenAI {
+  return new OpenAI({
+    baseURL: opts.baseURL,
+    // Local servers need no key; the SDK refuses to send none.
+    apiKey: opts.apiKey || "no-key",
+    // Not from OPENAI_ORG_ID / OPENAI_PROJECT_ID: those belong to OpenAI, and the provider may be another.
+    organization: null,
+    project: null,
+    // OpenRouter's X-Title, a proxy's key ...: sent with every call, over the SDK's own.
+    ...(opts.extraHeaders ? { defaultHeaders: opts.extraHeaders } : {}),
+    // Palaver decides about retries (chat() below), so the client tries each call once.
+    maxRetries: 0,
+    // Bounds the wait for the reply to start; attempt() bounds the whole attempt, body included.
+    timeout: opts.timeoutMs,
+    logger: sdkLogger(log),
+    logLevel: "warn",
+    ...(opts.maxConnections ? connectionBound(opts.maxConnections) : {}),
+  });
+}
+
+/**
+ * At most `connections` connections to the API: an undici Agent as the dispatcher of every request,
+ * with the fetch of the same undici package (a dispatcher and a fetch of two undici versions do not
+ * fit together: the SDK's README, "Configuring proxies").
+ */
+function connectionBound(connections: number): Pick<ClientOptions, "fetch" | "fetchOptions"> {
+  const bound = { fetch: undiciFetch, fetchOptions: { dispatcher: new Agent({ connections }) } };
+  // A cast of the types only: the SDK types fetch with @types/node's copy of undici's types
+  // (undici-types), of another version than the undici package's own.
+  return bound as unknown as Pick<ClientOptions, "fetch" | "fetchOptions">;
+}
+
 export class OpenAIProvider implements Provider {
   readonly model: string;
   private readonly log: Logger;
-  private readonly endpoint: string;
-  private readonly headers: Record<string, string>;
-  private readonly fetch: typeof fetch;
-  /** The SDK's stream decoder, imported with the first streamed call. */
-  private streamClass: Promise<typeof Stream> | undefined;
-  /**
-   * What the decoder logs through: it reads only a client's `logger` and `logLevel` (loggerFor in
-   * the SDK). Without one it would write to the console, past pino and its redaction of secrets.
-   */
-  private readonly sdkLog: OpenAI;
+  private readonly client: OpenAI;
   private readonly random: () => number;
   /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
   private readonly learnedRefusals = new BoundedMap<string, Set<AdjustableParam>>(64);
-  private readonly requestJson = new RequestJson();
 
   constructor(private readonly opts: OpenAIProviderOptions) {
     this.model = opts.model;
@@ -362,19 +374,7 @@ export class OpenAIProvider implements Provider {
     this.random = opts.random ?? Math.random;
     // Here rather than in createProvider, so every provider's key is hidden from logs and errors.
     if (opts.apiKey) registerSecrets([opts.apiKey]);
-    this.endpoint = `${opts.baseURL.replace(/\/+$/, "")}/chat/completions`;
-    this.headers = {
-      accept: "application/json",
-      "content-type": "application/json",
-      "user-agent": "palaver",
-      // Local servers need no key; "no-key" is what the SDK's client sent for them.
-      authorization: `Bearer ${opts.apiKey || "no-key"}`,
-      // The provider's own (OpenRouter's X-Title, a proxy's key ...) win over the defaults above:
-      // pooledFetch lower-cases the names, and of two spellings of one the later one is sent.
-      ...opts.extraHeaders,
-    };
-    this.fetch = pooledFetch({ maxSockets: opts.maxConnections ?? Infinity });
-    this.sdkLog = { logger: sdkLogger(this.log), logLevel: "warn" } as unknown as OpenAI;
+    this.client = openAIClient(opts, this.log);
   }
 
   /** The request body for `req`, without what its model refuses (exported through the class for tests). */
@@ -417,6 +417,7 @@ export class OpenAIProvider implements Provider {
     return true;
   }
 
+  /** The one retry loop of an LLM call (the client's own retries are off, see openAIClient). */
   async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
     let body = this.buildBody(req);
     const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
@@ -425,7 +426,7 @@ export class OpenAIProvider implements Provider {
       if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
       let failure: LlmError;
       try {
-        return await this.attempt(body, this.requestJson.of(body, req.tools), signal, req.onText);
+        return await this.attempt(body, signal, req.onText);
       } catch (err) {
         // attempt() only ever throws classified LlmErrors.
         failure = err as LlmError;
@@ -463,36 +464,34 @@ export class OpenAIProvider implements Provider {
   }
 
   /**
-   * One HTTP call with its own deadline (the whole streamed body included), linked to the caller's
-   * signal. `json` is `body` as the bytes to send (RequestJson).
+   * One call through the client. Its signal follows the caller's and ends the attempt after
+   * timeoutMs, the streamed body included: the SDK's `timeout` stops counting once the headers
+   * are in (openai/openai-node#1825), and an answer that stalls half-way must not hold a turn.
    */
   private async attempt(
     body: ChatCompletionCreateParams,
-    json: Buffer,
     signal?: AbortSignal,
     onText?: (textSoFar: string) => void,
   ): Promise<ChatResponse> {
-    const controller = new AbortController();
-    const state: AttemptState = { callerAborted: false, timedOut: false, timeoutMs: this.opts.timeoutMs };
-    const onAbort = () => {
-      state.callerAborted = true;
-      controller.abort(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      state.timedOut = true;
-      controller.abort(new Error(`timed out after ${this.opts.timeoutMs} ms`));
-    }, this.opts.timeoutMs);
-    signal?.addEventListener("abort", onAbort, { once: true });
+    const deadline = deadlineSignal(this.opts.timeoutMs, signal);
+    const options = { signal: deadline.signal };
+    const completions = this.client.chat.completions;
     const assembler = new StreamAssembler();
     try {
-      const res = await this.post(json, controller.signal);
-      if (!body.stream) return parseCompletion(await res.json());
-      const Stream = await (this.streamClass ??= import("openai/streaming").then((m) => m.Stream));
-      for await (const chunk of Stream.fromSSEResponse<ChatCompletionChunk>(res, controller, this.sdkLog)) {
+      if (!body.stream) return parseCompletion(await completions.create(body, options));
+      // The SDK ends the iteration quietly when the connection closes or the signal fires;
+      // assembler.result() then finds no finish_reason and fails.
+      for await (const chunk of await completions.create(body, options)) {
         if (assembler.push(chunk)) onText?.(assembler.visible);
       }
       return parseCompletion(assembler.result());
     } catch (err) {
+      const callerAborted = signal?.aborted ?? false;
+      const state = {
+        callerAborted,
+        timedOut: !callerAborted && deadline.signal.aborted,
+        timeoutMs: this.opts.timeoutMs,
+      };
       const failure = classifyLlmError(err, state);
       // Once text is on the user's screen a retry would show it twice: keep it, say it broke off.
       if (!assembler.visible || failure.kind === "aborted") throw failure;
@@ -502,26 +501,8 @@ export class OpenAIProvider implements Provider {
         partialText: assembler.visible.trimEnd(),
       });
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
+      deadline.dispose();
     }
-  }
-
-  /**
-   * One POST of the request body; fails as the SDK's client would: APIConnectionError when no reply
-   * came, the status's APIError (its JSON error body, else its text, as the message) for a refusal.
-   */
-  private async post(json: Buffer, signal: AbortSignal): Promise<Response> {
-    let res: Response;
-    try {
-      res = await this.fetch(this.endpoint, { method: "POST", headers: this.headers, body: json, signal });
-    } catch (err) {
-      throw new APIConnectionError({ cause: err instanceof Error ? err : new Error(String(err)) });
-    }
-    if (res.ok) return res;
-    const text = await res.text().catch((err: unknown) => errorMessage(err));
-    const parsed = parseJsonObject(text);
-    throw APIError.generate(res.status, parsed, parsed ? undefined : text, res.headers);
   }
 
   private abortError(cause: unknown): LlmError {
@@ -543,8 +524,6 @@ export class OpenAIProvider implements Provider {
     });
   }
 }
-
-// --------------------------------------------------------- user messages
 
 // ----------------------------------------------------------------- factory
 

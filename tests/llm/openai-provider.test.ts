@@ -348,6 +348,26 @@ describe("retries", () => {
     expect(userFacingLlmError(err)).toContain("took too long");
   });
 
+  it("times out a streamed answer that stalls after its headers, the body included", async () => {
+    // The reply starts at once, then its first piece would come after 10 s: only the attempt's
+    // deadline can end it (the SDK's own timeout stops counting when the headers are in).
+    fake.setHandler(() => ({ content: "late words", pieceDelayMs: 10_000 }));
+    const err = await failure(
+      provider({ timeoutMs: 200, maxRetries: 0 }).chat({ messages: hello, onText: () => undefined }),
+    );
+    expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 1 });
+    expect(err.partialText).toBeUndefined();
+  });
+
+  it("a refused connection is a network error, retried and then reported", async () => {
+    const closed = await FakeOpenAI.start();
+    const baseURL = closed.baseURL;
+    await closed.close(); // nothing listens on its port now
+    const err = await failure(provider({ baseURL, maxRetries: 1 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "network", retryable: true, attempts: 2 });
+    expect(userFacingLlmError(err)).toContain("couldn't reach the language model");
+  });
+
   it("a caller abort during a delayed response rejects at once, kind aborted, no retries", async () => {
     fake.setHandler(() => ({ delayMs: 600_000 })); // only the abort can end it
     const ac = new AbortController();
