@@ -1,12 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ConfigSchema } from "../../src/config/schema.js";
-import {
-  OpenAIProvider,
-  createProvider,
-  parseCompletion,
-  type OpenAIProviderOptions,
-} from "../../src/llm/openai-provider.js";
+import { OpenAIProvider, createProvider, type OpenAIProviderOptions } from "../../src/llm/openai-provider.js";
+import { parseCompletion } from "../../src/llm/wire.js";
 import { refusedParam, withoutRefused } from "../../src/llm/param-quirks.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
