@@ -67,9 +67,6 @@ module.exports = {
 /**
  * Modules the SDKs import but palaver never runs (or runs a few parts of), replaced in the bundle so
  * that no start pays for loading them (measured on a 2-core machine, importing the bundle alone):
- * - node-fetch 2 with whatwg-url and tr46's Unicode tables (~320 KB): grammy's default fetch, but
- *   palaver hands grammy its own (channels/telegram/api.ts); grammy's one other use, an InputFile
- *   made from a URL, gets Node's fetch. ~30 ms of a Telegram start.
  * - @opentelemetry/api (42 KB): prom-client reads it only for exemplars, which palaver does not
  *   turn on. ~5 ms of every start.
  * - zod's translations of its error messages into 47 other languages (300 KB): palaver keeps the
@@ -82,12 +79,6 @@ module.exports = {
  * update that reads one more name gets an error here rather than `undefined` at run time.
  */
 const STUBS = [
-  {
-    filter: /^node-fetch$/,
-    importer: /[\\/]grammy[\\/]/,
-    contents: "module.exports = { default: (url, init) => fetch(url, init) };",
-    checkNames: true,
-  },
   {
     filter: /^@opentelemetry\/api$/,
     importer: /[\\/]prom-client[\\/]/,

@@ -5,7 +5,7 @@ import { budgetSettings, contextWindowOf } from "../../src/agent/budget/windows.
 import { TokenCounter } from "../../src/agent/budget/tokens.js";
 import { tokenConsolidationRange } from "../../src/agent/consolidation.js";
 import { defaultConfig } from "../../src/config/schema.js";
-import { isContextOverflow } from "../../src/llm/openai-provider.js";
+import { isContextOverflow } from "../../src/llm/classify-error.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { captureLog } from "../helpers/log.js";
 import { toolTurn } from "./budget-helpers.js";

@@ -1,12 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ConfigSchema } from "../../src/config/schema.js";
-import {
-  OpenAIProvider,
-  createProvider,
-  parseCompletion,
-  type OpenAIProviderOptions,
-} from "../../src/llm/openai-provider.js";
+import { OpenAIProvider, createProvider, type OpenAIProviderOptions } from "../../src/llm/openai-provider.js";
+import { parseCompletion } from "../../src/llm/wire.js";
 import { refusedParam, withoutRefused } from "../../src/llm/param-quirks.js";
 import { userFacingLlmError } from "../../src/llm/user-facing.js";
 import type { ChatMessage, ToolDefinition } from "../../src/llm/types.js";
@@ -346,6 +342,26 @@ describe("retries", () => {
     expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 2 });
     expect(fake.requests).toHaveLength(2);
     expect(userFacingLlmError(err)).toContain("took too long");
+  });
+
+  it("times out a streamed answer that stalls after its headers, the body included", async () => {
+    // The reply starts at once, then its first piece would come after 10 s: only the attempt's
+    // deadline can end it (the SDK's own timeout stops counting when the headers are in).
+    fake.setHandler(() => ({ content: "late words", pieceDelayMs: 10_000 }));
+    const err = await failure(
+      provider({ timeoutMs: 200, maxRetries: 0 }).chat({ messages: hello, onText: () => undefined }),
+    );
+    expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 1 });
+    expect(err.partialText).toBeUndefined();
+  });
+
+  it("a refused connection is a network error, retried and then reported", async () => {
+    const closed = await FakeOpenAI.start();
+    const baseURL = closed.baseURL;
+    await closed.close(); // nothing listens on its port now
+    const err = await failure(provider({ baseURL, maxRetries: 1 }).chat({ messages: hello }));
+    expect(err).toMatchObject({ kind: "network", retryable: true, attempts: 2 });
+    expect(userFacingLlmError(err)).toContain("couldn't reach the language model");
   });
 
   it("a caller abort during a delayed response rejects at once, kind aborted, no retries", async () => {

@@ -31,7 +31,7 @@ import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
-import { chatIdParam, createBot, createPreviewApi, gs, telegramFetch } from "./api.js";
+import { chatIdParam, createBot, createPreviewApi, gs, telegramAgent } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
 import { telegramProblems, type TelegramConfig } from "./config.js";
 import { describeTelegramError } from "./errors.js";
@@ -129,14 +129,14 @@ export class TelegramChannel implements Channel {
     this.tuning = { ...DEFAULT_TUNING, ...opts.tuning };
     this.log = opts.log ?? logger(CHANNEL);
     const { tuning, log, apiRoot } = this;
-    const fetch = telegramFetch(this.cfg, apiRoot, opts.maxConnections);
+    const agent = telegramAgent(this.cfg, apiRoot, opts.maxConnections);
     this.bot = createBot({
       config: this.cfg,
       apiRoot,
       tuning,
       log,
       onPoll: () => this.polling.markActivity(),
-      fetch,
+      agent,
     });
     this.polling = new Polling({
       bot: this.bot,
@@ -153,7 +153,7 @@ export class TelegramChannel implements Channel {
       tuning,
       log,
       onPoll: () => undefined,
-      fetch,
+      agent,
     });
     this.previewSender = new TelegramSender(previewApi, apiRoot, log);
     this.drafts = new DraftSupport(log);

@@ -22,9 +22,19 @@ export function describeTelegramError(err: unknown, apiRoot: string): string {
     return `Telegram refused ${err.method}: ${err.description}`;
   }
   if (err instanceof HttpError) {
-    return `cannot reach the Telegram Bot API at ${apiRoot} (${errorMessage(err.error)}); check the network and channels.telegram.proxy`;
+    return `cannot reach the Telegram Bot API at ${apiRoot} (${networkReason(err.error)}); check the network and channels.telegram.proxy`;
   }
   return errorMessage(err);
+}
+
+/**
+ * Why a Bot API call did not get through, without its URL: the URL carries the bot token, and
+ * grammy's fetch (node-fetch) says "request to <url> failed, reason: <why>".
+ */
+function networkReason(err: unknown): string {
+  return errorMessage(err)
+    .replace(/^request to \S+ failed, reason: /, "")
+    .replace(/\/bot[^/\s]+/g, "/bot<token>");
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createPreviewApi, telegramFetch } from "../../../src/channels/telegram/api.js";
+import { createPreviewApi, telegramAgent } from "../../../src/channels/telegram/api.js";
 import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
 import { DEFAULT_TUNING } from "../../../src/channels/telegram/tuning.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
@@ -23,7 +23,7 @@ function previewApi(tuning = DEFAULT_TUNING, log = captureLog().log) {
   return createPreviewApi({
     config,
     apiRoot: fake.apiRoot,
-    fetch: telegramFetch(config, fake.apiRoot),
+    agent: telegramAgent(config, fake.apiRoot),
     tuning,
     log,
     onPoll: () => undefined,

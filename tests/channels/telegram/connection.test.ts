@@ -149,6 +149,8 @@ describe("network", () => {
     r.fake.dropNext("sendMessage", 5);
     const failed = r.channel.send({ channel: "telegram", chatId: "42", content: "x" });
     await expect(failed).rejects.toThrow(`cannot reach the Telegram Bot API at ${r.fake.apiRoot}`);
+    // The reason is the network's, without the URL: the bot token is part of every Bot API URL.
+    await expect(failed).rejects.not.toThrow(r.fake.token);
     // The network may come back: the outbox tries again later.
     await expect(failed).rejects.toMatchObject({
       platform: "telegram",
@@ -158,12 +160,14 @@ describe("network", () => {
     expect(r.fake.callsTo("sendMessage")).toHaveLength(2);
   });
 
-  it("goes through an HTTP proxy (CONNECT) when channels.telegram.proxy is set", async () => {
+  it("goes through an HTTP proxy (CONNECT) when channels.telegram.proxy is set, with its credentials", async () => {
     const tunnels: string[] = [];
+    const credentials = new Set<string | undefined>();
     const sockets = new Set<Socket>();
     const proxy = createServer();
     proxy.on("connect", (req, client: Socket) => {
       tunnels.push(req.url ?? "");
+      credentials.add(req.headers["proxy-authorization"]);
       const [host, port] = (req.url ?? "").split(":");
       const upstream = connect(Number(port), host, () => {
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -180,12 +184,13 @@ describe("network", () => {
     try {
       const fake = await FakeTelegram.start();
       const { port } = proxy.address() as AddressInfo;
-      r = await rig({ fake, config: { proxy: `http://127.0.0.1:${port}` } });
+      r = await rig({ fake, config: { proxy: `http://ada:p%40ss@127.0.0.1:${port}` } });
       await r.start();
       r.fake.userMessage({ text: "via proxy" });
       expect((await r.nthInbound(1)).content).toBe("via proxy");
       expect(tunnels.length).toBeGreaterThan(0);
       expect(new Set(tunnels)).toEqual(new Set([new URL(fake.apiRoot).host]));
+      expect(credentials).toEqual(new Set([`Basic ${Buffer.from("ada:p@ss").toString("base64")}`]));
       await r.cleanup();
       r = undefined;
     } finally {
