@@ -181,7 +181,12 @@ export class SubagentManager implements SubagentControl {
     this.opts.bus.publishInbound(
       systemMessage({
         senderId: "subagent",
-        content: announcement({ label: entry.label, task: entry.task, ok: outcome.ok, result: outcome.result }),
+        content: announcement({
+          label: entry.label,
+          task: entry.task,
+          ok: outcome.ok,
+          result: outcome.result,
+        }),
         origin: { ...entry.origin, sessionKey: entry.sessionKey },
         // What the subagent read marks the turn that reads its report (agent/untrusted.ts).
         metadata: { subagentId: entry.id, ...untrustedMetadata(untrusted) },

@@ -57,7 +57,9 @@ function alwaysOutward(req: ApprovalRequest): string | null {
     const chatId = text(args.chat_id) || req.chatId;
     const media = Array.isArray(args.media) ? args.media.filter((m) => typeof m === "string") : [];
     const elsewhere = channel !== req.channel || chatId !== req.chatId;
-    const files = media.length ? `attaches ${media.length === 1 ? "a file" : `${media.length} files`} (${media.join(", ")})` : "";
+    const files = media.length
+      ? `attaches ${media.length === 1 ? "a file" : `${media.length} files`} (${media.join(", ")})`
+      : "";
     if (elsewhere && files) return `sends a message to another chat (${channel}:${chatId}) and ${files}`;
     if (elsewhere) return `sends a message to another chat (${channel}:${chatId})`;
     if (files) return `sends a message that ${files}`;
@@ -87,7 +89,8 @@ function markedOutward(req: ApprovalRequest, opts: OutwardOptions): string | nul
     const target = absolutePath(text(args.path), req.workspace, opts.home ?? homedir());
     const inWorkspace = relativeInside(target, resolve(req.workspace));
     // Outside the workspace with restrictToWorkspace the tool refuses it itself: no point asking.
-    if (inWorkspace === null) return opts.restrictToWorkspace ? null : `writes outside the workspace (${target})`;
+    if (inWorkspace === null)
+      return opts.restrictToWorkspace ? null : `writes outside the workspace (${target})`;
     return steersLaterTurns(inWorkspace) ? `writes ${inWorkspace}, which later conversations read` : null;
   }
   if (tool.startsWith("mcp_") && !req.readOnly) {
@@ -113,7 +116,10 @@ export function wordsNotFromSender(value: string, senderText: string): string[] 
  * HEARTBEAT.md (run by the heartbeat), or anything under memory/, skills/ or agents/.
  */
 export function steersLaterTurns(inWorkspace: string): boolean {
-  const parts = inWorkspace.toLowerCase().split(sep).filter((p) => p !== "" && p !== ".");
+  const parts = inWorkspace
+    .toLowerCase()
+    .split(sep)
+    .filter((p) => p !== "" && p !== ".");
   if (parts.length === 1) return STEERING_FILES.has(parts[0]!);
   return parts.length > 1 && STEERING_FOLDERS.includes(parts[0]!);
 }

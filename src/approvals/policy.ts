@@ -83,7 +83,11 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
     }
 
     // Before the chat rules: "always allow" never covers a call that carries data out (outward.ts).
-    const outward = outwardRisk(req, { mode: config.mode, restrictToWorkspace: opts.restrictToWorkspace, home });
+    const outward = outwardRisk(req, {
+      mode: config.mode,
+      restrictToWorkspace: opts.restrictToWorkspace,
+      home,
+    });
     if (outward) return outward;
 
     const program = req.tool === "exec" ? programOf(command) : null;

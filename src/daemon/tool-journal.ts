@@ -38,9 +38,7 @@ const TurnStateChange = z
     sentToOriginChat: z.boolean(),
     untrusted: z.array(z.object({ tool: z.string(), source: z.string() })),
   })
-  .partial() satisfies z.ZodType<
-  Partial<TurnState>
->;
+  .partial() satisfies z.ZodType<Partial<TurnState>>;
 
 const Entry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("start"), ...CallFields }),
