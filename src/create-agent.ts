@@ -182,6 +182,11 @@ export function createAgent({
           chatRules,
           timeoutMs: questionTimeoutMs,
           ...(approvalMeter ? { meter: approvalMeter } : {}),
+          // Until the sandbox is decided, and without it, commands can reach the network.
+          execNetwork: () => {
+            const state = execSandbox.current;
+            return !state?.sandboxed || state.network;
+          },
         });
   // One budget per agent: the subagents count and fit their own prompts.
   const budget = budgetSettings(defaults, [llm.model, ...defaults.fallbackModels]);

@@ -35,6 +35,7 @@ import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
+import { reportedUntrusted } from "./untrusted.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -422,10 +423,12 @@ export class AgentLoop {
       chatId: origin.chatId,
       sessionKey: session.key,
       signal,
-      ...(msg.channel === SYSTEM_CHANNEL ? {} : { sender: senderOf(msg) }),
+      ...(msg.channel === SYSTEM_CHANNEL
+        ? {}
+        : { sender: senderOf(msg), senderText: msg.content, media: msg.media ?? [] }),
       metadata: origin.metadata,
       publish: (out) => bus.publishOutbound(out),
-      turn: { sentToOriginChat: false },
+      turn: { sentToOriginChat: false, untrusted: reportedUntrusted(msg) },
     };
 
     let result;

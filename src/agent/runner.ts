@@ -190,7 +190,11 @@ async function runCall(
   const gated = approve && tools.has(call.name) && !call.argumentsError;
   const check = gated ? () => approve(call, ctx, { readOnly: policy.readOnly }) : undefined;
   // What is recorded is what the model saw, so a replay gives it the very same text.
-  const run = async () => truncateToolResult(await tools.execute(call, ctx), toolResultMaxChars);
+  const run = async () => {
+    const result = await tools.execute(call, ctx);
+    markIfUntrusted(call, ctx, tools);
+    return truncateToolResult(result, toolResultMaxChars);
+  };
   if (!replay || policy.readOnly) return (await check?.()) ?? run();
   // Through runOnce: a replayed turn reuses the recorded result (a denial too) and never asks twice.
   return runOnce({
@@ -202,6 +206,16 @@ async function runCall(
     replayNote: policy.replayNote,
     run,
   });
+}
+
+/**
+ * Marks the turn once a tool whose output is untrusted has run (a fetched page, an MCP result): its
+ * later outward calls are asked (approvals/outward.ts). A new array, so a recorded call's turn-state
+ * change carries it and a replay that reuses the result marks the turn the same way.
+ */
+function markIfUntrusted(call: ToolCall, ctx: ToolContext, tools: ToolRegistry): void {
+  const source = tools.untrustedSource(call, ctx);
+  if (source !== null) ctx.turn.untrusted = [...(ctx.turn.untrusted ?? []), { tool: call.name, source }];
 }
 
 /** Arguments as canonical JSON (sorted keys) so key order does not hide a repeat. */

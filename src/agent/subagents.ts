@@ -19,7 +19,8 @@ import type { SubagentControl } from "./extensions.js";
 import type { ContextBudget } from "./budget/budget.js";
 import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolRegistry } from "./tools/registry.js";
-import type { ToolContext } from "./tools/types.js";
+import type { ToolContext, UntrustedRead } from "./tools/types.js";
+import { untrustedMetadata } from "./untrusted.js";
 
 /** Labels longer than this are cut (they are shown to the model and in logs). */
 export const LABEL_MAX_CHARS = 30;
@@ -53,6 +54,10 @@ export interface SpawnRequest {
   label?: string;
   /** The chat that asked; the result is reported there. */
   origin: Origin;
+  /** What the spawning turn's sender wrote: the subagent's outward calls are judged against it. */
+  senderText?: string;
+  /** The untrusted content the spawning turn had read: the subagent starts marked with it. */
+  untrusted?: readonly UntrustedRead[];
 }
 
 export interface SpawnResult {
@@ -67,11 +72,13 @@ interface Entry {
   readonly label: string;
   readonly task: string;
   readonly origin: Origin;
+  readonly senderText: string | undefined;
+  readonly untrusted: readonly UntrustedRead[];
   readonly sessionKey: string;
   readonly controller: AbortController;
 }
 
-type Outcome = { ok: boolean; result: string } | "cancelled";
+type Outcome = { ok: boolean; result: string; untrusted: readonly UntrustedRead[] } | "cancelled";
 
 export class SubagentManager implements SubagentControl {
   /** Subagents not yet finished or cancelled (running or waiting for a slot). */
@@ -98,6 +105,8 @@ export class SubagentManager implements SubagentControl {
       label: req.label?.trim() || defaultLabel(task),
       task,
       origin,
+      senderText: req.senderText,
+      untrusted: [...(req.untrusted ?? [])],
       sessionKey: origin.sessionKey ?? `${origin.channel}:${origin.chatId}`,
       controller: new AbortController(),
     };
@@ -166,14 +175,21 @@ export class SubagentManager implements SubagentControl {
       release();
     }
     if (outcome === "cancelled" || signal.aborted) return;
+    const { untrusted } = outcome;
     this.entries.delete(entry.id);
     this.log.info({ id: entry.id, label: entry.label, ok: outcome.ok }, "subagent finished");
     this.opts.bus.publishInbound(
       systemMessage({
         senderId: "subagent",
-        content: announcement({ label: entry.label, task: entry.task, ...outcome }),
+        content: announcement({
+          label: entry.label,
+          task: entry.task,
+          ok: outcome.ok,
+          result: outcome.result,
+        }),
         origin: { ...entry.origin, sessionKey: entry.sessionKey },
-        metadata: { subagentId: entry.id },
+        // What the subagent read marks the turn that reads its report (agent/untrusted.ts).
+        metadata: { subagentId: entry.id, ...untrustedMetadata(untrusted) },
       }),
     );
   }
@@ -190,10 +206,12 @@ export class SubagentManager implements SubagentControl {
       sessionKey: entry.sessionKey,
       signal,
       ...(entry.origin.metadata ? { metadata: entry.origin.metadata } : {}),
+      ...(entry.senderText !== undefined ? { senderText: entry.senderText } : {}),
       // Worker tools never publish; this only catches a misconfigured registry.
       publish: (msg) =>
         log.warn({ channel: msg.channel, chatId: msg.chatId }, "subagent tried to message a chat; dropped"),
-      turn: { sentToOriginChat: false },
+      // Spawned from a marked turn, it starts marked: its outward calls are asked like its spawner's.
+      turn: { sentToOriginChat: false, untrusted: [...entry.untrusted] },
     };
     const messages: ChatMessage[] = [
       {
@@ -219,13 +237,14 @@ export class SubagentManager implements SubagentControl {
         ...(this.opts.approve ? { approve: this.opts.approve } : {}),
         ...(this.opts.budget ? { budget: this.opts.budget } : {}),
       });
-      if (turn.hitIterationLimit) return { ok: false, result: turn.content ?? NO_RESULT };
-      return { ok: true, result: turn.content?.trim() || NO_RESULT };
+      const untrusted = ctx.turn.untrusted ?? [];
+      if (turn.hitIterationLimit) return { ok: false, result: turn.content ?? NO_RESULT, untrusted };
+      return { ok: true, result: turn.content?.trim() || NO_RESULT, untrusted };
     } catch (err) {
       if (signal.aborted) return "cancelled";
       log.error({ err }, "subagent failed");
       const result = err instanceof LlmError ? userFacingLlmError(err) : `Error: ${errorMessage(err)}`;
-      return { ok: false, result };
+      return { ok: false, result, untrusted: ctx.turn.untrusted ?? [] };
     }
   }
 }

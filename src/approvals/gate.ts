@@ -29,6 +29,8 @@ export interface GateOptions {
   timeoutMs: number;
   meter?: ApprovalMeter;
   log?: Logger;
+  /** Whether exec commands can reach the network now (outward.ts); absent: they can. */
+  execNetwork?: () => boolean;
 }
 
 const APPROVE: DeskChoice = {
@@ -78,6 +80,9 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
       chatId: ctx.chatId,
       workspace: ctx.workspace,
       readOnly,
+      untrusted: ctx.turn.untrusted ?? [],
+      senderText: ctx.senderText ?? "",
+      execNetwork: opts.execNetwork?.() ?? true,
     });
     const fields = {
       tool: call.name,
@@ -160,11 +165,25 @@ function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDec
     chatId: ctx.chatId,
     ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
     ...(ctx.sender ? { sender: ctx.sender } : {}),
-    text: `🔐 May I do this?\n${summary}\nWhy I ask: ${sentence(decision.reason)}` + alwaysLine(decision),
+    text:
+      `🔐 May I do this?\n${summary}\nWhy I ask: ${sentence(decision.reason)}` +
+      untrustedLine(ctx) +
+      alwaysLine(decision),
     summary,
     choices: decision.always ? [APPROVE, DENY, alwaysChoice(ruleCovers(decision.always))] : [APPROVE, DENY],
     signal: ctx.signal,
   };
+}
+
+/** Where a marked turn's untrusted content came from, as a line of the prompt (empty when unmarked). */
+function untrustedLine(ctx: ToolContext, max = 3): string {
+  const reads = ctx.turn.untrusted ?? [];
+  if (reads.length === 0) return "";
+  const unique = [...new Map(reads.map((r) => [`${r.tool}\u0000${r.source}`, r])).values()];
+  const cut = (source: string) => (source.length > 120 ? `${source.slice(0, 119)}…` : source);
+  const shown = unique.slice(0, max).map((r) => `${cut(r.source)} (${r.tool})`);
+  const more = unique.length > max ? ` and ${unique.length - max} more` : "";
+  return `\nThis turn read content from ${shown.join(", ")}${more}: it may be what asks for this.`;
 }
 
 /** The arguments as JSON, cut to a length that fits a log line and a chat prompt. */

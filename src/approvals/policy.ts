@@ -6,6 +6,7 @@
  *
  *   rule     the config's `tools.approval.rules`, in order
  *   builtin  exec commands the destructive guard refuses: denied without asking
+ *   builtin  outward calls (outward.ts): asked in risky and all, never "always allowed"
  *   chat     "Always allow this in this chat" rules
  *   mode     "off": everything else is allowed
  *   builtin  risk: exec asks unless read-only, writes outside the workspace ask
@@ -22,6 +23,7 @@ import { formatPath } from "../config/schema-walk.js";
 import { ConfigError } from "../util/errors.js";
 import { isReadOnlyCommand, plainWords, programOf } from "./exec-risk.js";
 import { execShape, shapeCovers, type ExecShape } from "./exec-shape.js";
+import { outwardRisk } from "./outward.js";
 import type { ApprovalDecision, ApprovalPolicy, ApprovalRequest, ChatRuleStore } from "./types.js";
 
 export type ApprovalConfig = z.infer<typeof ApprovalSchema>;
@@ -80,6 +82,14 @@ export function createApprovalPolicy(config: ApprovalConfig, opts: PolicyOptions
       if (why)
         return { action: "deny", reason: `the destructive guard refuses it: ${why}`, layer: "builtin" };
     }
+
+    // Before the chat rules: "always allow" never covers a call that carries data out (outward.ts).
+    const outward = outwardRisk(req, {
+      mode: config.mode,
+      restrictToWorkspace: opts.restrictToWorkspace,
+      home,
+    });
+    if (outward) return outward;
 
     const program = req.tool === "exec" ? programOf(command) : null;
     // An exec rule covers a call of its program whose shape is within the approved one (exec-shape.ts).

@@ -17,6 +17,15 @@ export interface ApprovalRequest {
   workspace: string;
   /** The tool declares that it changes nothing (read_file, web_search ...). */
   readOnly: boolean;
+  /**
+   * The untrusted content the turn has read so far (a page's URL, an MCP server, another sender's
+   * file): non-empty marks the turn, and its outward calls are asked (outward.ts).
+   */
+  untrusted?: readonly { tool: string; source: string }[];
+  /** What the turn's sender wrote: in a marked turn, a URL or query must be made of these words. */
+  senderText?: string;
+  /** Whether exec commands can reach the network (tools.exec.network, or no sandbox); unknown counts as yes. */
+  execNetwork?: boolean;
 }
 
 /**

@@ -146,6 +146,12 @@ const McpServerSchema = z
       .object({ allow: z.array(z.string()).optional(), deny: z.array(z.string()).optional() })
       .optional()
       .describe("Only these tools (allow) / all but these (deny), by the server's tool names."),
+    trusted: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Its results are trusted content: reading them does not mark the turn as having read untrusted content.",
+      ),
   })
   // nanobot writes "" for the unused one of command and url, so empty counts as unset;
   // when both are set the command wins, as in nanobot.

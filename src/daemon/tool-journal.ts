@@ -33,9 +33,12 @@ const CallFields = {
   args: z.string(),
   n: z.number().int().positive(),
 };
-const TurnStateChange = z.object({ sentToOriginChat: z.boolean() }).partial() satisfies z.ZodType<
-  Partial<TurnState>
->;
+const TurnStateChange = z
+  .object({
+    sentToOriginChat: z.boolean(),
+    untrusted: z.array(z.object({ tool: z.string(), source: z.string() })),
+  })
+  .partial() satisfies z.ZodType<Partial<TurnState>>;
 
 const Entry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("start"), ...CallFields }),

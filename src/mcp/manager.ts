@@ -118,7 +118,13 @@ export class McpManager {
       }
       want.set(exposed, {
         tool,
-        signature: JSON.stringify([tool.name, tool.description ?? "", tool.inputSchema]),
+        signature: JSON.stringify([
+          tool.name,
+          tool.description ?? "",
+          tool.inputSchema,
+          tool.annotations?.readOnlyHint === true,
+          config.trusted,
+        ]),
       });
     }
     const have = this.registered.get(server) ?? new Map<string, string>();
@@ -149,6 +155,10 @@ export class McpManager {
       description:
         tool.description?.trim() || tool.title || `The "${tool.name}" tool of the MCP server "${server}".`,
       parameters: inputParameters(tool.inputSchema),
+      // The server's own word (MCP annotations): a read-only tool is not asked in a marked turn.
+      readOnly: tool.annotations?.readOnlyHint === true,
+      // An MCP result is text from outside palaver unless the operator vouches for the server.
+      ...(config.trusted ? {} : { untrustedSource: () => `the MCP server "${server}"` }),
       execute: async (args: unknown, ctx: ToolContext): Promise<string> => {
         let result;
         try {

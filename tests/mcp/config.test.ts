@@ -55,7 +55,7 @@ describe("tools.mcpServers", () => {
     });
   });
 
-  it("fills in the defaults: enabled, 30 s toolTimeout, no transport preference", () => {
+  it("fills in the defaults: enabled, 30 s toolTimeout, no transport preference, not trusted", () => {
     const server = ConfigSchema.parse({ tools: { mcpServers: { s: { url: "http://127.0.0.1:1/mcp" } } } })
       .tools.mcpServers.s!;
     expect(server).toEqual({
@@ -65,6 +65,7 @@ describe("tools.mcpServers", () => {
       env: {},
       headers: {},
       toolTimeout: 30,
+      trusted: false,
     });
   });
 

@@ -9,6 +9,7 @@ import { createFilesystemTools } from "./filesystem.js";
 import { createMessageTool, type MessageToolOptions } from "./message.js";
 import { ToolRegistry } from "./registry.js";
 import type { Tool } from "./types.js";
+import { withUntrustedAttachments } from "./untrusted-files.js";
 import { createWebTools } from "./web.js";
 
 /** What the exec tool needs beyond the config: the agent's one sandbox decision and the config file to hide. */
@@ -50,7 +51,7 @@ function workerTools(config: Config, workspace: string, exec: ExecSetup): Tool[]
       workspace,
       restrictToWorkspace: t.restrictToWorkspace,
       readFileMaxChars: t.readFileMaxChars,
-    }),
+    }).map(withUntrustedAttachments),
     createExecTool({
       workspace,
       restrictToWorkspace: t.restrictToWorkspace,

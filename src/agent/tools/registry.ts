@@ -33,6 +33,14 @@ export class ToolRegistry {
     return { readOnly: tool?.readOnly === true, replayNote: tool?.replayNote };
   }
 
+  /** Where this call's output comes from when the tool declares it untrusted (Tool.untrustedSource), else null. */
+  untrustedSource(call: ToolCall, ctx: ToolContext): string | null {
+    const tool = this.tools.get(call.name);
+    if (!tool?.untrustedSource) return null;
+    const parsed = tool.parameters.safeParse(call.arguments);
+    return parsed.success ? tool.untrustedSource(parsed.data, ctx) : null;
+  }
+
   definitions(): readonly ToolDefinition[] {
     this.builtDefinitions ??= [...this.tools.values()].map(toDefinition);
     return this.builtDefinitions;

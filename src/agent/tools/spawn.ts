@@ -31,6 +31,9 @@ export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
           sessionKey: ctx.sessionKey,
           ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
         },
+        // The subagent inherits the approval rules of this turn (approvals/outward.ts).
+        ...(ctx.senderText !== undefined ? { senderText: ctx.senderText } : {}),
+        ...(ctx.turn.untrusted?.length ? { untrusted: ctx.turn.untrusted } : {}),
       });
       return Promise.resolve(spawnText(started));
     },

@@ -18,6 +18,14 @@ export interface ToolContext {
   sender?: { id: string; aliases: string[] };
   /** Metadata of the inbound message (message id, thread id ...), for replies that stay in a thread. */
   metadata?: Record<string, unknown>;
+  /**
+   * What the turn's sender wrote (the message this turn answers; a subagent gets its spawner's).
+   * Empty or absent for background work. In a turn marked untrusted, text the model puts into a
+   * URL or search query must come from here or it is asked (approvals/outward.ts).
+   */
+  senderText?: string;
+  /** The files attached to the message this turn answers: the sender's own, not untrusted. */
+  media?: readonly string[];
   /** Publishes a message to a chat (used by the `message` tool). */
   publish(msg: OutboundMessage): void;
   /** Mutable per-turn state shared with the runner. */
@@ -27,6 +35,17 @@ export interface ToolContext {
 export interface TurnState {
   /** Set by the `message` tool when it already delivered to the turn's own chat. */
   sentToOriginChat: boolean;
+  /**
+   * The untrusted content the turn has read, in order (set by the runner when a tool whose output
+   * is untrusted returns): a non-empty list marks the turn, and its outward calls are asked.
+   */
+  untrusted?: UntrustedRead[];
+}
+
+/** One read of untrusted content: which tool, and from where (a URL, an MCP server, a file). */
+export interface UntrustedRead {
+  tool: string;
+  source: string;
 }
 
 /**
@@ -45,6 +64,12 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   readonly readOnly?: boolean;
   /** Appended to a result reused on replay, when the call's effect did not survive the restart. */
   readonly replayNote?: string;
+  /**
+   * Where this call's output comes from when it is untrusted content (a page's URL, "MCP server
+   * x", a file's path), else null: text a stranger may have written, which could try to steer the
+   * model. Reading it marks the turn (TurnState.untrusted). Absent: the output is trusted.
+   */
+  untrustedSource?(args: z.infer<S>, ctx: ToolContext): string | null;
   /**
    * Returns text for the model. Throwing is fine: the registry turns any
    * error into an "Error: ..." result, so a tool never stops the loop.

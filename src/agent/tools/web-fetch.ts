@@ -51,6 +51,8 @@ export function createWebFetchTool(opts: WebFetchOptions, internals: FetchIntern
   return defineTool({
     name: "web_fetch",
     readOnly: true,
+    // Anyone can write a page: what it says must not steer the turn's outward calls.
+    untrustedSource: ({ url }) => url,
     description: "Fetch URL and extract readable content (HTML → markdown/text).",
     parameters: z.object({
       url: z.string().describe("URL to fetch (http or https)"),

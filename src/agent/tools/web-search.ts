@@ -46,6 +46,8 @@ export function createWebSearchTool(opts: WebSearchOptions): Tool {
   return defineTool({
     name: "web_search",
     readOnly: true,
+    // Result titles and snippets are written by the pages' authors.
+    untrustedSource: ({ query }) => `a web search for "${query}"`,
     description: "Search the web. Returns titles, URLs, and snippets.",
     parameters: z.object({
       query: z.string().describe("Search query"),
