@@ -214,14 +214,6 @@ function checkNames(stub, { kind, importer, path, resolveDir }) {
 }
 
 /**
- * @discordjs/rest's Node entry imports the npm undici (about half of the Discord chunk, and most of
- * its import time); its "default" (web) build makes the same requests through the global fetch,
- * which on Node 20 is Node's own built-in undici. The bundle takes that one; tests (unbundled) run
- * the Node entry. See tests/dist.test.ts for the bundled Discord adapter against the fake.
- */
-const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist/web.mjs") };
-
-/**
  * Packages bundled by group, as CommonJS, into dist/cjs/<group>.cjs and loaded by
  * src/util/code-cache.ts from the V8 code cache the build writes beside each, made after loading it
  * once: Node 20 caches no compiled code for ES modules, and compiling the three platforms' SDKs
@@ -235,7 +227,6 @@ const ALIAS = { "@discordjs/rest": join(ROOT, "node_modules/@discordjs/rest/dist
  */
 const PRECOMPILED = {
   telegram: ["grammy", "@grammyjs/auto-retry"],
-  discord: ["@discordjs/core", "@discordjs/rest", "@discordjs/ws"],
   core: ["pino", "prom-client", "commander", "dotenv", "croner"],
 };
 
@@ -275,7 +266,6 @@ async function buildPrecompiled(outDir) {
       outfile: files[group],
       format: "cjs",
       plugins: [stubsPlugin, patchesPlugin],
-      alias: ALIAS,
     });
   }
   const writer = join(ROOT, "scripts", "write-code-cache.ts");
@@ -338,6 +328,8 @@ export async function buildServer(outDir = join(ROOT, "dist")) {
     splitting: true,
     format: "esm",
     plugins: [precompiledPlugin(precompiled), stubsPlugin, patchesPlugin],
+    // discord.js is loaded from node_modules by Node, as its authors ship it (only the Discord adapter imports it).
+    external: [...OPTIONAL_NATIVE, "discord.js"],
     // CommonJS packages inside an ES module bundle call require() for Node's built-ins.
     banner: {
       js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',

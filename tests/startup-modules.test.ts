@@ -59,7 +59,7 @@ describe("gateway startup, Telegram only", () => {
     expect(loaded.filter((url) => /\/node_modules\/openai\/(index|client)\.m?js/.test(url))).toEqual([]);
     // Other platforms' SDKs stay unloaded too.
     expect(
-      loaded.filter((url) => /\/node_modules\/(@slack|@discordjs|discord-api-types)\//.test(url)),
+      loaded.filter((url) => /\/node_modules\/(@slack|@discordjs|discord\.js|discord-api-types)\//.test(url)),
     ).toEqual([]);
   });
 });

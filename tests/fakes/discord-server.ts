@@ -1,11 +1,11 @@
 /**
  * A loopback fake of Discord: the REST API (under /api/v10) and the gateway
- * WebSocket, speaking enough of the real protocol for @discordjs/core (rest, ws)
+ * WebSocket, speaking enough of the real protocol for discord.js (its REST and gateway clients)
  * to run unmodified against it (JSON encoding, no compression).
  *
  *   const fake = await FakeDiscord.start();
  *   const guild = fake.addGuild({ name: "home", channels: ["general"] });
- *   ... new REST({ api: fake.apiUrl }).setToken(fake.token) (and a WebSocketManager on it) ...
+ *   ... new Client({ intents, rest: { api: fake.apiUrl } }).login(fake.token) ...
  *   const alice = fake.addUser("alice");
  *   fake.userMessage({ channelId: fake.dmChannel(alice).id, author: alice, content: "hi" });
  *   await fake.waitFor(() => fake.sent.find((m) => m.channelId === dm.id));

@@ -1,17 +1,20 @@
 /**
- * The Discord channel: @discordjs/core wiring only (connection.ts). Gateway
- * payloads become views (views.ts) for the pure mapping (mapping.ts) and go through the shared
+ * The Discord channel: discord.js wiring only (connection.ts). discord.js's
+ * messages and interactions become views (views.ts) for the pure mapping (mapping.ts) and go through the shared
  * inbound path (gate first, then journal, download, transcribe, publish, in
  * order per chat). Replies are formatted by format.ts and posted through the
  * single send point (send.ts). "typing…" is the shared TypingIndicator,
- * driven by turn events (onTurn), never by replies. The gateway (@discordjs/ws)
- * resumes and reconnects by itself; we log what it does. The REST
- * queue (@discordjs/rest) waits out short rate limits; a longer one fails the send with
+ * driven by turn events (onTurn), never by replies. discord.js's gateway
+ * resumes and reconnects by itself; we log what it does. Its REST
+ * queue waits out short rate limits; a longer one fails the send with
  * retryAfterMs (rejectOnRateLimit), so the outbox retries and other chats go on.
  *
  * Slash commands (/new /stop /help /status) are registered at ready (bulk
  * overwrite) and answered through the interaction: deferred at once, the
- * first reply edits the deferred response, further chunks are follow-ups.
+ * first reply edits the deferred response, further chunks are follow-ups. A sender the gate
+ * refuses gets the manager's notice (the refusal, or a pairing code) in the same way, deferred
+ * ephemeral so that only they see it: Discord wants every interaction answered within 3 s, or it
+ * shows "This interaction failed".
  *
  * Questions (approvals, ask_human), their edits and button presses are
  * question-io.ts's business; the adapter routes them there.
@@ -21,15 +24,13 @@
  * interaction reply once, as it does without streaming (and the commands run no model anyway).
  */
 import {
-  ChannelType,
-  GatewayDispatchEvents,
+  Events,
   MessageFlags,
-  type APIChatInputApplicationCommandInteraction,
-  type APIInteraction,
-  type APIMessage,
-  type API,
-  type GatewayReadyDispatchData,
-} from "@discordjs/core";
+  type ChatInputCommandInteraction,
+  type Client,
+  type Interaction,
+  type Message,
+} from "discord.js";
 import { parseCommand } from "../../bus/commands.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { logger, type Logger } from "../../log.js";
@@ -37,9 +38,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
 import { ChannelError } from "../../util/errors.js";
-import { pooledFetch } from "../../util/pooled-fetch.js";
 import { withTimeout } from "../../util/timeout.js";
-import { platformConnections } from "../config-common.js";
 import { InboundPath } from "../inbound.js";
 import type { ChannelFactoryContext } from "../registry.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
@@ -61,16 +60,8 @@ import {
   toInbound,
   type DiscordPolicy,
 } from "./mapping.js";
-import { Places } from "./places.js";
 import { ALLOWED_MENTIONS, DiscordSender, outgoing, type PendingInteraction } from "./send.js";
-import {
-  interactionView,
-  isButtonPress,
-  isSlashCommand,
-  messageView,
-  sentAlongReference,
-  type MessagePayload,
-} from "./views.js";
+import { interactionView, messageView, type ChannelLike } from "./views.js";
 
 export interface DiscordChannelOptions {
   config: DiscordConfig;
@@ -85,15 +76,15 @@ export interface DiscordChannelOptions {
   /** The typing indicator never runs longer than this without a new turn. */
   typingMaxMs?: number;
   /**
-   * The longest rate-limit wait @discordjs/rest may do inside a send; a longer one fails the send with
+   * The longest rate-limit wait discord.js's REST client may do inside a send; a longer one fails the send with
    * retryAfterMs so the outbox retries it later and the chat's queue is not stuck in the SDK.
    */
   maxRateLimitWaitMs?: number;
   /** How start() waits for login and READY before rejecting. */
   connectTimeoutMs?: number;
   downloadTimeoutMs?: number;
-  /** Connections to the API at most (platformConnections); default: no limit. */
-  maxConnections?: number;
+  /** How long a refused sender's slash command waits for the manager's notice before it is answered without one. */
+  refusalNoticeWaitMs?: number;
 }
 
 /** Discord shows "typing…" for ~10 s after each signal: renew a little before it fades. */
@@ -107,19 +98,18 @@ const MAX_INTERACTIONS = 1000;
 const MAX_PREVIEW_MESSAGES = 1000;
 const STOP_WAIT_MS = 5000;
 const REFERENCE_FETCH_TIMEOUT_MS = 5000;
+/**
+ * A refused sender's command is deferred at once and answered with the manager's notice, which
+ * follows within milliseconds; none comes when the sender was told within the hour (or their chat
+ * is closed to strangers), and then the command is answered with NO_NOTICE after this long.
+ */
+const REFUSAL_NOTICE_WAIT_MS = 5000;
+const NO_NOTICE = "Sorry, I can't take commands from you here.";
 
-/** Who the bot is, from READY. */
-interface Identity {
-  botId: string;
-  applicationId: string;
-}
-
-/** A live connection and what it learnt: the sender's context. */
+/** A live connection: the sender's context. */
 interface Live {
   connection: DiscordConnection;
-  api: API;
-  places: Places;
-  me: Identity;
+  client: Client<true>;
 }
 
 /** The registry's factory: `discord: async (ctx) => (await import("./discord/adapter.js")).createDiscordChannel(ctx)`. */
@@ -137,14 +127,11 @@ export function discordOptionsFrom(ctx: ChannelFactoryContext): DiscordChannelOp
     workspace: ctx.workspace,
     maxMediaBytes: ctx.config.channels.maxMediaBytes,
     transcriber: transcriberFor(ctx.config, ctx.log),
-    maxConnections: platformConnections(ctx.config.agents.defaults),
   };
 }
 
 export class DiscordChannel implements Channel {
   readonly name = CHANNEL;
-  /** The REST client's fetch: one keep-alive pool for every connection this channel opens. */
-  private readonly fetch: typeof fetch;
   private live: Live | null = null;
   private sink: InboundSink | null = null;
   private inbound: InboundPath | null = null;
@@ -157,7 +144,9 @@ export class DiscordChannel implements Channel {
   private readonly arrivals = new KeyedQueue();
   private interactions = new BoundedMap<string, PendingInteraction>(MAX_INTERACTIONS, INTERACTION_TTL_MS);
   /** Slash commands taken by the inbound path, deferred once the gate let them in. */
-  private readonly toDefer = new WeakMap<InboundMessage, APIChatInputApplicationCommandInteraction>();
+  private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
+  /** Refused senders' commands waiting for the manager's notice (see REFUSAL_NOTICE_WAIT_MS). */
+  private readonly noticeTimers = new Set<NodeJS.Timeout>();
   /** Ids of the messages that show streamed replies (see previewSurface). */
   private readonly previewMessages = new BoundedMap<string, true>(MAX_PREVIEW_MESSAGES);
   /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
@@ -165,8 +154,7 @@ export class DiscordChannel implements Channel {
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
-    this.fetch = pooledFetch({ maxSockets: opts.maxConnections ?? Infinity });
-    this.sender = new DiscordSender(() => this.live);
+    this.sender = new DiscordSender(() => this.live?.client ?? null);
     this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
       signal: (chatId) => this.sender.typing(chatId),
@@ -203,19 +191,16 @@ export class DiscordChannel implements Channel {
       token,
       intents,
       apiUrl,
-      // A short wait is queued inside @discordjs/rest; a longer one becomes a RateLimitError at once,
-      // and so does any wait for a preview's edit: the live preview sends newer text after it.
+      // A short wait is queued inside discord.js's REST client; a longer one becomes a RateLimitError
+      // at once, and so does any wait for a preview's edit: the live preview sends newer text after it.
       rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
       log: this.log,
-      fetch: this.fetch,
     });
-    const places = new Places((id) => connection.client.api.channels.get(id));
-    // Handlers are on before connecting: GUILD_CREATEs follow READY at once.
-    const pending: Partial<Live> = { connection, api: connection.client.api, places };
-    this.attach(connection, places, () => (pending.me ? (pending as Live) : null));
-    let ready: GatewayReadyDispatchData;
+    // Handlers are on before connecting; what arrives before ready is not acted on (no bot id yet).
+    this.attach(connection);
+    let client: Client<true>;
     try {
-      ready = await connect(connection, signal, this.opts.connectTimeoutMs ?? 60_000);
+      client = await connect(connection, signal, this.opts.connectTimeoutMs ?? 60_000);
     } catch (err) {
       await closeConnection(connection).catch(() => undefined);
       throw new ChannelError(describeConnectError(err, connection.state.closeCode, apiUrl), {
@@ -223,11 +208,10 @@ export class DiscordChannel implements Channel {
         platform: CHANNEL,
       });
     }
-    pending.me = { botId: ready.user.id, applicationId: ready.application.id };
-    this.live = pending as Live;
-    await this.registerCommands(this.live);
+    this.live = { connection, client };
+    await this.registerCommands(client);
     this.log.info(
-      { bot: ready.user.username, botId: ready.user.id, guilds: ready.guilds.length },
+      { bot: client.user.username, botId: client.user.id, guilds: client.guilds.cache.size },
       "connected to Discord",
     );
   }
@@ -235,6 +219,8 @@ export class DiscordChannel implements Channel {
   async stop(): Promise<void> {
     this.life.abort();
     this.typing.stopAll();
+    for (const timer of this.noticeTimers) clearTimeout(timer);
+    this.noticeTimers.clear();
     const live = this.live;
     this.live = null;
     this.sink = null;
@@ -305,7 +291,7 @@ export class DiscordChannel implements Channel {
     if (messages.length === 0) return false;
     const pending = this.pendingInteraction(msg.metadata);
     if (pending && (await this.sender.toInteraction(pending, messages))) {
-      if (final) this.interactions.delete(pending.id);
+      if (final) this.interactions.delete(pending.interaction.id);
     } else {
       const replyTo = final && this.opts.config.replyToMessage ? msg.replyTo : undefined;
       await this.sender.toChannel(msg.chatId, messages, { replyTo });
@@ -318,57 +304,35 @@ export class DiscordChannel implements Channel {
     return id !== undefined && this.previewMessages.has(id);
   }
 
-  /**
-   * The dispatches the adapter acts on. `live` is null until READY made the connection usable (a
-   * dispatch before it has no bot id to be judged by); channels are learnt from the first one.
-   */
-  private attach(connection: DiscordConnection, places: Places, live: () => Live | null): void {
+  /** The events the adapter acts on, once ready (before it there is no bot id to judge them by). */
+  private attach(connection: DiscordConnection): void {
     const { client } = connection;
-    client.on(GatewayDispatchEvents.GuildCreate, ({ data }) => {
-      if ("unavailable" in data && data.unavailable) return;
-      for (const channel of [...data.channels, ...data.threads]) places.learn(channel);
+    client.on(Events.MessageCreate, (message) => {
+      if (connection.state.ready) this.onMessage(message);
     });
-    client.on(GatewayDispatchEvents.ChannelCreate, ({ data }) => places.learn(data));
-    client.on(GatewayDispatchEvents.ChannelUpdate, ({ data }) => places.learn(data));
-    client.on(GatewayDispatchEvents.ChannelDelete, ({ data }) => places.forget(data.id));
-    client.on(GatewayDispatchEvents.ThreadCreate, ({ data }) => places.learn(data));
-    client.on(GatewayDispatchEvents.ThreadUpdate, ({ data }) => places.learn(data));
-    client.on(GatewayDispatchEvents.ThreadDelete, ({ data }) => places.forget(data.id));
-    client.on(GatewayDispatchEvents.ThreadListSync, ({ data }) => {
-      for (const thread of data.threads) places.learn(thread);
-    });
-    client.on(GatewayDispatchEvents.MessageCreate, ({ data }) => {
-      // A message without a guild is in a DM: known to take messages without asking.
-      if (!data.guild_id && !places.peek(data.channel_id))
-        places.learn({ id: data.channel_id, type: ChannelType.DM });
-      const now = live();
-      if (now) this.onMessage(now, data);
-    });
-    client.on(GatewayDispatchEvents.InteractionCreate, ({ data }) => {
-      if (data.channel) places.learn(data.channel);
-      const now = live();
-      if (now) this.track(this.onInteraction(now, data));
+    client.on(Events.InteractionCreate, (interaction) => {
+      if (connection.state.ready) this.track(this.onInteraction(interaction));
     });
   }
 
-  private policy(live: Live): DiscordPolicy {
+  private policy(): DiscordPolicy {
     const { groupPolicy, groupAllowFrom } = this.opts.config;
-    return { botId: live.me.botId, groupPolicy, groupAllowFrom };
+    return { botId: this.live?.client.user.id ?? "", groupPolicy, groupAllowFrom };
   }
 
   /** The chat's place in line is taken now, so a message that takes longer to look at cannot overtake. */
-  private onMessage(live: Live, message: MessagePayload): void {
-    this.track(this.arrivals.run(message.channel_id, () => this.takeMessage(live, message)));
+  private onMessage(message: Message): void {
+    this.track(this.arrivals.run(message.channelId, () => this.takeMessage(message)));
   }
 
-  private async takeMessage(live: Live, message: MessagePayload): Promise<void> {
-    const policy = this.policy(live);
+  private async takeMessage(message: Message): Promise<void> {
+    const policy = this.policy();
     // Nothing is looked up for a bot's message (our own echoes included): it is refused anyway.
-    const person = !message.author.bot && !message.webhook_id;
+    const person = !message.author.bot && !message.webhookId;
     const view = messageView(
       message,
-      person && message.guild_id ? await this.threadParent(live, message.channel_id) : null,
-      person ? await this.referenced(live, message) : null,
+      person && message.guildId ? await this.channelOf(message.channelId) : null,
+      person ? await this.referenced(message) : null,
     );
     const admission = admitMessage(view, policy);
     if (!admission.accept) {
@@ -393,41 +357,43 @@ export class DiscordChannel implements Channel {
     });
   }
 
-  /** The parent of a thread; asked from the API for a server channel the gateway did not announce. */
-  private async threadParent(live: Live, channelId: string): Promise<string | null> {
-    const place = await live.places.get(channelId).catch((err: unknown) => {
+  /** A server channel or thread (a thread names its parent): from discord.js's cache, else the API. */
+  private async channelOf(channelId: string): Promise<ChannelLike | null> {
+    const client = this.live?.client;
+    if (!client) return null;
+    return client.channels.fetch(channelId).catch((err: unknown) => {
       this.log.debug({ err, channelId }, "could not look up a Discord channel");
       return null;
     });
-    return place?.threadParentId ?? null;
   }
 
-  /** Discord sends the message replied to along with the reply; fetch it only when it did not. */
-  private async referenced(live: Live, message: MessagePayload): Promise<APIMessage | null> {
-    const along = sentAlongReference(message);
-    const id = message.message_reference?.message_id;
-    if (along !== undefined || !id) return along ?? null;
+  /**
+   * The message replied to: Discord sends it along with the reply and discord.js keeps it in the
+   * channel's cache, so it is fetched only when it did not come (bounded, and null when it cannot be).
+   */
+  private async referenced(message: Message): Promise<Message | null> {
+    if (!message.reference?.messageId) return null;
     return withTimeout(
-      live.api.channels.getMessage(message.channel_id, id),
+      message.fetchReference(),
       REFERENCE_FETCH_TIMEOUT_MS,
       "fetching a replied-to message",
     ).catch(() => null);
   }
 
-  private async onInteraction(live: Live, interaction: APIInteraction): Promise<void> {
-    if (isButtonPress(interaction)) return this.questions.press(interaction, this.sink);
-    if (!isSlashCommand(interaction)) return;
-    const policy = this.policy(live);
+  private async onInteraction(interaction: Interaction): Promise<void> {
+    if (interaction.isButton()) return this.questions.press(interaction, this.sink);
+    if (!interaction.isChatInputCommand()) return;
+    const policy = this.policy();
     const view = interactionView(interaction);
     const admission = admitInteraction(view, policy);
     if (!admission.accept) {
       this.log.debug({ command: view.commandName, reason: admission.reason }, "slash command refused");
       await this.sender
         .call("interactionReply", () =>
-          live.api.interactions.reply(interaction.id, interaction.token, {
+          interaction.reply({
             content: refusalText(admission.reason),
             flags: MessageFlags.Ephemeral,
-            allowed_mentions: ALLOWED_MENTIONS,
+            allowedMentions: ALLOWED_MENTIONS,
           }),
         )
         .catch((err: unknown) => this.log.warn({ err }, "could not answer a slash command"));
@@ -435,8 +401,7 @@ export class DiscordChannel implements Channel {
     }
     if (!this.sink || !this.inbound) return;
     const inbound = interactionToInbound(view);
-    // Deferred ("thinking…") only once the gate lets the sender in (onAccepted): a refused sender
-    // gets the manager's notice in the chat instead, as for a typed message.
+    // Deferred ("thinking…") only once the gate lets the sender in (onAccepted).
     this.toDefer.set(inbound, interaction);
     this.inbound.take(this.sink, {
       conversation: view.channelId,
@@ -444,32 +409,54 @@ export class DiscordChannel implements Channel {
       files: [],
       urgent: view.commandName === "stop",
     });
+    // Not taken: the gate refused the sender, and the manager's notice (a refusal, a pairing code)
+    // is on its way to send() with this interaction's id. Deferred now, so it is in time.
+    if (this.toDefer.has(inbound)) {
+      this.toDefer.delete(inbound);
+      this.defer(interaction, true);
+      this.answerIfNoNotice(interaction.id);
+    }
   }
 
   /** Discord wants an answer within 3 s; the turn may take longer, so a slash command is deferred at once. */
   private deferInteraction(msg: InboundMessage): void {
     const interaction = this.toDefer.get(msg);
-    const live = this.live;
-    if (!interaction || !live) return;
+    if (!interaction || !this.live) return;
     this.toDefer.delete(msg);
-    const commandName = interaction.data.name;
+    this.defer(interaction, false);
+  }
+
+  /** Defers the answer ("thinking…"); ephemeral: only the sender sees it, and what replaces it. */
+  private defer(interaction: ChatInputCommandInteraction, ephemeral: boolean): void {
     const deferred = this.sender
-      .call("deferInteractionReply", () => live.api.interactions.defer(interaction.id, interaction.token))
+      .call("deferInteractionReply", () =>
+        interaction.deferReply(ephemeral ? { flags: MessageFlags.Ephemeral } : {}),
+      )
       .then(
         () => true,
         (err: unknown) => {
-          this.log.warn({ err, command: commandName }, "could not defer the slash command reply");
+          this.log.warn({ err, command: interaction.commandName }, "could not defer the slash command reply");
           return false;
         },
       );
-    this.interactions.set(interaction.id, {
-      id: interaction.id,
-      token: interaction.token,
-      applicationId: interaction.application_id,
-      commandName,
-      deferred,
-      answered: false,
-    });
+    this.interactions.set(interaction.id, { interaction, ephemeral, deferred, answered: false });
+  }
+
+  /** A refused sender's command gets NO_NOTICE when the manager sends no notice for it. */
+  private answerIfNoNotice(interactionId: string): void {
+    const timer = setTimeout(() => {
+      this.noticeTimers.delete(timer);
+      const pending = this.interactions.get(interactionId);
+      if (!pending || pending.answered) return;
+      this.interactions.delete(interactionId);
+      this.track(
+        this.sender
+          .toInteraction(pending, [{ content: NO_NOTICE }])
+          .then(() => undefined)
+          .catch((err: unknown) => this.log.warn({ err }, "could not answer a refused slash command")),
+      );
+    }, this.opts.refusalNoticeWaitMs ?? REFUSAL_NOTICE_WAIT_MS);
+    this.noticeTimers.add(timer);
   }
 
   private pendingInteraction(metadata: Record<string, unknown> | undefined): PendingInteraction | undefined {
@@ -477,10 +464,9 @@ export class DiscordChannel implements Channel {
     return typeof id === "string" ? this.interactions.get(id) : undefined;
   }
 
-  private async registerCommands(live: Live): Promise<void> {
+  private async registerCommands(client: Client<true>): Promise<void> {
     try {
-      await live.api.applicationCommands.bulkOverwriteGlobalCommands(
-        live.me.applicationId,
+      await client.application.commands.set(
         SLASH_COMMANDS.map((c) => ({ name: c.name, description: c.description })),
       );
       this.log.debug({ commands: SLASH_COMMANDS.length }, "slash commands registered");

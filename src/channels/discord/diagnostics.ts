@@ -1,6 +1,6 @@
 /**
  * What went wrong with Discord, in plain words and with the fix. Pure: the
- * adapter passes in what @discordjs/rest and @discordjs/ws reported (an
+ * adapter passes in what discord.js reported (an
  * error, a gateway close code).
  */
 import { errorMessage } from "../../util/errors.js";
@@ -18,7 +18,7 @@ const INVALID_INTENTS =
   "Discord says channels.discord.intents is not a valid intents value (gateway close 4013); " +
   "remove the key to use the default 37377.";
 
-/** A gateway close code that @discordjs/ws does not recover from, explained; null for the others. */
+/** A gateway close code that discord.js does not recover from, explained; null for the others. */
 export function describeCloseCode(code: number): string | null {
   switch (code) {
     case 4004:
@@ -46,9 +46,10 @@ export function describeConnectError(err: unknown, closeCode: number | null, api
   const message = errorMessage(err);
   const code = errorCode(err);
   const status = (err as { status?: unknown } | null)?.status;
-  // The API's 401 (a DiscordAPIError) comes from GET /gateway/bot, before the gateway is touched.
-  if (status === 401) return `${BAD_TOKEN} (HTTP 401 from the API)`;
-  // @discordjs/ws's errors for the close codes it does not recover from, should the code be missed.
+  // The API's 401 comes from GET /gateway/bot, before the gateway is touched: discord.js's login
+  // turns it into its TokenInvalid error.
+  if (status === 401 || code === "TokenInvalid") return `${BAD_TOKEN} (HTTP 401 from the API)`;
+  // The gateway's errors for the close codes it does not recover from, should the code be missed.
   if (message === "Authentication failed") return `${BAD_TOKEN} (gateway close 4004)`;
   if (message === "Used disallowed intents") return DISALLOWED_INTENTS;
   if (message === "Used invalid intents") return INVALID_INTENTS;

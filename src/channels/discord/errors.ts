@@ -3,7 +3,7 @@
  * call becomes a ChannelError that says whether trying again can succeed
  * (`permanent`) and how long Discord asked us to wait (`retryAfterMs`).
  */
-import { DiscordAPIError, HTTPError, RateLimitError } from "@discordjs/rest";
+import { DiscordAPIError, HTTPError, RateLimitError } from "discord.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { CHANNEL } from "./mapping.js";
 
@@ -33,7 +33,7 @@ export function classifyDiscordError(err: unknown, method: string): ChannelError
   if (err instanceof ChannelError) return err;
   const base = { platform: CHANNEL, method, cause: err };
   if (err instanceof RateLimitError) {
-    // Thrown by @discordjs/rest instead of queueing the call when the wait is longer than we accept
+    // Thrown by discord.js's REST client instead of queueing the call when the wait is longer than we accept
     // (rejectOnRateLimit): the outbox retries after it, and other chats go on meanwhile.
     return new ChannelError(
       `Discord rate limit on ${err.route}: retry after ${Math.ceil(err.retryAfter / 1000)} s`,

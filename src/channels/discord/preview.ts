@@ -7,7 +7,7 @@
  * `content`. A thread is a channel of its own on Discord, so posting to the chat id keeps the reply
  * in its thread.
  *
- * Rate limits: @discordjs/rest waits out short 429s itself, which would hold a stale edit and then send
+ * Rate limits: discord.js's REST client waits out short 429s itself, which would hold a stale edit and then send
  * it late. For the preview's messages it is told not to (`isPreviewEdit` in rejectOnRateLimit): the
  * 429 becomes a ChannelError with retryAfterMs at once and the live preview waits, then sends the
  * newest text. With the REST timeout and retries of the adapter's client this bounds every edit.
@@ -50,8 +50,8 @@ export function discordPreviewSurface(calls: PreviewCalls, replyTo: string | und
 const MESSAGE_URL = /\/channels\/\d+\/messages\/(\d+)(?:\?.*)?$/;
 
 /**
- * The id of the message a REST call edits (PATCH .../channels/:id/messages/:id), from what @discordjs/rest
- * reports about a rate limit; undefined for any other call.
+ * The id of the message a REST call edits (PATCH .../channels/:id/messages/:id), from what discord.js's REST
+ * client reports about a rate limit; undefined for any other call.
  */
 export function editedMessageId(limit: { method: string; url: string }): string | undefined {
   if (limit.method.toUpperCase() !== "PATCH") return undefined;

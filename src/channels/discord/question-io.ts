@@ -4,7 +4,7 @@
  * with its notice shown to the presser alone (an ephemeral interaction reply). What the buttons
  * look like and what a press means is decided in questions.ts, without network.
  */
-import { MessageFlags, type APIMessageComponentButtonInteraction } from "@discordjs/core";
+import { MessageFlags, type ButtonInteraction } from "discord.js";
 import type { OutboundMessage } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { BoundedMap } from "../../util/bounded-map.js";
@@ -76,26 +76,21 @@ export class DiscordQuestions {
    * handed over and the notice shown to the presser alone. Discord wants an answer within 3 s, which
    * `choose`, synchronous, allows. `sink` is null while the channel is stopped.
    */
-  async press(interaction: APIMessageComponentButtonInteraction, sink: InboundSink | null): Promise<void> {
+  async press(interaction: ButtonInteraction, sink: InboundSink | null): Promise<void> {
     const click = toChoiceClick(buttonView(interaction));
-    const { api } = this.sender.connected();
     const outcome = click ? this.choose(click, sink) : undefined;
     if (!outcome?.notice) {
       // Not one of ours (a button of an older version), or nothing to say: acknowledged without a
       // word, so Discord does not show "This interaction failed".
-      if (!click)
-        this.log.debug({ customId: interaction.data.custom_id }, "button press ignored: not a question");
+      if (!click) this.log.debug({ customId: interaction.customId }, "button press ignored: not a question");
       await this.sender
-        .call("deferUpdate", () => api.interactions.deferMessageUpdate(interaction.id, interaction.token))
+        .call("deferUpdate", () => interaction.deferUpdate())
         .catch((err: unknown) => this.log.warn({ err }, "could not acknowledge a button press"));
       return;
     }
     await this.sender
       .call("interactionReply", () =>
-        api.interactions.reply(interaction.id, interaction.token, {
-          content: outcome.notice,
-          flags: MessageFlags.Ephemeral,
-        }),
+        interaction.reply({ content: outcome.notice, flags: MessageFlags.Ephemeral }),
       )
       .catch((err: unknown) => this.log.warn({ err }, "could not answer a button press"));
   }

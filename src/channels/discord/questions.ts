@@ -3,12 +3,7 @@
  * of buttons), a button press as a ChoiceClick, and where an "edit" goes. The adapter does the
  * calls; nothing here touches the network.
  */
-import {
-  ButtonStyle,
-  ComponentType,
-  type APIActionRowComponent,
-  type APIButtonComponentWithCustomId,
-} from "@discordjs/core";
+import { ActionRowBuilder, ButtonBuilder, ButtonStyle } from "discord.js";
 import type { Choice, Question } from "../../bus/types.js";
 import { decodeChoice, encodeChoice } from "../questions.js";
 import type { ChoiceClick } from "../types.js";
@@ -25,7 +20,7 @@ const BUTTONS_PER_ROW = 5;
 const MAX_ROWS = 5;
 const MAX_LABEL_CHARS = 80;
 
-export type ButtonRow = APIActionRowComponent<APIButtonComponentWithCustomId>;
+export type ButtonRow = ActionRowBuilder<ButtonBuilder>;
 
 /**
  * The choices as rows of buttons, in order. Discord refuses a message with more than 25 buttons, so
@@ -37,21 +32,19 @@ export function questionComponents(question: Question): ButtonRow[] {
     .map((choice) => button(question.id, choice));
   const rows: ButtonRow[] = [];
   for (let i = 0; i < buttons.length; i += BUTTONS_PER_ROW) {
-    rows.push({ type: ComponentType.ActionRow, components: buttons.slice(i, i + BUTTONS_PER_ROW) });
+    rows.push(new ActionRowBuilder<ButtonBuilder>().addComponents(buttons.slice(i, i + BUTTONS_PER_ROW)));
   }
   return rows;
 }
 
-function button(questionId: string, choice: Choice): APIButtonComponentWithCustomId {
-  return {
-    type: ComponentType.Button,
-    style: buttonStyle(choice.style),
-    label: cutLabel(choice.label),
-    custom_id: encodeChoice(questionId, choice.id),
-  };
+function button(questionId: string, choice: Choice): ButtonBuilder {
+  return new ButtonBuilder()
+    .setStyle(buttonStyle(choice.style))
+    .setLabel(cutLabel(choice.label))
+    .setCustomId(encodeChoice(questionId, choice.id));
 }
 
-function buttonStyle(style: Choice["style"]): APIButtonComponentWithCustomId["style"] {
+function buttonStyle(style: Choice["style"]): ButtonStyle {
   if (style === "primary") return ButtonStyle.Primary;
   if (style === "danger") return ButtonStyle.Danger;
   return ButtonStyle.Secondary;
@@ -63,7 +56,7 @@ function cutLabel(label: string): string {
   return text.length > MAX_LABEL_CHARS ? `${text.slice(0, MAX_LABEL_CHARS - 1)}…` : text;
 }
 
-/** A button press, as views.ts reads it from the interaction payload. */
+/** A button press, as views.ts reads it from discord.js's ButtonInteraction. */
 export interface DiscordButtonView extends DiscordPlaceView {
   customId: string;
   user: DiscordUserView;

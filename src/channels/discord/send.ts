@@ -6,42 +6,36 @@
  */
 import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
-import { AllowedMentionsTypes, type API, type APIAllowedMentions } from "@discordjs/core";
-import type { RawFile } from "@discordjs/rest";
+import {
+  MessageFlags,
+  type AttachmentPayload,
+  type ChatInputCommandInteraction,
+  type Client,
+  type MessageMentionOptions,
+  type SendableChannels,
+} from "discord.js";
 import { ChannelError } from "../../util/errors.js";
 import { classifyDiscordError } from "./errors.js";
 import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
 import { CHANNEL } from "./mapping.js";
-import type { Places } from "./places.js";
 import type { ButtonRow } from "./questions.js";
-import { isSendable } from "./views.js";
 
 /** The bot never pings @everyone or roles, whatever the model writes. */
-export const ALLOWED_MENTIONS: APIAllowedMentions = {
-  parse: [AllowedMentionsTypes.User],
-  replied_user: true,
-};
+export const ALLOWED_MENTIONS: MessageMentionOptions = { parse: ["users"], repliedUser: true };
 
 /** A slash command deferred at once ("thinking…"), waiting for its answer. */
 export interface PendingInteraction {
-  id: string;
-  /** Valid 15 minutes; answers go to the application's webhook with it. */
-  token: string;
-  applicationId: string;
-  commandName: string;
+  interaction: ChatInputCommandInteraction;
+  /** Only its sender sees the answer (a refused sender's notice). */
+  ephemeral: boolean;
   /** Resolves true once the deferred response is acknowledged, false when deferring failed. */
   deferred: Promise<boolean>;
+  /** An answer was started: the deferred response is (being) edited, further parts are follow-ups. */
   answered: boolean;
 }
 
-/** The connected client's parts a send needs: null while disconnected. */
-export interface SendContext {
-  api: API;
-  places: Places;
-}
-
 export class DiscordSender {
-  constructor(private readonly context: () => SendContext | null) {}
+  constructor(private readonly client: () => Client<true> | null) {}
 
   /** Runs one platform call; any failure becomes a ChannelError. */
   async call<T>(method: string, work: () => Promise<T>): Promise<T> {
@@ -61,18 +55,18 @@ export class DiscordSender {
     messages: readonly OutgoingMessage[],
     opts: { replyTo?: string; components?: readonly ButtonRow[] } = {},
   ): Promise<string[]> {
-    const { api } = await this.sendable(chatId, "createMessage");
+    const channel = await this.sendable(chatId, "createMessage");
     const ids: string[] = [];
     for (const [i, message] of messages.entries()) {
       const last = i === messages.length - 1;
       const id = await this.call("createMessage", async () => {
         const files = await filesOf(message);
-        const sent = await api.channels.createMessage(chatId, {
+        const sent = await channel.send({
           ...(message.content ? { content: message.content } : {}),
-          allowed_mentions: ALLOWED_MENTIONS,
+          allowedMentions: ALLOWED_MENTIONS,
           ...(files.length > 0 ? { files } : {}),
           ...(i === 0 && opts.replyTo
-            ? { message_reference: { message_id: opts.replyTo, fail_if_not_exists: false } }
+            ? { reply: { messageReference: opts.replyTo, failIfNotExists: false } }
             : {}),
           ...(last && opts.components ? { components: [...opts.components] } : {}),
         });
@@ -96,47 +90,52 @@ export class DiscordSender {
    * not the bot's (50005) fails permanently (errors.ts).
    */
   async editMessage(chatId: string, messageId: string, content: string | undefined): Promise<void> {
-    const { api } = await this.sendable(chatId, "editMessage");
+    const channel = await this.sendable(chatId, "editMessage");
     await this.call("editMessage", () =>
-      api.channels.editMessage(chatId, messageId, { ...(content ? { content } : {}), components: [] }),
+      channel.messages.edit(messageId, { ...(content ? { content } : {}), components: [] }),
     );
   }
 
-  /** The API, once the channel is known to take messages (asked from Discord when not known yet). */
-  private async sendable(chatId: string, method: string): Promise<SendContext> {
-    const context = this.connected();
-    const place = await this.call("fetchChannel", () => context.places.get(chatId));
-    if (!isSendable(place.type)) {
-      // A category or forum never takes messages: retrying cannot help.
+  /**
+   * The channel, once known to take messages: from discord.js's cache, else asked from Discord.
+   * A category or forum never takes messages: retrying cannot help.
+   */
+  async sendable(chatId: string, method: string): Promise<SendableChannels> {
+    const client = this.connected();
+    const channel = await this.call("fetchChannel", () => client.channels.fetch(chatId));
+    if (!channel?.isSendable()) {
       throw new ChannelError(`Discord channel ${chatId} does not take messages`, {
         platform: CHANNEL,
         method,
         permanent: true,
       });
     }
-    return context;
+    return channel;
   }
 
   /** Answers a deferred slash command; false when it cannot be used (deferring failed). */
   async toInteraction(pending: PendingInteraction, messages: readonly OutgoingMessage[]): Promise<boolean> {
-    if (!(await pending.deferred)) return false;
-    const { api } = this.connected();
-    for (const message of messages) {
+    const first = !pending.answered;
+    pending.answered = true;
+    if (!(await pending.deferred)) {
+      if (first) pending.answered = false;
+      return false;
+    }
+    const { interaction, ephemeral } = pending;
+    for (const [i, message] of messages.entries()) {
       const files = await filesOf(message);
       const payload = {
         content: message.content ?? "",
-        allowed_mentions: ALLOWED_MENTIONS,
+        allowedMentions: ALLOWED_MENTIONS,
         ...(files.length > 0 ? { files } : {}),
       };
-      if (pending.answered) {
-        await this.call("interactionFollowUp", () =>
-          api.interactions.followUp(pending.applicationId, pending.token, payload),
-        );
+      if (first && i === 0) {
+        // The deferred response keeps the flags it was deferred with (ephemeral or not).
+        await this.call("editInteractionReply", () => interaction.editReply(payload));
       } else {
-        await this.call("editInteractionReply", () =>
-          api.interactions.editReply(pending.applicationId, pending.token, payload),
+        await this.call("interactionFollowUp", () =>
+          interaction.followUp({ ...payload, ...(ephemeral ? { flags: MessageFlags.Ephemeral } : {}) }),
         );
-        pending.answered = true;
       }
     }
     return true;
@@ -144,16 +143,16 @@ export class DiscordSender {
 
   /** One "typing…" signal; Discord shows it for about 10 s. */
   async typing(chatId: string): Promise<void> {
-    const { api, places } = this.connected();
-    const place = await this.call("fetchChannel", () => places.get(chatId));
-    if (isSendable(place.type)) await this.call("triggerTyping", () => api.channels.showTyping(chatId));
+    const client = this.connected();
+    const channel = await this.call("fetchChannel", () => client.channels.fetch(chatId));
+    if (channel?.isSendable()) await this.call("triggerTyping", () => channel.sendTyping());
   }
 
-  /** The API while connected. */
-  connected(): SendContext {
-    const context = this.context();
-    if (!context) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
-    return context;
+  /** The client while connected. */
+  connected(): Client<true> {
+    const client = this.client();
+    if (!client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
+    return client;
   }
 }
 
@@ -166,9 +165,9 @@ export async function outgoing(content: string, media: readonly string[]): Promi
 }
 
 /** The message's files, read for upload (they were checked to exist; one gone since fails the send). */
-async function filesOf(message: OutgoingMessage): Promise<RawFile[]> {
+async function filesOf(message: OutgoingMessage): Promise<AttachmentPayload[]> {
   return Promise.all(
-    (message.files ?? []).map(async (path) => ({ name: basename(path), data: await readFile(path) })),
+    (message.files ?? []).map(async (path) => ({ name: basename(path), attachment: await readFile(path) })),
   );
 }
 

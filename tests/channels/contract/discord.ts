@@ -1,7 +1,6 @@
 /**
- * The contract suite's Discord driver: the real DiscordChannel (real
- * @discordjs/core) built from a config by the adapter's factory, against
- * FakeDiscord, whose /openai/v1/audio/transcriptions answers VOICE_TRANSCRIPT.
+ * The contract suite's Discord driver: the real DiscordChannel (real discord.js)
+ * built from a config by the adapter's factory, against FakeDiscord, whose /openai/v1/audio/transcriptions answers VOICE_TRANSCRIPT.
  */
 import { DiscordChannel, discordOptionsFrom } from "../../../src/channels/discord/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";

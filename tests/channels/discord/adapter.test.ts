@@ -1,5 +1,5 @@
 /**
- * The Discord adapter on its own (real @discordjs/core against FakeDiscord): connection
+ * The Discord adapter on its own (real discord.js against FakeDiscord): connection
  * failures in plain words, rate limits, files, reply references, interactions.
  */
 import { INTERRUPTED_DOWNLOAD_NOTE } from "../../../src/channels/inbound.js";
@@ -158,7 +158,7 @@ describe("DiscordChannel: connecting", () => {
 
   it("heartbeats as told by HELLO, gets ACKs and keeps one connection", async () => {
     // Not much shorter: a heartbeat whose ACK the stalled event loop has not read before the next one is due
-    // counts as a dead connection to @discordjs/ws, and a loaded machine stalls for a few hundred ms.
+    // counts as a dead connection to discord.js, and a loaded machine stalls for a few hundred ms.
     const { channel, fake, sink } = await setup({ fake: { heartbeatIntervalMs: 500 } });
     await channel.start(sink, never());
     await fake.waitFor(() => fake.heartbeats >= 3, 3000, "three heartbeats");
@@ -173,8 +173,8 @@ describe("DiscordChannel: connecting", () => {
     );
     const { channel, fake, sink, inbound, alice } = await setup({ adapter: { log } });
     await channel.start(sink, never());
-    fake.closeGateway(1000); // @discordjs/ws starts over with a new session
-    // @discordjs/ws spaces IDENTIFYs 5 s apart (Discord's identify rate limit), so this one waits.
+    fake.closeGateway(1000); // discord.js starts over with a new session
+    // discord.js spaces IDENTIFYs 5 s apart (Discord's identify rate limit), so this one waits.
     await fake.waitFor(() => fake.identifies === 2 && fake.liveConnection, 8000, "the new session");
     fake.userMessage({ channelId: fake.dmChannel(alice).id, author: alice, content: "still there?" });
     await fake.waitFor(() => inbound.length === 1, 5000, "the message after reconnecting");
@@ -201,7 +201,7 @@ describe("DiscordChannel: connecting", () => {
 });
 
 describe("DiscordChannel: sending", () => {
-  it("waits out a 429 in @discordjs/rest's queue and drops nothing, in order", async () => {
+  it("waits out a 429 in discord.js's REST queue and drops nothing, in order", async () => {
     const { channel, fake, sink, general } = await setup();
     await channel.start(sink, never());
     fake.rateLimitNext({ method: "POST", path: /\/channels\/\d+\/messages$/, retryAfter: 0.15 });
@@ -289,7 +289,7 @@ describe("DiscordChannel: failures at the send point", () => {
     ).rejects.toMatchObject({ method: "fetchChannel", code: 10003, permanent: true });
   });
 
-  it("turns a long rate limit into a transient failure with retryAfterMs instead of waiting in @discordjs/rest", async () => {
+  it("turns a long rate limit into a transient failure with retryAfterMs instead of waiting in discord.js's REST queue", async () => {
     const { channel, fake, sink, general } = await setup();
     await channel.start(sink, never());
     fake.rateLimitNext({ method: "POST", path: /\/channels\/\d+\/messages$/, retryAfter: 60 });
@@ -302,7 +302,7 @@ describe("DiscordChannel: failures at the send point", () => {
     expect(fake.sent).toEqual([]);
   });
 
-  it("gives a server error one retry inside @discordjs/rest, then fails transiently", async () => {
+  it("gives a server error one retry inside discord.js's REST client, then fails transiently", async () => {
     const { channel, fake, sink, general } = await setup();
     await channel.start(sink, never());
     const path = /\/channels\/\d+\/messages$/;
@@ -501,19 +501,38 @@ describe("DiscordChannel: slash commands", () => {
     expect(fake.sent[2]!.via).toBe("channel");
   });
 
-  it("does not defer (no 'thinking…') a refused sender's slash command; it goes to the manager's notice", async () => {
+  it("defers a refused sender's slash command privately at once, and answers it when no notice comes", async () => {
     const BOB = "900000000000000002";
-    const { channel, fake, sink, inbound, alice } = await setup({ discord: { allowFrom: [BOB] } });
+    const { channel, fake, sink, inbound, alice } = await setup({
+      discord: { allowFrom: [BOB] },
+      // This sink sends no notice (the manager's would): the short answer follows after this.
+      adapter: { refusalNoticeWaitMs: 50 },
+    });
     const bob = fake.addUser("bob", { id: BOB });
     await channel.start(sink, never());
     const refused = fake.slashCommand({ name: "help", user: alice, channelId: fake.dmChannel(alice).id });
     await fake.waitFor(() => inbound.length === 1, 5000, "the refused command");
     expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "/help" });
-    // bob's command is deferred at once; alice's would have been asked for before his.
+    const [deferral] = await fake.waitFor(
+      () => fake.callbacksOf(refused.id).length === 1 && fake.callbacksOf(refused.id),
+      5000,
+      "the deferral",
+    );
+    // Only alice sees the "thinking…" and what replaces it.
+    expect(deferral).toEqual({ type: 5, data: { flags: 64 } });
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.interactionId === refused.id),
+      5000,
+      "the answer",
+    );
+    expect(answer).toMatchObject({
+      via: "interaction-original",
+      content: "Sorry, I can't take commands from you here.",
+    });
+    // bob's command is deferred in public ("thinking…" for everyone) and reaches the agent.
     const allowed = fake.slashCommand({ name: "help", user: bob, channelId: fake.dmChannel(bob).id });
-    const callbackOf = (id: string) => fake.calls("POST", new RegExp(`^/interactions/${id}/[^/]+/callback$`));
-    await fake.waitFor(() => callbackOf(allowed.id).length === 1, 5000, "bob's deferral");
-    expect(callbackOf(refused.id)).toEqual([]);
+    await fake.waitFor(() => fake.callbacksOf(allowed.id).length === 1, 5000, "bob's deferral");
+    expect(fake.callbacksOf(allowed.id)).toEqual([{ type: 5, data: { flags: 0 } }]);
     await fake.waitFor(() => inbound.length === 2, 5000, "bob's command");
   });
 

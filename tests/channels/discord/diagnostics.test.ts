@@ -1,4 +1,4 @@
-import { DiscordAPIError } from "@discordjs/rest";
+import { DiscordAPIError } from "discord.js";
 import { describe, expect, it } from "vitest";
 import {
   describeCloseCode,

@@ -1,5 +1,5 @@
 /**
- * End to end: Gateway + the real Discord adapter (real @discordjs/core) against
+ * End to end: Gateway + the real Discord adapter (real discord.js) against
  * the loopback FakeDiscord, and the agent against FakeOpenAI.
  */
 import { readdir, readFile } from "node:fs/promises";
@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { openFence } from "../../../src/channels/text.js";
-import { INTENTS } from "../../fakes/discord-server.js";
+import { EPHEMERAL, INTENTS } from "../../fakes/discord-server.js";
 import { lastUserText } from "../../fakes/openai-server.js";
 import { sleep, startWorld, type World } from "./world.js";
 
@@ -222,6 +222,80 @@ describe("Discord end to end", () => {
     expect(sent[0]).toContain("channels.discord.allowFrom");
     expect(llm.requests).toHaveLength(0);
     expect(fake.calls("POST", `/channels/${dm.id}/typing`)).toHaveLength(0);
+  });
+
+  it("answers a stranger's slash command in a DM at once, privately, with the pairing code", async () => {
+    world = await startWorld();
+    const { fake, llm, bob } = world;
+    const dm = fake.dmChannel(bob);
+    const command = fake.slashCommand({ name: "help", user: bob, channelId: dm.id });
+    // Deferred ephemeral within Discord's 3 s, then the deferred answer becomes the notice.
+    const [deferral] = await fake.waitFor(
+      () => fake.callbacksOf(command.id).length > 0 && fake.callbacksOf(command.id),
+      5000,
+      "the interaction answered",
+    );
+    expect(deferral).toEqual({ type: 5, data: { flags: EPHEMERAL } });
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.interactionId === command.id && m.content !== ""),
+      5000,
+      "the pairing code",
+    );
+    expect(answer.via).toBe("interaction-original");
+    expect(answer.content).toMatch(/pairing code: \S+/);
+    expect(answer.content).toContain(`Your discord user id is ${bob.id}`);
+    // Nothing in the channel for everyone to see, and the model never ran.
+    expect(fake.sent.filter((m) => m.via === "channel")).toEqual([]);
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it("answers a stranger's slash command in a server channel privately with the allow-list refusal", async () => {
+    world = await startWorld();
+    const { fake, bob, general } = world;
+    const command = fake.slashCommand({ name: "new", user: bob, channelId: general.id });
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.interactionId === command.id && m.content !== ""),
+      5000,
+      "the refusal",
+    );
+    expect(fake.callbacksOf(command.id)).toEqual([{ type: 5, data: { flags: EPHEMERAL } }]);
+    expect(answer.content).toContain(`Your discord user id is ${bob.id}`);
+    expect(answer.content).toContain("channels.discord.allowFrom");
+    expect(world.sentTo(general.id)).toEqual([answer.content]);
+  });
+
+  it("answers a stranger already told within the hour briefly, rather than leaving the command failing", async () => {
+    world = await startWorld({ adapter: { refusalNoticeWaitMs: 100 } });
+    const { fake, bob } = world;
+    const dm = fake.dmChannel(bob);
+    fake.userMessage({ channelId: dm.id, author: bob, content: "hi" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the pairing notice");
+    const command = fake.slashCommand({ name: "help", user: bob, channelId: dm.id });
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.interactionId === command.id),
+      5000,
+      "the answer",
+    );
+    expect(fake.callbacksOf(command.id)).toEqual([{ type: 5, data: { flags: EPHEMERAL } }]);
+    expect(answer.content).toBe("Sorry, I can't take commands from you here.");
+  });
+
+  it("never writes the bot token to the log, even at trace level", async () => {
+    const lines: string[] = [];
+    const log = pino({ level: "trace" }, { write: (line: string) => void lines.push(line) });
+    // Shaped like a real token (three dot-separated parts), as discord.js's debug lines censor only the last.
+    const token = "OTAwMDAwMDAwMDAwMDAwMDAx.GabcDe.secret-part-of-the-token";
+    world = await startWorld({ fake: { token }, adapter: { log } });
+    const { fake, alice, llm } = world;
+    llm.enqueue({ content: "hello" });
+    const dm = fake.dmChannel(alice);
+    fake.userMessage({ channelId: dm.id, author: alice, content: "hi" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the reply");
+    // The probe works: discord.js's own debug lines were logged.
+    expect(
+      lines.some((line) => line.includes("Heartbeat") || line.includes("Fetched Gateway Information")),
+    ).toBe(true);
+    for (const part of token.split(".")) expect(lines.filter((line) => line.includes(part))).toEqual([]);
   });
 
   it("stops a slow turn on /stop at once, and stops typing", async () => {

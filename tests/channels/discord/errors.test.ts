@@ -1,4 +1,4 @@
-import { DiscordAPIError, HTTPError, RateLimitError } from "@discordjs/rest";
+import { DiscordAPIError, HTTPError, RateLimitError } from "discord.js";
 import { describe, expect, it } from "vitest";
 import { classifyDiscordError } from "../../../src/channels/discord/errors.js";
 import { ChannelError } from "../../../src/util/errors.js";
@@ -32,7 +32,7 @@ describe("classifyDiscordError", () => {
     });
   });
 
-  it("a rate limit @discordjs/rest refused to wait out carries Discord's retry-after", () => {
+  it("a rate limit discord.js refused to wait out carries Discord's retry-after", () => {
     const limited = new RateLimitError({
       timeToReset: 30_050,
       limit: 5,

@@ -1,5 +1,5 @@
 /**
- * Questions with buttons on Discord (real @discordjs/core against FakeDiscord), what the contract suite
+ * Questions with buttons on Discord (real discord.js against FakeDiscord), what the contract suite
  * (tests/channels/contract/questions.test.ts) leaves to the platform: rows of buttons, long texts
  * split with the buttons under the last part, presses in a guild channel, buttons that are not ours,
  * and edits that cannot be done.
@@ -92,7 +92,7 @@ async function press(user: FakeUser, messageId: string, label: string) {
 
 describe("questionComponents", () => {
   it("puts at most 5 buttons in a row, styles them, and cuts long labels to Discord's 80", () => {
-    const rows = questionComponents({
+    const built = questionComponents({
       id: "q9",
       choices: Array.from({ length: 7 }, (_, i) => ({
         id: `c${i}`,
@@ -100,10 +100,15 @@ describe("questionComponents", () => {
         ...(i === 0 ? { style: "primary" as const } : i === 1 ? { style: "danger" as const } : {}),
       })),
     });
-    expect(rows.map((r) => r.components.length)).toEqual([5, 2]);
-    expect(rows[0]!.components.slice(0, 3).map((b) => b.style)).toEqual([1, 4, 2]);
-    expect(rows[0]!.components[0]!.custom_id).toBe("q:q9:c0");
-    expect(rows[1]!.components[1]!.label).toHaveLength(80);
+    // What goes on the wire: discord.js's builders as JSON.
+    const rows = built.map((row) => row.toJSON());
+    const buttons = rows.map((row) =>
+      row.components.map((b) => b as { style: number; label: string; custom_id: string }),
+    );
+    expect(buttons.map((r) => r.length)).toEqual([5, 2]);
+    expect(buttons[0]!.slice(0, 3).map((b) => b.style)).toEqual([1, 4, 2]);
+    expect(buttons[0]![0]!.custom_id).toBe("q:q9:c0");
+    expect(buttons[1]![1]!.label).toHaveLength(80);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Streamed replies on Discord (real DiscordChannel, real @discordjs/core, real ChannelManager against
+ * Streamed replies on Discord (real DiscordChannel, real discord.js, real ChannelManager against
  * FakeDiscord): what the contract suite does not cover. Edits that Discord rate-limits are waited
  * out by the live preview and coalesced into one edit with the newest text (never a stale edit sent
  * late), the final edit is never dropped, a rate limit longer than the preview waits leaves the
@@ -163,7 +163,7 @@ describe("Discord streamed replies", () => {
     turn(msg, "turnStart", "t1");
     out(msg, "delta", "Hello", "t1");
     await waitFor(() => shownTexts().includes("Hello"), undefined, "the preview");
-    // A minute: @discordjs/rest must not sit on it (the preview would hang), the preview gives up.
+    // A minute: discord.js must not sit on it (the preview would hang), the preview gives up.
     fake.rateLimitNext({ method: "PATCH", path: EDIT, retryAfter: 60 });
     out(msg, "delta", "Hello there", "t1");
     await waitFor(() => edits429().length === 1, undefined, "the rate-limited edit");

@@ -1,62 +1,50 @@
-import type { APIMessage, APIUser } from "@discordjs/core";
+import { ChannelType, MessageFlags } from "discord.js";
 import { describe, expect, it } from "vitest";
 import {
-  isSendable,
+  buttonView,
+  interactionView,
   messageView,
-  sentAlongReference,
   threadParentOf,
-  type MessagePayload,
+  type MessageLike,
+  type UserLike,
 } from "../../../src/channels/discord/views.js";
 
-const alice: APIUser = {
-  id: "11",
-  username: "alice",
-  global_name: "Alice",
-  discriminator: "0",
-  avatar: null,
-};
+const alice: UserLike = { id: "11", username: "alice", globalName: "Alice", bot: false };
 
-function payload(extra: Partial<MessagePayload> = {}): MessagePayload {
+/** The fields of a discord.js Message that the view reads (Collections are read through values()). */
+function message(extra: Partial<MessageLike> & { flagBits?: number } = {}): MessageLike {
+  const { flagBits = 0, ...rest } = extra;
   return {
     id: "100",
-    channel_id: "200",
+    type: 0,
+    system: false,
+    webhookId: null,
+    channelId: "200",
+    guildId: null,
     author: alice,
     content: "hi",
-    timestamp: "2026-01-01T00:00:00.000Z",
-    edited_timestamp: null,
-    tts: false,
-    mention_everyone: false,
-    mentions: [],
-    mention_roles: [],
-    attachments: [],
-    embeds: [],
-    pinned: false,
-    type: 0,
-    ...extra,
+    mentions: { users: new Map<string, UserLike>() },
+    attachments: new Map(),
+    flags: { has: (bit: MessageFlags) => (flagBits & bit) !== 0 },
+    ...rest,
   };
 }
 
-describe("Discord payload views", () => {
-  it("reads a guild message's author, attachments and voice flag from the raw payload", () => {
+describe("Discord views of discord.js structures", () => {
+  it("reads a guild message's author, attachments, voice flag and thread from the message", () => {
     const view = messageView(
-      payload({
-        guild_id: "300",
-        flags: 1 << 13,
-        attachments: [
-          {
-            id: "9",
-            filename: "v.ogg",
-            size: 5,
-            url: "http://x/v.ogg",
-            proxy_url: "",
-            content_type: "audio/ogg",
-          },
-        ],
+      message({
+        guildId: "300",
+        flagBits: MessageFlags.IsVoiceMessage,
+        attachments: new Map([
+          ["9", { id: "9", name: "v.ogg", size: 5, url: "http://x/v.ogg", contentType: "audio/ogg" }],
+        ]),
       }),
-      "250",
+      { type: ChannelType.PublicThread, parentId: "250" },
       null,
     );
     expect(view).toMatchObject({
+      id: "100",
       channelId: "200",
       guildId: "300",
       threadParentId: "250",
@@ -66,30 +54,49 @@ describe("Discord payload views", () => {
       voiceMessage: true,
       referenced: null,
     });
-    expect(messageView(payload({ type: 7 }), null, null).system).toBe(true);
+    expect(messageView(message({ type: 7, system: true }), null, null).system).toBe(true);
   });
 
-  it("takes the replied-to message Discord sent along, and asks for it only in the same channel", () => {
-    const ref = payload({ id: "99", content: "earlier" }) as APIMessage;
-    expect(sentAlongReference(payload())).toBeNull();
-    expect(
-      sentAlongReference(
-        payload({ message_reference: { message_id: "99", channel_id: "200" }, referenced_message: ref }),
-      ),
-    ).toBe(ref);
-    expect(sentAlongReference(payload({ message_reference: { message_id: "99", channel_id: "200" } }))).toBe(
-      undefined,
-    );
-    expect(sentAlongReference(payload({ message_reference: { message_id: "99", channel_id: "201" } }))).toBe(
-      null,
-    );
+  it("carries the replied-to message and other people's mentions", () => {
+    const bob: UserLike = { id: "12", username: "bob", globalName: null, bot: false };
+    const view = messageView(message({ mentions: { users: new Map([["12", bob]]) } }), null, {
+      id: "99",
+      author: bob,
+      content: "earlier",
+    });
+    expect(view.mentions).toEqual([{ id: "12", username: "bob", displayName: null, bot: false }]);
+    expect(view.referenced).toEqual({
+      id: "99",
+      author: { id: "12", username: "bob", displayName: null, bot: false },
+      content: "earlier",
+    });
   });
 
-  it("knows threads and channels that take no messages", () => {
-    expect(threadParentOf({ type: 11, parent_id: "200" })).toBe("200");
-    expect(threadParentOf({ type: 0, parent_id: "category" })).toBeNull();
-    expect(isSendable(1)).toBe(true);
-    expect(isSendable(4)).toBe(false); // a category
-    expect(isSendable(15)).toBe(false); // a forum
+  it("knows threads and their parents; other channels have none", () => {
+    expect(threadParentOf({ type: ChannelType.PublicThread, parentId: "200" })).toBe("200");
+    expect(threadParentOf({ type: ChannelType.GuildText, parentId: "category" })).toBeNull();
+  });
+
+  it("reads where a slash command or a button press happened and who acted", () => {
+    const place = {
+      id: "7",
+      channelId: "201",
+      guildId: "300",
+      channel: { type: ChannelType.PrivateThread, parentId: "200" },
+      user: alice,
+    };
+    expect(interactionView({ ...place, commandName: "new" })).toEqual({
+      id: "7",
+      commandName: "new",
+      args: "",
+      channelId: "201",
+      guildId: "300",
+      threadParentId: "200",
+      user: { id: "11", username: "alice", displayName: "Alice", bot: false },
+    });
+    expect(buttonView({ ...place, channel: null, customId: "q:1:2" })).toMatchObject({
+      customId: "q:1:2",
+      threadParentId: null,
+    });
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A whole palaver for Discord tests: the Gateway (agent, channel manager)
- * with the real DiscordChannel (real @discordjs/core) against FakeDiscord, and the
+ * with the real DiscordChannel (real discord.js) against FakeDiscord, and the
  * real OpenAI provider against FakeOpenAI, over a temp workspace.
  */
 import { mkdtemp, rm } from "node:fs/promises";
