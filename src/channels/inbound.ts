@@ -14,7 +14,7 @@
  *    publish — or cancel when it turned out not to be for the bot.
  */
 import type { InboundMessage } from "../bus/types.js";
-import type { ChatRef } from "../config/chat-folders.js";
+import type { ChatRef } from "../util/chat-folders.js";
 import type { Logger } from "../log.js";
 import { errorMessage, ChannelError } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";

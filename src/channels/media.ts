@@ -10,7 +10,7 @@ import { extname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { chatMediaDir, type ChatRef } from "../config/chat-folders.js";
+import { chatMediaDir, type ChatRef } from "../util/chat-folders.js";
 import { ChannelError } from "../util/errors.js";
 
 const MAX_NAME = 80;
@@ -42,7 +42,7 @@ export function safeFileName(name: string, fallback = "file"): string {
 
 /**
  * workspace/media/<channel>/<chat>/<date>-<random>-<name>: unique, sortable, and in the folder of
- * the one chat it came from, the only media folder that chat's turns can reach (config/chat-folders.ts).
+ * the one chat it came from, the only media folder that chat's turns can reach (util/chat-folders.ts).
  */
 export function mediaPath(workspace: string, chat: ChatRef, fileName: string, now = new Date()): string {
   return join(chatMediaDir(workspace, chat), mediaFileName(fileName, now));

@@ -10,7 +10,7 @@ import type { Tool, ToolContext } from "../agent/tools/types.js";
 import { logger, type Logger } from "../log.js";
 import { describeCallError, formatCallResult, inputParameters, mcpToolName, toolAllowed } from "./convert.js";
 import { saveResultMedia } from "./media.js";
-import { chatMediaDir } from "../config/chat-folders.js";
+import { chatMediaDir } from "../util/chat-folders.js";
 import { McpServerConnection, type McpServerConfig, type McpServerStatus, type McpTool } from "./server.js";
 
 export type { McpServerConfig };

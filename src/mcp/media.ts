@@ -1,7 +1,7 @@
 /**
  * Images, audio and binary resources returned by MCP tools are saved into the
  * media folder of the chat whose turn called the tool (the only media folder
- * its turns can reach, config/chat-folders.ts), so the model can refer to them
+ * its turns can reach, util/chat-folders.ts), so the model can refer to them
  * (and send them with the `message` tool) instead of receiving base64 it cannot use.
  */
 import { join, relative } from "node:path";

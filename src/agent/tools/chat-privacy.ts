@@ -3,13 +3,13 @@
  * and the message tool's attachments never touch `sessions/` (every chat's
  * history, this one's included: palaver's own tools read it, with their
  * scope) nor any media folder but the turn's own chat's
- * (`media/<channel>/<chat>/`, config/chat-folders.ts). Files left directly
+ * (`media/<channel>/<chat>/`, util/chat-folders.ts). Files left directly
  * in `media/<channel>/` by older versions belong to no known chat, so they
  * stay closed too. Checked on real paths, like the workspace boundary, so a
  * symlink cannot lead around it.
  */
 import { join, relative } from "node:path";
-import { chatMediaDir, MEDIA_DIR, SESSIONS_DIR, type ChatRef } from "../../config/chat-folders.js";
+import { chatMediaDir, MEDIA_DIR, SESSIONS_DIR, type ChatRef } from "../../util/chat-folders.js";
 import { ToolError } from "../../util/errors.js";
 import { expandPath, isInside, realPathLoose } from "./workspace-paths.js";
 

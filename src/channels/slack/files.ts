@@ -4,7 +4,7 @@
  * only Slack's own hosts ever get.
  */
 import { readFile, rm } from "node:fs/promises";
-import type { ChatRef } from "../../config/chat-folders.js";
+import type { ChatRef } from "../../util/chat-folders.js";
 import type { Logger } from "../../log.js";
 import { ChannelError } from "../../util/errors.js";
 import type { IncomingFile } from "../inbound.js";

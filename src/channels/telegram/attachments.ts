@@ -7,7 +7,7 @@
 import { chmod, copyFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute } from "node:path";
 import type { Bot } from "grammy";
-import type { ChatRef } from "../../config/chat-folders.js";
+import type { ChatRef } from "../../util/chat-folders.js";
 import { ChannelError } from "../../util/errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import type { CompleteMessage, IncomingFile } from "../inbound.js";

@@ -13,7 +13,7 @@ import type { IncomingMessage } from "node:http";
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { BoundedMap } from "../../util/bounded-map.js";
-import { chatMediaDir, MEDIA_DIR } from "../../config/chat-folders.js";
+import { chatMediaDir, MEDIA_DIR } from "../../util/chat-folders.js";
 import { mkdirPrivate, mkdirPrivateSync } from "../../util/private-fs.js";
 import { mediaFileName, safeFileName } from "../media.js";
 import { errorMessage } from "../../util/errors.js";
