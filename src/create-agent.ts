@@ -208,6 +208,8 @@ export function createAgent({
     sessions,
     memoryWindow: defaults.memoryWindow,
     tokens: { count: (m) => agentBudget.counter.message(m), threshold: budget.consolidationTokens },
+    budget: agentBudget,
+    memoryMaxChars: defaults.promptFileMaxChars,
   });
   const cron = new CronService({
     storePath: cronStorePath,

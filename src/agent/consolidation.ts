@@ -15,6 +15,9 @@ import type { Session } from "../sessions/session.js";
 import type { SessionStore } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import type { MemoryArchiver } from "./extensions.js";
+import { readPromptPart, DEFAULT_PROMPT_FILE_MAX_CHARS, type PromptPart } from "../util/prompt-file.js";
+import type { ContextBudget } from "./budget/budget.js";
+import { takeChunk, type Chunk } from "./consolidation-fit.js";
 import type { MemoryFiles } from "./memory.js";
 
 export const CONSOLIDATION_SYSTEM_PROMPT =
@@ -76,21 +79,38 @@ function contentText(content: ChatMessage["content"]): string {
 export function formatForConsolidation(messages: readonly ChatMessage[]): string {
   const lines: string[] = [];
   for (const msg of messages) {
-    const text = contentText(msg.content);
-    if (text === "") continue;
-    const stamp = msg.timestamp ? msg.timestamp.slice(0, 16).replace("T", " ") : "?";
-    const tools = msg.tools_used?.length ? ` [tools: ${msg.tools_used.join(", ")}]` : "";
-    lines.push(`[${stamp}] ${msg.role.toUpperCase()}${tools}: ${text}`);
+    const line = consolidationLine(msg);
+    if (line !== null) lines.push(line);
   }
   return lines.join("\n");
 }
 
+/** One message's line (see formatForConsolidation), null when it has no text. */
+function consolidationLine(msg: ChatMessage): string | null {
+  const text = contentText(msg.content);
+  if (text === "") return null;
+  const stamp = msg.timestamp ? msg.timestamp.slice(0, 16).replace("T", " ") : "?";
+  const tools = msg.tools_used?.length ? ` [tools: ${msg.tools_used.join(", ")}]` : "";
+  return `[${stamp}] ${msg.role.toUpperCase()}${tools}: ${text}`;
+}
+
 /** The user message of the consolidation request (nanobot's wording). */
 export function consolidationPrompt(currentMemory: string, messages: readonly ChatMessage[]): string {
+  return consolidationRequestText(currentMemory, formatForConsolidation(messages), false);
+}
+
+/** Told to the model when MEMORY.md is over the prompt cap (its rewrite would lose the rest). */
+export const MEMORY_CUT_NOTE =
+  "[MEMORY.md is longer than shown here, so it is kept as it is this time: memory_update is ignored; " +
+  "put every new fact worth keeping into history_entry.]";
+
+/** The request's user message around an already formatted conversation; `memoryCut`: only a part of MEMORY.md is shown. */
+function consolidationRequestText(memory: string, conversation: string, memoryCut: boolean): string {
+  const shown = memoryCut ? `${memory}\n\n${MEMORY_CUT_NOTE}` : memory || "(empty)";
   return (
     "Process this conversation and call the save_memory tool with your consolidation.\n\n" +
-    `## Current Long-term Memory\n${currentMemory || "(empty)"}\n\n` +
-    `## Conversation to Process\n${formatForConsolidation(messages)}`
+    `## Current Long-term Memory\n${shown}\n\n` +
+    `## Conversation to Process\n${conversation}`
   );
 }
 
@@ -189,7 +209,22 @@ export interface MemoryConsolidatorOptions {
   failureCooldownMs?: number;
   /** Consolidate by tokens too (the context budget), whichever of the two bounds is passed first. */
   tokens?: TokenTrigger;
+  /**
+   * The agent's context budget: each request is fitted to it (the history in chunks, one request
+   * after the other). Without it the whole range goes in one request.
+   */
+  budget?: ContextBudget;
+  /** agents.defaults.promptFileMaxChars: the most of MEMORY.md a request shows, as in the chat prompt. */
+  memoryMaxChars?: number;
 }
+
+/** MEMORY.md as a request shows it. */
+type PromptMemory = Pick<PromptPart, "text" | "truncated">;
+
+/** Tokens kept free in each request: token counts of parts do not add up exactly to the whole. */
+const SAFETY_TOKENS = 64;
+/** Below this much room for the conversation, a request is pointless: the budget is too small. */
+const MIN_ROOM_TOKENS = 256;
 
 interface Running {
   /** Never rejects: what waiters and drain() await. */
@@ -206,6 +241,10 @@ export class MemoryConsolidator implements MemoryArchiver {
   private readonly now: () => Date;
   private readonly cooldownMs: number;
   private readonly tokens: TokenTrigger | undefined;
+  private readonly budget: ContextBudget | undefined;
+  private readonly memoryMaxChars: number;
+  /** Whether the oversized MEMORY.md was reported (once per consolidator, that is per agent). */
+  private oversizeReported = false;
   /** At most one consolidation per session key, background or archiveAll. */
   private readonly running = new Map<string, Running>();
   /** When each session's last background consolidation failed (cleared on success). */
@@ -220,6 +259,8 @@ export class MemoryConsolidator implements MemoryArchiver {
     this.now = opts.now ?? (() => new Date());
     this.cooldownMs = opts.failureCooldownMs ?? DEFAULT_FAILURE_COOLDOWN_MS;
     this.tokens = opts.tokens;
+    this.budget = opts.budget;
+    this.memoryMaxChars = opts.memoryMaxChars ?? DEFAULT_PROMPT_FILE_MAX_CHARS;
   }
 
   /** Whether a consolidation of this session is running (for /status and tests). */
@@ -314,8 +355,11 @@ export class MemoryConsolidator implements MemoryArchiver {
   }
 
   /**
-   * Consolidates messages [start, end). The bounds are fixed up front: messages
-   * appended meanwhile lie beyond `end` and stay unconsolidated.
+   * Consolidates messages [start, end), in as many requests as the budget
+   * needs, one after the other: each moves the session's pointer past its
+   * chunk only once MEMORY.md and HISTORY.md are written, so a failure keeps
+   * what earlier chunks saved and offers the rest again later. The bounds are
+   * fixed up front: messages appended meanwhile lie beyond `end`.
    */
   private async consolidate(
     session: Session,
@@ -325,16 +369,86 @@ export class MemoryConsolidator implements MemoryArchiver {
   ): Promise<void> {
     // Let the caller return before any work (and any synchronous throw) happens.
     await Promise.resolve();
-    const messagesRef = session.messages;
-    const chunk = messagesRef.slice(start, end);
-    const currentMemory = await this.memory.readMemory();
+    const messages = session.messages;
     this.log.debug({ session: session.key, start, end }, "consolidating memory");
+    // Bounded: every round consolidates at least one message, or stops.
+    for (let at = start; at < end;) {
+      const memory = await this.promptMemory();
+      const chunk = await this.nextChunk(messages, at, end, memory);
+      const moved = await this.consolidateChunk(session, messages, at, chunk, memory, signal);
+      if (!moved) return;
+      at = chunk.next;
+    }
+  }
 
+  /** MEMORY.md capped as in the chat prompt; an oversized one is reported once, with what to do. */
+  private async promptMemory(): Promise<PromptMemory> {
+    const part = await readPromptPart(this.memory.paths.memory, this.memoryMaxChars);
+    if (!part) return { text: "", truncated: false };
+    if (part.truncated && !this.oversizeReported) {
+      this.oversizeReported = true;
+      this.log.warn(
+        { bytes: part.bytes, maxChars: this.memoryMaxChars },
+        `memory/MEMORY.md is ${Math.ceil(part.bytes / 1024)} KB (${part.total}), over the ` +
+          `${this.memoryMaxChars} characters that fit a prompt (agents.defaults.promptFileMaxChars): the ` +
+          "model sees only its first part, and consolidation leaves the file as it is (new facts go to " +
+          "memory/HISTORY.md) so nothing past the cut is lost. Trim it by hand.",
+      );
+    }
+    return { text: part.text, truncated: part.truncated };
+  }
+
+  /** The next messages from `at` whose request fits the budget (all of them without a budget). */
+  private async nextChunk(
+    messages: readonly ChatMessage[],
+    at: number,
+    end: number,
+    memory: PromptMemory,
+  ): Promise<Chunk> {
+    const budget = this.budget;
+    if (!budget) return takeChunk(messages, at, end, Infinity, consolidationLine, () => 0);
+    const limit = budget.settings.budgetTokens;
+    const request: ChatMessage[] = [
+      { role: "system", content: CONSOLIDATION_SYSTEM_PROMPT },
+      { role: "user", content: consolidationRequestText(memory.text, "", memory.truncated) },
+    ];
+    const take = (): { chunk: Chunk; fixed: number } => {
+      const fixed = budget.counter.prompt(request, [SAVE_MEMORY_TOOL]);
+      const room = limit - fixed - SAFETY_TOKENS;
+      if (room < MIN_ROOM_TOKENS) {
+        throw new PalaverError(
+          `the context budget (${limit} tokens) leaves no room for the conversation beside MEMORY.md and ` +
+            `the consolidation prompt (${fixed} tokens): lower agents.defaults.promptFileMaxChars or give ` +
+            "the model a larger context window (agents.defaults.contextWindowTokens)",
+        );
+      }
+      return {
+        chunk: takeChunk(messages, at, end, room, consolidationLine, (t) => budget.counter.text(t)),
+        fixed,
+      };
+    };
+    const first = take();
+    // Counted with the model's own tokenizer once a request comes near the limit, as the chat's calls are.
+    return (await budget.preciseFor(first.fixed + first.chunk.tokens)) ? take().chunk : first.chunk;
+  }
+
+  /**
+   * One request for the chunk [from, chunk.next); true when the session's pointer moved past it.
+   * `messages` is the session's array when the consolidation began.
+   */
+  private async consolidateChunk(
+    session: Session,
+    messages: readonly ChatMessage[],
+    from: number,
+    chunk: Chunk,
+    memory: PromptMemory,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const response = await this.provider.chat(
       {
         messages: [
           { role: "system", content: CONSOLIDATION_SYSTEM_PROMPT },
-          { role: "user", content: consolidationPrompt(currentMemory, chunk) },
+          { role: "user", content: consolidationRequestText(memory.text, chunk.text, memory.truncated) },
         ],
         tools: [SAVE_MEMORY_TOOL],
       },
@@ -345,21 +459,25 @@ export class MemoryConsolidator implements MemoryArchiver {
     const { history_entry, memory_update } = result.args;
 
     // MEMORY.md first: rewriting it again on a retry is harmless, a second
-    // HISTORY.md paragraph would not be.
-    if (memory_update.trim() !== "" && memory_update !== currentMemory) {
+    // HISTORY.md paragraph would not be. A MEMORY.md the model saw only in part
+    // is never rewritten: its rewrite would drop everything past the cut.
+    if (memory.truncated) {
+      this.log.debug({ session: session.key }, "MEMORY.md over the prompt cap: memory_update not applied");
+    } else if (memory_update.trim() !== "" && memory_update.trim() !== memory.text) {
       await this.memory.writeMemory(memory_update);
     }
     // appendHistory keeps a leading [YYYY-MM-DD HH:MM] the model wrote and stamps the entry otherwise.
     await this.memory.appendHistory(history_entry, this.now());
 
-    // Last: only now is it safe to treat [start, end) as consolidated.
-    if (session.messages !== messagesRef || session.lastConsolidated !== start) {
+    // Last: only now is it safe to treat [from, next) as consolidated.
+    if (session.messages !== messages || session.lastConsolidated !== from) {
       // Cleared or moved by someone else meanwhile: our range no longer means the same messages.
       this.log.warn({ session: session.key }, "session changed during consolidation; not moving its pointer");
-      return;
+      return false;
     }
-    session.lastConsolidated = end;
+    session.lastConsolidated = chunk.next;
     await this.sessions.saveMetadata(session);
-    this.log.info({ session: session.key, messages: chunk.length }, "memory consolidated");
+    this.log.info({ session: session.key, messages: chunk.next - from }, "memory consolidated");
+    return true;
   }
 }

@@ -14,6 +14,7 @@
  *    publish — or cancel when it turned out not to be for the bot.
  */
 import type { InboundMessage } from "../bus/types.js";
+import type { ChatRef } from "../util/chat-folders.js";
 import type { Logger } from "../log.js";
 import { errorMessage, ChannelError } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
@@ -35,8 +36,9 @@ export interface IncomingFile {
    * Fetches the file into the workspace (downloadFile, bounded by maxMediaBytes) and returns its
    * path. Throws MediaTooLargeError when it is too large; a ChannelError's message is shown to the
    * model as the reason (write it for the user); other errors are logged and reported generically.
+   * `chat` is the message's chat: the file goes into that chat's media folder (mediaPath).
    */
-  fetch(signal: AbortSignal): Promise<string>;
+  fetch(signal: AbortSignal, chat: ChatRef): Promise<string>;
 }
 
 /** The part of a message known when it arrives, and what is still to come. */
@@ -187,7 +189,7 @@ export class InboundPath {
       const max = this.opts.maxMediaBytes;
       if (file.sizeBytes !== undefined && file.sizeBytes > max)
         throw new MediaTooLargeError(file.sizeBytes, max);
-      path = await file.fetch(signal);
+      path = await file.fetch(signal, { channel: inbound.channel, chatId: inbound.chatId });
     } catch (err) {
       if (err instanceof MediaTooLargeError) {
         const size = err.sizeBytes !== undefined ? ` (${formatBytes(err.sizeBytes)})` : "";

@@ -10,6 +10,7 @@ import { extname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { chatMediaDir, type ChatRef } from "../util/chat-folders.js";
 import { ChannelError } from "../util/errors.js";
 
 const MAX_NAME = 80;
@@ -45,15 +46,18 @@ export function safeFileName(name: string, fallback = "file"): string {
   return cleaned.slice(0, MAX_NAME - ext.length) + ext;
 }
 
-/** workspace/media/<channel>/<date>-<random>-<name>: unique, sortable, and traceable to its chat platform. */
-export function mediaPath(workspace: string, channel: string, fileName: string, now = new Date()): string {
+/**
+ * workspace/media/<channel>/<chat>/<date>-<random>-<name>: unique, sortable, and in the folder of
+ * the one chat it came from, the only media folder that chat's turns can reach (util/chat-folders.ts).
+ */
+export function mediaPath(workspace: string, chat: ChatRef, fileName: string, now = new Date()): string {
+  return join(chatMediaDir(workspace, chat), mediaFileName(fileName, now));
+}
+
+/** <date>-<random>-<name>: unique and sortable within a folder. */
+export function mediaFileName(fileName: string, now = new Date()): string {
   const day = now.toISOString().slice(0, 10).replace(/-/g, "");
-  return join(
-    workspace,
-    "media",
-    safeFileName(channel, "chat"),
-    `${day}-${randomBytes(4).toString("hex")}-${safeFileName(fileName)}`,
-  );
+  return `${day}-${randomBytes(4).toString("hex")}-${safeFileName(fileName)}`;
 }
 
 export function formatBytes(n: number): string {

@@ -10,6 +10,7 @@ import type { Tool, ToolContext } from "../agent/tools/types.js";
 import { logger, type Logger } from "../log.js";
 import { describeCallError, formatCallResult, inputParameters, mcpToolName, toolAllowed } from "./convert.js";
 import { saveResultMedia } from "./media.js";
+import { chatMediaDir } from "../util/chat-folders.js";
 import { McpServerConnection, type McpServerConfig, type McpServerStatus, type McpTool } from "./server.js";
 
 export type { McpServerConfig };
@@ -171,6 +172,7 @@ export class McpManager {
         const saved = workspace
           ? await saveResultMedia(result, {
               workspace,
+              folder: chatMediaDir(workspace, ctx),
               prefix: exposed,
               onError: (err) => this.log.warn({ err }, `could not save media returned by ${exposed}`),
             })

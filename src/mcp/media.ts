@@ -1,9 +1,10 @@
 /**
  * Images, audio and binary resources returned by MCP tools are saved into the
- * workspace media folder, so the model can refer to them (and send them with
- * the `message` tool) instead of receiving base64 it cannot use.
+ * media folder of the chat whose turn called the tool (the only media folder
+ * its turns can reach, util/chat-folders.ts), so the model can refer to them
+ * (and send them with the `message` tool) instead of receiving base64 it cannot use.
  */
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { base64Bytes } from "./convert.js";
 import { mkdirPrivate, writeFilePrivate } from "../util/private-fs.js";
@@ -26,6 +27,8 @@ const EXTENSIONS: Record<string, string> = {
 
 export interface SaveMediaOptions {
   workspace: string;
+  /** The calling chat's media folder, inside the workspace (chatMediaDir). */
+  folder: string;
   /** File name prefix, already safe (the exposed tool name). */
   prefix: string;
   maxBytes?: number;
@@ -35,7 +38,7 @@ export interface SaveMediaOptions {
 }
 
 /**
- * Writes every binary block of `result` to `<workspace>/media/` and returns
+ * Writes every binary block of `result` to the chat's media folder and returns
  * content index → workspace-relative path. Blocks that are too big, or fail to
  * save, are left out (the text still describes them).
  */
@@ -61,9 +64,9 @@ export async function saveResultMedia(
     if (data === undefined || base64Bytes(data) > maxBytes) continue;
     const name = `${opts.prefix}_${stamp}_${i}.${EXTENSIONS[mime ?? ""] ?? "bin"}`;
     try {
-      await mkdirPrivate(join(opts.workspace, "media"));
-      await writeFilePrivate(join(opts.workspace, "media", name), Buffer.from(data, "base64"));
-      saved.set(i, `media/${name}`);
+      await mkdirPrivate(opts.folder);
+      await writeFilePrivate(join(opts.folder, name), Buffer.from(data, "base64"));
+      saved.set(i, relative(opts.workspace, join(opts.folder, name)));
     } catch (err) {
       opts.onError?.(err);
     }

@@ -16,17 +16,37 @@ export async function readForPrompt(
   maxChars: number,
   shownAs: string,
 ): Promise<string | undefined> {
+  const part = await readPromptPart(path, maxChars);
+  if (!part) return undefined;
+  if (!part.truncated) return part.text;
+  return (
+    `${part.text}\n\n[truncated: ${maxChars} characters of ${part.total} shown; ` +
+    `the full file is at ${shownAs}, read it with read_file]`
+  );
+}
+
+/** What of a file fits a prompt: at most `maxChars` of its trimmed text. */
+export interface PromptPart {
+  text: string;
+  /** Whether the file holds more than `text`. */
+  truncated: boolean;
+  /** The whole file's size in words ("1234 characters", "10485760 bytes"). */
+  total: string;
+  /** The file's size on disk. */
+  bytes: number;
+}
+
+/** The part of a file readForPrompt shows, without the notice; undefined when it does not exist. */
+export async function readPromptPart(path: string, maxChars: number): Promise<PromptPart | undefined> {
   const read = await readTextPrefix(path, maxChars);
   if (!read) return undefined;
   const { text, complete, bytes } = read;
   // Only the part that reaches the prompt counts: a long run of blank lines is not "more".
   const body = text.trim();
-  if (complete && body.length <= maxChars) return body;
+  if (complete && body.length <= maxChars)
+    return { text: body, truncated: false, total: `${body.length} characters`, bytes };
   const total = complete ? `${body.length} characters` : `${bytes} bytes`;
-  return (
-    `${body.slice(0, maxChars)}\n\n[truncated: ${maxChars} characters of ${total} shown; ` +
-    `the full file is at ${shownAs}, read it with read_file]`
-  );
+  return { text: body.slice(0, maxChars), truncated: true, total, bytes };
 }
 
 /**

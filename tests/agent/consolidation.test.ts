@@ -3,8 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ContextBudget } from "../../src/agent/budget/budget.js";
+import { TokenCounter } from "../../src/agent/budget/tokens.js";
 import {
   CONSOLIDATION_SYSTEM_PROMPT,
+  MEMORY_CUT_NOTE,
   MemoryConsolidator,
   SAVE_MEMORY_TOOL,
   consolidationPrompt,
@@ -15,7 +18,7 @@ import {
 } from "../../src/agent/consolidation.js";
 import { MemoryFiles } from "../../src/agent/memory.js";
 import { OpenAIProvider } from "../../src/llm/openai-provider.js";
-import type { ChatMessage, ChatResponse, ToolCall } from "../../src/llm/types.js";
+import type { ChatMessage, ChatResponse, ToolCall, ToolDefinition } from "../../src/llm/types.js";
 import type { Session } from "../../src/sessions/session.js";
 import { SessionStore } from "../../src/sessions/store.js";
 import { FakeOpenAI, toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
@@ -593,4 +596,81 @@ it("uses the existing memory folder without leaving temp files next to other fil
   c.maybeConsolidate(s);
   await c.drain(30_000);
   expect((await readdir(memory.paths.dir)).sort()).toEqual(["HISTORY.md", "MEMORY.md", "notes.txt"]);
+});
+
+describe("MemoryConsolidator fitted to the context budget", () => {
+  const BUDGET = 12_000;
+  const settings = {
+    model: "fake-model",
+    windowTokens: 16_000,
+    budgetTokens: BUDGET,
+    consolidationTokens: 8_000,
+  };
+  /** Message i starts with "msg-i:" and is about 2000 characters long. */
+  const long = (from: number, to: number): ChatMessage[] =>
+    msgs(from, to).map((m, i) => ({ ...m, content: `msg-${from + i}: ${"words of the chat ".repeat(110)}` }));
+
+  it("sends a 10 MB MEMORY.md capped and a long history in chunks, each request within the budget, and never rewrites the cut MEMORY.md", async () => {
+    const bigMemory = `# Memory\n${"- a fact worth keeping, one of very many\n".repeat(256 * 1024)}`;
+    expect(bigMemory.length).toBeGreaterThan(10 * 1024 * 1024);
+    await memory.writeMemory(bigMemory);
+    const { log, lines } = captureLog("info");
+    const c = consolidator({ budget: new ContextBudget(settings), log });
+    const s = await store.get("cli:direct");
+    const history = long(0, 40);
+    // One message too long for any request on its own: it is cut, not lost or sent whole.
+    history[20] = { ...history[20]!, content: `msg-20: ${"x".repeat(200_000)}` };
+    await store.append(s, history);
+    fake.setHandler(() =>
+      save("[2026-03-01 10:00] part of the chat.", "# Memory\n- a rewrite of the part shown\n"),
+    );
+
+    await c.archiveAll(s);
+
+    expect(fake.requests.length).toBeGreaterThan(3);
+    const counter = new TokenCounter("fake-model");
+    for (const req of fake.requests) {
+      const tokens = counter.prompt(req.body.messages as ChatMessage[], req.body.tools as ToolDefinition[]);
+      expect(tokens).toBeLessThanOrEqual(BUDGET);
+      expect(promptOf(req)).toContain(MEMORY_CUT_NOTE);
+    }
+    // Every message went to exactly one request, in order.
+    const seen = fake.requests.flatMap((r) =>
+      [...promptOf(r).matchAll(/\bmsg-(\d+):/g)].map((m) => Number(m[1])),
+    );
+    expect(seen).toEqual([...Array(40).keys()]);
+    // The model saw only a part of MEMORY.md: its rewrite is not applied, the history entries are kept.
+    expect(await memory.readMemory()).toBe(bigMemory);
+    expect((await readFile(memory.paths.history, "utf8")).match(/part of the chat/g)).toHaveLength(
+      fake.requests.length,
+    );
+    expect(s.lastConsolidated).toBe(40);
+    expect((await reloaded()).lastConsolidated).toBe(40);
+
+    // Reported once, with what to do, however many requests and consolidations follow.
+    await store.append(s, long(40, 44));
+    await c.archiveAll(s);
+    const warnings = lines.filter((l) => l.level === 40 && String(l.msg).includes("MEMORY.md is"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toMatch(
+      /memory\/MEMORY\.md is \d+ KB .*over the 32000 characters .*Trim it by hand/,
+    );
+  });
+
+  it("rewrites a MEMORY.md under the cap as before, and splits a long history by the budget", async () => {
+    await memory.writeMemory("# Memory\n- likes tea\n");
+    const c = consolidator({ budget: new ContextBudget({ ...settings, budgetTokens: 2_000 }) });
+    const s = await store.get("cli:direct");
+    await store.append(s, long(0, 6));
+    fake.setHandler((_req, i) =>
+      save(`[2026-03-01 10:00] part ${i}.`, `# Memory\n- likes tea\n- part ${i}\n`),
+    );
+    await c.archiveAll(s);
+    expect(fake.requests.length).toBeGreaterThan(1);
+    for (const req of fake.requests) expect(promptOf(req)).not.toContain(MEMORY_CUT_NOTE);
+    // Each request saw the MEMORY.md the previous one wrote.
+    expect(promptOf(fake.requests[1])).toContain("- part 0");
+    expect(await memory.readMemory()).toBe(`# Memory\n- likes tea\n- part ${fake.requests.length - 1}\n`);
+    expect(s.lastConsolidated).toBe(6);
+  });
 });

@@ -23,14 +23,27 @@ describe("safeFileName", () => {
     const invisible = ["\u200B", "\u200C", "\u200D", "\u200E", "\u200F", "\u2060", "\uFEFF", "\u00AD"];
     for (const c of [...disguises, ...invisible]) expect(safeFileName(`re${c}port.pdf`)).toBe("report.pdf");
     expect(safeFileName("\u202E\u200B")).toBe("file");
-    expect(mediaPath("/ws", "web", "x\u2067y.txt")).toMatch(/-xy\.txt$/);
+    expect(mediaPath("/ws", { channel: "web", chatId: "c" }, "x\u2067y.txt")).toMatch(/-xy\.txt$/);
   });
 
-  it("puts media under workspace/media/<channel>/ with a unique dated name", () => {
-    const a = mediaPath("/ws", "telegram", "x.jpg", new Date("2026-11-22T10:00:00Z"));
-    const b = mediaPath("/ws", "telegram", "x.jpg", new Date("2026-11-22T10:00:00Z"));
-    expect(a).toMatch(/^\/ws\/media\/telegram\/20261122-[0-9a-f]{8}-x\.jpg$/);
+  it("puts media under workspace/media/<channel>/<chat>/ with a unique dated name", () => {
+    const chat = { channel: "telegram", chatId: "-1001234" };
+    const a = mediaPath("/ws", chat, "x.jpg", new Date("2026-11-22T10:00:00Z"));
+    const b = mediaPath("/ws", chat, "x.jpg", new Date("2026-11-22T10:00:00Z"));
+    expect(a).toMatch(/^\/ws\/media\/telegram\/-1001234\/20261122-[0-9a-f]{8}-x\.jpg$/);
     expect(a).not.toBe(b);
+  });
+
+  it("gives every chat a folder of its own, with no way out of media/<channel>/", () => {
+    const folder = (chatId: string) => mediaPath("/ws", { channel: "slack", chatId }, "f").split("/")[4];
+    expect(folder("C123")).toBe("C123");
+    // Different ids never share a folder, and none is "..", "." or a dot-name.
+    expect(folder("a/b")).toBe("a%2Fb");
+    expect(folder("a_2Fb")).not.toBe(folder("a/b"));
+    expect(folder("..")).toBe("%2E%2E");
+    expect(folder(".pending")).toBe("%2Epending");
+    expect(folder("%2E")).toBe("%252E");
+    expect(folder("x".repeat(500))).toMatch(/^%h[0-9a-f]{40}$/);
   });
 });
 

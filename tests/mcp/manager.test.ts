@@ -127,12 +127,14 @@ describe("stdio servers", () => {
     const { manager: m, registry } = manager({ s: stdio() }, { workspace: dir, maxResultChars: 500 });
     await m.ensureReady(60_000);
     const text = await call(registry, "mcp_s_media");
-    const image = /\[image: image\/png, 70 bytes, saved to (media\/mcp_s_media_\d+_1\.png)\]/.exec(text);
+    const image = /\[image: image\/png, 70 bytes, saved to (media\/test\/c1\/mcp_s_media_\d+_1\.png)\]/.exec(
+      text,
+    );
     expect(image, text).not.toBeNull();
     expect(await readFile(join(dir, image![1]!))).toEqual(Buffer.from(PNG_BASE64, "base64"));
     expect(text).toContain("[resource file:///notes.txt (text/plain)]\nnote body");
     const blob =
-      /\[resource file:\/\/\/data\.bin \(application\/octet-stream\): 4 bytes, saved to (media\/\S+\.bin)\]/.exec(
+      /\[resource file:\/\/\/data\.bin \(application\/octet-stream\): 4 bytes, saved to (media\/test\/c1\/\S+\.bin)\]/.exec(
         text,
       );
     expect(blob, text).not.toBeNull();

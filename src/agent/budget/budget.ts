@@ -47,10 +47,7 @@ export class ContextBudget {
         keepFrom,
       });
     let result = fit();
-    if (!this.counter.precise && result.tokensBefore > budget * PRECISE_FROM_SHARE) {
-      await this.counter.load();
-      if (this.counter.precise) result = fit();
-    }
+    if (await this.preciseFor(result.tokensBefore, budget)) result = fit();
     if (result.stubbed || result.dropped || result.cut) {
       this.log?.info(
         {
@@ -66,6 +63,16 @@ export class ContextBudget {
       );
     }
     return result;
+  }
+
+  /**
+   * Loads the model's tokenizer when a prompt of `tokens` (by the estimate) comes near `budget`;
+   * true when counts changed from the estimate to the tokenizer's, so the prompt should be counted again.
+   */
+  async preciseFor(tokens: number, budget = this.settings.budgetTokens): Promise<boolean> {
+    if (this.counter.precise || tokens <= budget * PRECISE_FROM_SHARE) return false;
+    await this.counter.load();
+    return this.counter.precise;
   }
 
   /** The provider said a prompt of about `tokens` (by our count) is too long for the model. */

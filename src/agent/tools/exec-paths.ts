@@ -6,6 +6,7 @@
  * the README says so and points at the sandbox.
  */
 import { posix } from "node:path";
+import { privateChatReason, type ChatFolders } from "./chat-privacy.js";
 import { isInside } from "./workspace-paths.js";
 
 /** Characters that end a shell word or start a new one (redirections, pipes, grouping, quotes, `=`). */
@@ -13,6 +14,27 @@ const BOUNDARY = String.raw`\s=<>|;&(){}\x60'"`;
 const ABSOLUTE = new RegExp(String.raw`(?:^|[${BOUNDARY}])(\/[^${BOUNDARY}]*)`, "g");
 const TILDE = new RegExp(String.raw`(?:^|[${BOUNDARY}:])(~[^${BOUNDARY}\/]*)`);
 const DOTDOT = new RegExp(String.raw`(?:^|[${BOUNDARY}\/:])\.\.(?=$|[${BOUNDARY}\/])`);
+
+/** Characters that make a word a pattern the shell expands. */
+const GLOB = /[*?[]/;
+
+/**
+ * Why `command` names another chat's data (the sessions folder, a media
+ * folder not the turn's own), or null. Each word is taken as a path against
+ * `cwd`; a pattern by its folder part (`sessions/*.jsonl` names sessions/).
+ * Best effort like findOutsidePath: a pattern such as `*` in the workspace,
+ * a variable or a script gets around it; the sandbox hides those folders.
+ */
+export function findPrivatePath(command: string, cwd: string, folders: ChatFolders): string | null {
+  for (const word of command.split(new RegExp(`[${BOUNDARY}]+`))) {
+    if (word === "" || word.startsWith("-") || word.startsWith("~") || word.startsWith("$")) continue;
+    const glob = word.search(GLOB);
+    const path = glob === -1 ? word : word.slice(0, word.lastIndexOf("/", glob) + 1);
+    const reason = privateChatReason(posix.resolve(cwd, path || "."), word, folders);
+    if (reason) return reason;
+  }
+  return null;
+}
 
 /** Devices every program may name: discarding output, reading zeros or randomness, its own streams. */
 const HARMLESS_FILES = new Set([

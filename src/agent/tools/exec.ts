@@ -4,7 +4,9 @@
  * it only the workspace (exec-sandbox.ts). Before anything runs, the guard
  * (exec-guard.ts, a seatbelt) refuses the obviously destructive and, without
  * the sandbox, restrictToWorkspace refuses commands naming paths outside the
- * workspace (exec-paths.ts, best effort).
+ * workspace (exec-paths.ts, best effort). Other chats' data (the sessions
+ * folder, other chats' media) is hidden in the sandbox and, without it,
+ * refused by name (chat-privacy.ts).
  */
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -14,9 +16,11 @@ import { resolveConfigPath, stateDir as stateDirOf } from "../../config/paths.js
 import { logger, registerSecrets } from "../../log.js";
 import { expandEnvRecord } from "../../util/expand-env.js";
 import { childEnv } from "../../util/child-env.js";
+import { mkdirPrivate } from "../../util/private-fs.js";
 import { ConfigError, ToolError } from "../../util/errors.js";
 import { findDestructive } from "./exec-guard.js";
-import { findOutsidePath } from "./exec-paths.js";
+import { chatFolders, privateChatReason, type ChatFolders } from "./chat-privacy.js";
+import { findOutsidePath, findPrivatePath } from "./exec-paths.js";
 import { runCommand, type RunResult } from "./exec-run.js";
 import { bwrapArgs, ExecSandbox, INSTALL_HINT, type SandboxState } from "./exec-sandbox.js";
 import { defineTool, type Tool } from "./types.js";
@@ -76,6 +80,9 @@ export function createExecTool(opts: ExecToolOptions): Tool {
       if (command.trim() === "") throw new ToolError("the command is empty");
       const workspace = await realPathLoose(opts.workspace);
       const cwd = await resolveToolPath(working_dir ?? ".", policy);
+      const folders = await chatFolders(opts.workspace, ctx);
+      const privateCwd = privateChatReason(await realPathLoose(cwd), working_dir ?? cwd, folders);
+      if (privateCwd) throw new ToolError(privateCwd);
       const refusal =
         findDestructive(command, { home: homedir(), workspace, stateDir, cwd }) ??
         matchExtra(command, extraDeny);
@@ -90,6 +97,8 @@ export function createExecTool(opts: ExecToolOptions): Tool {
         throw new ToolError(`working_dir ${working_dir ?? cwd} is not an existing directory`);
       const state = await sandboxState(sandbox);
       const realCwd = await realPathLoose(cwd);
+      // Every chat's data is hidden from the sandbox; the chat's own media folder is bound back in.
+      const chatHidden = [folders.sessions, folders.media];
       if (state.sandboxed && !isInside(realCwd, workspace)) {
         throw new ToolError(
           `working_dir ${working_dir ?? cwd} is outside the workspace: sandboxed commands see only the ` +
@@ -99,6 +108,10 @@ export function createExecTool(opts: ExecToolOptions): Tool {
       if (!state.sandboxed && opts.restrictToWorkspace) {
         const outside = findOutsidePath(command, workspace);
         if (outside) throw new ToolError(outsideMessage(outside, state));
+      }
+      if (!state.sandboxed) {
+        const named = findPrivatePath(command, realCwd, folders);
+        if (named) throw new ToolError(`command refused (${named})`);
       }
       // Unconfined and unrestricted, a command keeps the real home; otherwise the workspace is its home.
       const home = state.sandboxed || opts.restrictToWorkspace ? workspace : undefined;
@@ -112,7 +125,13 @@ export function createExecTool(opts: ExecToolOptions): Tool {
         argv: state.sandboxed
           ? [
               state.bwrap,
-              ...bwrapArgs({ workspace, cwd: realCwd, network: state.network, hidden }),
+              ...bwrapArgs({
+                workspace,
+                cwd: realCwd,
+                network: state.network,
+                hidden: [...hidden, ...chatHidden],
+              }),
+              ...(await ownMediaBind(folders)),
               "--",
               ...shell,
             ]
@@ -127,6 +146,16 @@ export function createExecTool(opts: ExecToolOptions): Tool {
       return formatResult(result, opts.timeoutSeconds, opts.maxOutputChars, state.sandboxed);
     },
   });
+}
+
+/**
+ * bwrap's arguments that show the chat's own media folder again under the
+ * hidden media/ (bwrap mounts in order: this bind comes after the mask). The
+ * folder is made first, so what a command writes there stays with the chat.
+ */
+async function ownMediaBind(folders: ChatFolders): Promise<string[]> {
+  await mkdirPrivate(folders.ownMedia);
+  return ["--bind", folders.ownMedia, folders.ownMedia];
 }
 
 /** The sandbox decision, with "require and unavailable" turned into a tool error (commands never run unconfined). */

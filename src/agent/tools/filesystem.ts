@@ -1,14 +1,16 @@
 /**
  * The file tools the model sees: read_file, write_file, edit_file, list_dir
  * (names and parameters as in nanobot). Paths are relative to the workspace
- * and, when restricted, must stay inside it (see workspace-paths.ts).
+ * and, when restricted, must stay inside it (see workspace-paths.ts); other
+ * chats' data is never reachable (chat-privacy.ts).
  */
 import { open, readdir, stat, writeFile } from "node:fs/promises";
 import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import { dirname, join } from "node:path";
 import * as z from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
-import { defineTool, type Tool } from "./types.js";
+import { refuseOtherChats } from "./chat-privacy.js";
+import { defineTool, type Tool, type ToolContext } from "./types.js";
 import { resolveToolPath, type PathPolicy } from "./workspace-paths.js";
 
 export interface FilesystemToolOptions {
@@ -46,8 +48,8 @@ function readFileTool(policy: PathPolicy, maxChars: number) {
     parameters: z.object({
       path: z.string().describe("The file path to read (relative to the workspace, or absolute)"),
     }),
-    async execute({ path }) {
-      const abs = await resolveToolPath(path, policy);
+    async execute({ path }, ctx) {
+      const abs = await resolveFilePath(path, policy, ctx);
       const { text, totalChars, totalBytes } = await readTextFile(abs, path, maxChars);
       if (totalBytes === 0) return `(${path} is empty)`;
       const total = totalChars === null ? `a file of ${totalBytes} bytes` : `${totalChars} characters`;
@@ -64,8 +66,8 @@ function writeFileTool(policy: PathPolicy) {
       path: z.string().describe("The file path to write to (relative to the workspace, or absolute)"),
       content: z.string().describe("The content to write"),
     }),
-    async execute({ path, content }) {
-      const abs = await resolveToolPath(path, policy);
+    async execute({ path, content }, ctx) {
+      const abs = await resolveFilePath(path, policy, ctx);
       const existing = await statOrNull(abs);
       if (existing?.isDirectory())
         throw new ToolError(`${path} is a directory; give a file path to write to`);
@@ -93,9 +95,9 @@ function editFileTool(policy: PathPolicy) {
       old_text: z.string().describe("The exact text to find and replace"),
       new_text: z.string().describe("The text to replace with"),
     }),
-    async execute({ path, old_text, new_text }) {
+    async execute({ path, old_text, new_text }, ctx) {
       if (old_text === "") throw new ToolError("old_text is empty; give the exact text to replace");
-      const abs = await resolveToolPath(path, policy);
+      const abs = await resolveFilePath(path, policy, ctx);
       const { text } = await readTextFile(abs, path, null);
       const { oldText, newText } = matchLineEndings(text, old_text, new_text);
       const count = countOccurrences(text, oldText);
@@ -128,8 +130,8 @@ function listDirTool(policy: PathPolicy) {
     parameters: z.object({
       path: z.string().describe("The directory path to list (relative to the workspace, or absolute)"),
     }),
-    async execute({ path }) {
-      const abs = await resolveToolPath(path, policy);
+    async execute({ path }, ctx) {
+      const abs = await resolveFilePath(path, policy, ctx);
       const st = await statOrNull(abs);
       if (!st) throw new ToolError(`directory not found: ${path}`);
       if (!st.isDirectory())
@@ -158,6 +160,13 @@ function listDirTool(policy: PathPolicy) {
       return lines.join("\n");
     },
   });
+}
+
+/** The absolute path, within the workspace policy and not another chat's data. */
+async function resolveFilePath(path: string, policy: PathPolicy, ctx: ToolContext): Promise<string> {
+  const abs = await resolveToolPath(path, policy);
+  await refuseOtherChats(abs, path, policy.workspace, ctx);
+  return abs;
 }
 
 // ---------------------------------------------------------------- reading

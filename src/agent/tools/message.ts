@@ -6,12 +6,14 @@
  * It is the one tool that moves data out of the machine on the model's word,
  * so a prompt injection must not turn it into an exfiltration channel:
  * attachments follow the file tools' workspace policy and are never palaver's
- * own secrets (config, `.env`, state folder), and only chats palaver already
+ * own secrets (config, `.env`, state folder) nor another chat's data (a session
+ * file, another chat's media: chat-privacy.ts), and only chats palaver already
  * knows can be written to.
  */
 import { stat } from "node:fs/promises";
 import * as z from "zod";
 import { ToolError } from "../../util/errors.js";
+import { refuseOtherChats } from "./chat-privacy.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
 import { resolveNonSecretPath, type SecretPaths } from "./workspace-paths.js";
 
@@ -104,6 +106,7 @@ async function resolveMedia(paths: string[], ctx: ToolContext, opts: MessageTool
   return Promise.all(
     paths.map(async (p) => {
       const abs = await resolveNonSecretPath(p, policy, secrets);
+      await refuseOtherChats(abs, p, ctx.workspace, ctx);
       const st = await stat(abs).catch(() => null);
       if (!st?.isFile()) throw new ToolError(`attachment not found: ${p}`);
       return abs;

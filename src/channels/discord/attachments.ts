@@ -6,7 +6,7 @@
  */
 import type { IncomingFile } from "../inbound.js";
 import { downloadFile, mediaPath } from "../media.js";
-import { CHANNEL, type DiscordAttachmentView, type DiscordMessageView } from "./mapping.js";
+import { type DiscordAttachmentView, type DiscordMessageView } from "./mapping.js";
 
 interface DownloadContext {
   workspace: string;
@@ -22,10 +22,10 @@ export function incomingFiles(view: DiscordMessageView, ctx: DownloadContext): I
       label,
       name: attachment.name,
       sizeBytes: attachment.size,
-      fetch: (signal) =>
+      fetch: (signal, chat) =>
         downloadFile({
           url: attachment.url,
-          dest: mediaPath(ctx.workspace, CHANNEL, attachment.name || `attachment-${attachment.id}`),
+          dest: mediaPath(ctx.workspace, chat, attachment.name || `attachment-${attachment.id}`),
           maxBytes: ctx.maxMediaBytes,
           expectedBytes: attachment.size,
           timeoutMs: ctx.timeoutMs,

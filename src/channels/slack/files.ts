@@ -4,11 +4,12 @@
  * only Slack's own hosts ever get.
  */
 import { readFile, rm } from "node:fs/promises";
+import type { ChatRef } from "../../util/chat-folders.js";
 import type { Logger } from "../../log.js";
 import { ChannelError } from "../../util/errors.js";
 import type { IncomingFile } from "../inbound.js";
 import { downloadFile, mediaPath } from "../media.js";
-import { CHANNEL_NAME, fileNameOf, isSlackFileUrl, type SlackFile } from "./mapping.js";
+import { fileNameOf, isSlackFileUrl, type SlackFile } from "./mapping.js";
 
 /** More files than this in one message are not fetched (a note says how many were left). */
 export const MAX_FILES = 10;
@@ -41,7 +42,7 @@ function incomingFile(file: SlackFile, opts: SlackFileOptions): IncomingFile {
     label,
     name,
     ...(typeof file.size === "number" ? { sizeBytes: file.size } : {}),
-    fetch: (signal) => download(file, name, opts, signal),
+    fetch: (signal, chat) => download(file, name, opts, chat, signal),
   };
 }
 
@@ -60,6 +61,7 @@ async function download(
   file: SlackFile,
   name: string,
   opts: SlackFileOptions,
+  chat: ChatRef,
   signal: AbortSignal,
 ): Promise<string> {
   const url = file.url_private_download ?? file.url_private;
@@ -72,7 +74,7 @@ async function download(
   }
   const dest = await downloadFile({
     url,
-    dest: mediaPath(opts.workspace, CHANNEL_NAME, name),
+    dest: mediaPath(opts.workspace, chat, name),
     // The declared size was checked by the inbound path; this bounds what actually arrives.
     maxBytes: opts.maxMediaBytes,
     headers: { Authorization: `Bearer ${opts.botToken}` },

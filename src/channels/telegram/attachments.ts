@@ -7,13 +7,14 @@
 import { chmod, copyFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute } from "node:path";
 import type { Bot } from "grammy";
+import type { ChatRef } from "../../util/chat-folders.js";
 import { ChannelError } from "../../util/errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE } from "../../util/private-fs.js";
 import type { CompleteMessage, IncomingFile } from "../inbound.js";
 import { downloadFile, mediaPath, MediaTooLargeError } from "../media.js";
 import { gs } from "./api.js";
 import { isFileTooBig } from "./errors.js";
-import { CHANNEL, mergeAlbum, type Attachment, type MappedMessage } from "./mapping.js";
+import { mergeAlbum, type Attachment, type MappedMessage } from "./mapping.js";
 
 /** The cloud Bot API refuses getFile over this (a self-hosted server does not). */
 const CLOUD_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
@@ -43,11 +44,16 @@ export function incomingFiles(attachments: readonly Attachment[], ctx: DownloadC
     ...FILE_KIND[att.kind],
     name: att.fileName,
     ...(att.sizeBytes !== undefined ? { sizeBytes: att.sizeBytes } : {}),
-    fetch: (signal) => download(att, ctx, signal),
+    fetch: (signal, chat) => download(att, ctx, chat, signal),
   }));
 }
 
-async function download(att: Attachment, ctx: DownloadContext, signal: AbortSignal): Promise<string> {
+async function download(
+  att: Attachment,
+  ctx: DownloadContext,
+  chat: ChatRef,
+  signal: AbortSignal,
+): Promise<string> {
   const max = ctx.maxMediaBytes;
   let file;
   try {
@@ -57,7 +63,7 @@ async function download(att: Attachment, ctx: DownloadContext, signal: AbortSign
     throw err;
   }
   if (!file.file_path) throw new ChannelError("Telegram returned no file path for this file");
-  const dest = mediaPath(ctx.workspace, CHANNEL, att.fileName);
+  const dest = mediaPath(ctx.workspace, chat, att.fileName);
   if (isAbsolute(file.file_path)) {
     // A self-hosted Bot API server in --local mode hands out paths on its own disk.
     const size = (await stat(file.file_path)).size;

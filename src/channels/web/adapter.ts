@@ -286,7 +286,7 @@ class WebChannel implements Channel, WebApp {
       sink.publishInbound(base); // the manager tells the chat why (its refusal notice)
       throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
     }
-    const { paths, files } = this.uploads.take(request.uploads ?? []);
+    const { paths, files } = this.uploads.take(request.uploads ?? [], conversationId);
     const title = this.recent.get(conversationId)?.title;
     this.recent.set(conversationId, {
       title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),

@@ -1,20 +1,24 @@
 /**
  * Files in both directions. Uploads are streamed into the workspace media folder like other
  * channels' downloads (size-limited, 0600, a temp file renamed when complete) and named by an
- * opaque id the message then lists. Uploads not yet sent are bounded in total (the quota) and
- * deleted when no message took them within UPLOAD_TTL_MS, or when the channel stops (their ids
- * die with it). Files the agent sends get opaque ids too, so the page can fetch them
- * (GET /api/files/:id) without ever naming a path.
+ * opaque id the message then lists. The page uploads a file when it is attached, before it is
+ * sent in a conversation, so uploads wait in media/web/.pending/ (no chat's turn can reach it)
+ * and move into the conversation's own media folder when a message takes them. Uploads not yet
+ * sent are bounded in total (the quota) and deleted when no message took them within
+ * UPLOAD_TTL_MS, or when the channel stops (their ids die with it). Files the agent sends get
+ * opaque ids too, so the page can fetch them (GET /api/files/:id) without ever naming a path.
  */
 import { randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, renameSync } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { BoundedMap } from "../../util/bounded-map.js";
-import { mkdirPrivate } from "../../util/private-fs.js";
-import { mediaPath, safeFileName } from "../media.js";
+import { chatMediaDir, MEDIA_DIR } from "../../util/chat-folders.js";
+import { mkdirPrivate, mkdirPrivateSync } from "../../util/private-fs.js";
+import { mediaFileName, safeFileName } from "../media.js";
+import { errorMessage } from "../../util/errors.js";
 import { HttpError, tooLarge } from "../../util/http-body.js";
 import type { Logger } from "../../log.js";
 import type { FileRef, UploadResult } from "./protocol.js";
@@ -109,7 +113,7 @@ export class Uploads {
       );
     }
     const shown = safeFileName(name);
-    const path = mediaPath(this.workspace, "web", shown);
+    const path = join(this.workspace, MEDIA_DIR, "web", ".pending", mediaFileName(shown));
     await mkdirPrivate(dirname(path));
     const temp = `${path}.part`;
     const limit = this.maxBytes;
@@ -146,8 +150,12 @@ export class Uploads {
     return { id, name: shown, bytes };
   }
 
-  /** The uploads a message lists, once each (400 for an unknown or expired id). */
-  take(ids: readonly string[]): { paths: string[]; files: FileRef[] } {
+  /**
+   * The uploads a message lists, once each (400 for an unknown or expired id), moved into the
+   * conversation's media folder. Synchronous renames within media/: the message is published
+   * in the same tick, in its order.
+   */
+  take(ids: readonly string[], conversationId: string): { paths: string[]; files: FileRef[] } {
     const found = ids.map((id) => {
       const file = this.files.get(id);
       if (!file) throw new HttpError(400, `upload ${id} is unknown or expired: upload the file again`);
@@ -155,8 +163,22 @@ export class Uploads {
     });
     // Sent: the message owns the files now, and they no longer count against the quota.
     for (const id of ids) this.forget(id);
+    const folder = chatMediaDir(this.workspace, { channel: "web", chatId: conversationId });
+    if (found.length) mkdirPrivateSync(folder);
+    const paths = found.map((f) => {
+      const path = join(folder, basename(f.path));
+      try {
+        renameSync(f.path, path);
+      } catch (err) {
+        throw new HttpError(
+          400,
+          `upload ${f.name} is no longer there (${errorMessage(err)}): upload it again`,
+        );
+      }
+      return path;
+    });
     return {
-      paths: found.map((f) => f.path),
+      paths,
       files: found.map((f) => ({ name: f.name, bytes: f.bytes })),
     };
   }

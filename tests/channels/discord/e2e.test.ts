@@ -131,11 +131,13 @@ describe("Discord end to end", () => {
       ],
     });
     await fake.waitFor(() => llm.requests.length === 1, 5000, "the LLM request");
-    const files = await readdir(join(world.workspace, "media", "discord"));
+    // In the chat's own media folder: the only one its turns can reach.
+    const folder = join(world.workspace, "media", "discord", dm.id);
+    const files = await readdir(folder);
     expect(files).toHaveLength(2);
     const notes = files.find((f) => f.endsWith("-my_notes.txt"));
     expect(notes).toBeDefined();
-    expect(await readFile(join(world.workspace, "media", "discord", notes!), "utf8")).toBe("buy milk");
+    expect(await readFile(join(folder, notes!), "utf8")).toBe("buy milk");
 
     const user = llm.requests[0]!.body.messages.filter((m) => m.role === "user").pop()!;
     const parts = user.content as { type: string; image_url?: { url: string }; text?: string }[];
@@ -150,7 +152,7 @@ describe("Discord end to end", () => {
     expect(world.sentTo(dm.id)).toContain(
       "Sorry, I can't take files over 1 KB, so I didn't look at: huge.bin (4 KB).",
     );
-    expect(text).toMatch(/\[Attached file: .*media\/discord\/\d{8}-[0-9a-f]{8}-my_notes\.txt\]/);
+    expect(text).toMatch(/\[Attached file: .*media\/discord\/\d+\/\d{8}-[0-9a-f]{8}-my_notes\.txt\]/);
     // The one over the limit was refused by its declared size, without being fetched.
     expect(fake.requests.filter((r) => r.path.startsWith("/attachments/")).map((r) => r.path)).toEqual([
       expect.stringMatching(/\/pic\.png$/),

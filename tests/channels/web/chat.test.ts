@@ -4,7 +4,7 @@
  * the session file, /stop ends a turn, a question is answered with its button, and an upload
  * reaches the model as an attachment.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryMessage, SendAccepted, UploadResult } from "../../../src/channels/web/protocol.js";
@@ -132,6 +132,9 @@ describe("web chat conversations", () => {
     expect(upload.status).toBe(201);
     const { id, name, bytes } = upload.json<UploadResult>();
     expect({ name, bytes }).toEqual({ name: "my_notes.txt", bytes: 28 });
+    // Not sent in a conversation yet: waiting where no chat's turn can reach it.
+    const pending = join(rig.dir, "ws", "media", "web", ".pending");
+    expect((await readdir(pending)).filter((f) => f.endsWith("my_notes.txt"))).toHaveLength(1);
 
     await rig.post("/api/conversations/files/messages", { text: "read this", uploads: [id] }, rig.bearer());
     const user = await rig.waitForEvent(tab, "user");
@@ -139,7 +142,9 @@ describe("web chat conversations", () => {
     await rig.waitForEvent(tab, "final", (e) => e.text === "got it");
     const text = lastUserText(rig.fake.requests[0]!);
     const path = /\[Attached file: (.+)\]/.exec(text)?.[1];
-    expect(path).toContain(join("ws", "media", "web"));
+    // Moved into the conversation's own media folder, the one its turns can read.
+    expect(path).toContain(join("ws", "media", "web", "files", ""));
+    expect(await readdir(pending)).toEqual([]);
     expect(await readFile(path!, "utf8")).toBe("the secret word is swordfish");
 
     // An upload is used once.
