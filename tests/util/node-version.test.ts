@@ -25,7 +25,9 @@ describe("unsupportedNodeMessage", () => {
   });
 
   it("asks for the Node that package.json's engines names", async () => {
-    const pkg = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { engines: { node: string } };
+    const pkg = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
+      engines: { node: string };
+    };
     expect(pkg.engines.node).toBe(`>=${MINIMUM_NODE.replace(/\.0$/, "")}`);
   });
 });
