@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["tests/**/*.test.ts"],
+    // dist/ rebuilt when a source is newer: the child-process tests run the build.
+    globalSetup: ["tests/global-setup.ts"],
     // Generous on purpose: tests wait for events, never for time, so a limit
     // only ends a test that hangs. Several tests run CLI or gateway children
     // (tests/helpers/cli.ts, each limited to 60 s), which on a loaded 2-core

@@ -7,7 +7,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { MAIN, TSX } from "../tests/helpers/cli.js";
+import { join } from "node:path";
+import { ROOT, TSX } from "../tests/helpers/cli.js";
 import { DIST_MAIN } from "../tests/helpers/dist.js";
 import { healthUrlFromLog } from "../tests/helpers/gateway-process.js";
 
@@ -33,7 +34,7 @@ export function spawnGateway(
   const args = [
     ...fromEnv,
     ...(opts.nodeArgs ?? []),
-    ...(entry === "dist" ? [DIST_MAIN] : ["--import", TSX, MAIN]),
+    ...(entry === "dist" ? [DIST_MAIN] : ["--import", TSX, join(ROOT, "src", "main.ts")]),
   ];
   const child = spawn(process.execPath, [...args, "gateway", "--config", configPath], {
     cwd,

@@ -1,85 +1,20 @@
 #!/usr/bin/env node
-/** The palaver CLI. One file per command in cli/. */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Command } from "commander";
-import * as z from "zod";
-import { registerApprovalsCommand } from "./cli/approvals.js";
-import { registerChatCommand } from "./cli/chat.js";
-import { addCommonOptions } from "./cli/common.js";
-import { registerConfigCommand } from "./cli/config.js";
-import { registerCronCommand } from "./cli/cron.js";
-import { registerMcpCommand } from "./cli/mcp.js";
-import { registerServiceCommand } from "./cli/service.js";
-import { registerGatewayCommand } from "./cli/gateway.js";
-import { registerOnboardCommand } from "./cli/onboard.js";
-import { registerPairingCommand } from "./cli/pairing.js";
-import { registerStatusCommand } from "./cli/status.js";
-import { packageRoot } from "./util/package-root.js";
-import { logger } from "./log.js";
-import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
+/**
+ * The palaver CLI's entry: the Node version is checked before anything else loads, so an older
+ * Node gets one line saying what to install rather than a syntax error from inside a package.
+ */
+import module from "node:module";
+import { unsupportedNodeMessage } from "./util/node-version.js";
 
-// An unhandled rejection is a bug: log it and exit non-zero so systemd restarts us.
-process.on("unhandledRejection", (reason) => {
-  logger().fatal({ err: reason }, "unhandled promise rejection");
-  process.exit(1);
-});
-
-// zod compiles a fast path for an object schema the first time it parses with it (new Function),
-// to save ~2 µs per parse afterwards; palaver parses little per message. This reaches the schemas
-// built from here on; those built as their modules load decide for themselves (config/load.ts).
-z.config({ jitless: true });
-
-function version(): string {
-  const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string };
-  return pkg.version;
-}
-
-const program = new Command()
-  .name("palaver")
-  .description("palaver: a self-hosted personal AI assistant")
-  .version(version());
-addCommonOptions(program);
-registerGatewayCommand(program);
-registerChatCommand(program);
-registerOnboardCommand(program);
-registerStatusCommand(program);
-registerConfigCommand(program);
-registerCronCommand(program);
-registerApprovalsCommand(program);
-registerPairingCommand(program);
-registerMcpCommand(program);
-registerServiceCommand(program);
-
-try {
-  await program.parseAsync();
-} catch (err) {
-  // A config that validates but cannot work (no usable LLM provider, a channel without its token)
-  // is still a config error: a plain message and EX_CONFIG, so systemd does not restart in a loop.
-  if (err instanceof ConfigError) {
-    process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
-    process.exit(EXIT_CONFIG);
-  }
-  // Anything else (a folder that cannot be created...) is one clear line; the stack is for --verbose.
-  if (process.argv.includes("--verbose")) {
-    process.stderr.write(`palaver: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  } else {
-    process.stderr.write(`palaver: ${oneLine(err)} (--verbose shows the details)\n`);
-  }
+const unsupported = unsupportedNodeMessage(process.versions.node);
+if (unsupported) {
+  process.stderr.write(`${unsupported}\n`);
   process.exit(1);
 }
 
-/** The error's message and those of its causes that add something, on one line. */
-function oneLine(err: unknown): string {
-  const parts: string[] = [];
-  for (
-    let e: unknown = err;
-    e !== undefined && parts.length < 5;
-    e = e instanceof Error ? e.cause : undefined
-  ) {
-    const message = e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e);
-    const text = (message ?? "").replace(/\s*\n\s*/g, " ").trim();
-    if (text && !parts.some((p) => p.includes(text))) parts.push(text);
-  }
-  return parts.join(": ");
-}
+// Node keeps the code it compiles for palaver and its packages on disk and reuses it on the next
+// start (NODE_COMPILE_CACHE names the folder; the default is under the temp folder). Absent before
+// Node 22.1, so only where it exists.
+if (typeof module.enableCompileCache === "function") module.enableCompileCache();
+
+await import("./cli/program.js");

@@ -1,9 +1,11 @@
 /**
- * A Telegram-only gateway loads only what its configuration uses: no MCP SDK
- * without tools.mcpServers, no HTML converter before the first web_fetch of a
- * page, no pino-pretty while logs are JSON, no openai SDK before the first turn. The child runs with a module
- * loader hook (--import) that writes every module URL it loads to a file,
- * read once the gateway long-polls Telegram (ready for messages).
+ * A Telegram-only gateway (the build in dist/, its packages resolved by Node from node_modules)
+ * loads only what its configuration uses: not the Slack or Discord SDK nor their adapters, no MCP
+ * SDK without tools.mcpServers, no HTML converter before the first web_fetch of a page, no
+ * pino-pretty while logs are JSON. The child runs with a preload (--import) that records every
+ * module it loads: ES modules through a load hook (module.register), CommonJS ones from
+ * require.cache, written as the child exits; the test stops it once it long-polls Telegram (ready
+ * for messages).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -11,9 +13,12 @@ import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GatewayHarness, isLongPoll } from "./helpers/gateway-process.js";
 
-// Runs in the loader's thread: appends each loaded module's URL to MODULE_TRACE.
-const HOOK = `
-import { register } from "node:module";
+// The load hook runs in the loader's thread and appends each ES module's URL to MODULE_TRACE; the
+// CommonJS modules (require.cache, one cache for the whole process) are appended at exit.
+const PRELOAD = `
+import { appendFileSync } from "node:fs";
+import { createRequire, register } from "node:module";
+import { pathToFileURL } from "node:url";
 register("data:text/javascript," + encodeURIComponent(\`
 import { appendFileSync } from "node:fs";
 export async function load(url, context, next) {
@@ -21,6 +26,11 @@ export async function load(url, context, next) {
   appendFileSync(process.env.MODULE_TRACE, url + "\\\\n");
   return result;
 }\`));
+const { cache } = createRequire(import.meta.url);
+process.on("exit", () => {
+  const files = Object.keys(cache).map((file) => pathToFileURL(file).href);
+  appendFileSync(process.env.MODULE_TRACE, files.join("\\n") + "\\n");
+});
 `;
 
 describe("gateway startup, Telegram only", () => {
@@ -28,38 +38,36 @@ describe("gateway startup, Telegram only", () => {
   beforeEach(() => h.start());
   afterEach(() => h.close());
 
-  it("does not load the MCP SDK, the HTML converter, pino-pretty or the openai SDK", async () => {
-    const hook = join(h.dir, "trace-hook.mjs");
+  it("does not load the Slack or Discord SDK, the MCP SDK, the HTML converter or pino-pretty", async () => {
+    const preload = join(h.dir, "trace-modules.mjs");
     const trace = join(h.dir, "modules.txt");
-    await writeFile(hook, HOOK);
+    await writeFile(preload, PRELOAD);
     const run = h.spawnGateway({
-      env: { NODE_OPTIONS: `--import ${pathToFileURL(hook).href}`, MODULE_TRACE: trace },
+      env: { NODE_OPTIONS: `--import ${pathToFileURL(preload).href}`, MODULE_TRACE: trace },
     });
     const died = run.exited.then((code) => {
       throw new Error(`the gateway exited (${code}):\n${run.stderr}`);
     });
     died.catch(() => undefined);
     await Promise.race([h.tg.waitForCall("getUpdates", isLongPoll, h.startupMs), died]);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
 
     const loaded = (await readFile(trace, "utf8")).split("\n");
-    const any = (part: string) => loaded.some((url) => url.includes(part));
-    // The probe works: what a Telegram gateway needs was seen.
-    expect(any("/node_modules/grammy/")).toBe(true);
-    expect(any("/src/channels/telegram/adapter.ts")).toBe(true);
-    // What this configuration does not use was not loaded.
-    expect(loaded.filter((url) => url.includes("@modelcontextprotocol"))).toEqual([]);
-    expect(loaded.filter((url) => /\/src\/mcp\/(manager|server|convert)\.ts/.test(url))).toEqual([]);
-    expect(
-      loaded.filter(
-        (url) => /\/src\/agent\/tools\/html(-\w+)?\.ts/.test(url) && !url.includes("html-entities"),
-      ),
-    ).toEqual([]);
-    expect(loaded.filter((url) => url.includes("pino-pretty"))).toEqual([]);
-    // The openai SDK waits for the first turn (its error classes alone are loaded).
-    expect(loaded.filter((url) => /\/node_modules\/openai\/(index|client)\.m?js/.test(url))).toEqual([]);
-    // Other platforms' SDKs stay unloaded too.
+    const any = (pattern: RegExp) => loaded.some((url) => pattern.test(url));
+    // The probe works: what a Telegram gateway needs was seen, ES modules and CommonJS alike.
+    expect(any(/\/dist\/channels\/telegram\/adapter-\w+\.js$/)).toBe(true);
+    expect(any(/\/node_modules\/grammy\/.*\.js$/)).toBe(true);
+    expect(any(/\/node_modules\/pino\/.*\.js$/)).toBe(true);
+    // Other platforms' SDKs and adapters stay unloaded.
     expect(
       loaded.filter((url) => /\/node_modules\/(@slack|@discordjs|discord\.js|discord-api-types)\//.test(url)),
     ).toEqual([]);
+    expect(loaded.filter((url) => /\/dist\/channels\/(slack|discord)\//.test(url))).toEqual([]);
+    // What this configuration does not use was not loaded.
+    expect(loaded.filter((url) => url.includes("@modelcontextprotocol"))).toEqual([]);
+    expect(loaded.filter((url) => /\/dist\/mcp\/manager-\w+\.js$/.test(url))).toEqual([]);
+    expect(loaded.filter((url) => /\/dist\/agent\/tools\/html-\w+\.js$/.test(url))).toEqual([]);
+    expect(loaded.filter((url) => url.includes("pino-pretty"))).toEqual([]);
   });
 });

@@ -10,10 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileChatRules } from "../../src/approvals/chat-rules.js";
 import { formatRuleTable } from "../../src/cli/approvals.js";
 import { approvalRulesPath } from "../../src/config/paths.js";
-import { ROOT, runCli, type CliResult } from "../helpers/cli.js";
-
-const ENTRY = join(ROOT, "tests", "cli", "run-approvals-cli.ts");
-const CONFIG_ENTRY = join(ROOT, "tests", "cli", "run-config-cli.ts");
+import { runCli, type CliResult } from "../helpers/cli.js";
 
 let dir: string;
 let home: string;
@@ -31,10 +28,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function cli(args: string[], entry = ENTRY): Promise<CliResult> {
+function cli(args: string[]): Promise<CliResult> {
   return runCli(args, {
     cwd: dir,
-    entry,
     env: { HOME: home, PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent" },
   });
 }
@@ -125,7 +121,7 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
         },
       }),
     );
-    const schemaErrors = await cli(["config", "check"], CONFIG_ENTRY);
+    const schemaErrors = await cli(["config", "check"]);
     expect(schemaErrors.code).toBe(78);
     expect(schemaErrors.stderr).toMatch(/tools\.approval\.rules\[0\]\.match: not a valid regular expression/);
     expect(schemaErrors.stderr).toMatch(
@@ -136,7 +132,7 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
       configPath,
       JSON.stringify({ tools: { approval: { rules: [{ tool: "exec", arg: "command", action: "deny" }] } } }),
     );
-    const argOnly = await cli(["config", "check"], CONFIG_ENTRY);
+    const argOnly = await cli(["config", "check"]);
     expect(argOnly.code).toBe(78);
     expect(argOnly.stderr).toContain('tools.approval.rules[0]: "arg" (command) is set without "match"');
 
@@ -144,7 +140,7 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
       configPath,
       JSON.stringify({ tools: { approval: { rules: [{ tool: "mcp_github_*", action: "allow" }] } } }),
     );
-    const good = await cli(["config", "check"], CONFIG_ENTRY);
+    const good = await cli(["config", "check"]);
     expect(good.code).toBe(0);
     expect(good.stdout).toContain("Configuration is valid.");
   });

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
-import { CHILD_TIMEOUT_MS, MAIN, TSX, runCli } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, MAIN, runCli } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
 
 const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
@@ -51,9 +51,7 @@ describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
   it("prints the reply as it arrives, then erases it and draws the rendered final", async () => {
     const configPath = await writeConfig();
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const chat = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
-      .map(quote)
-      .join(" ");
+    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
     // A pseudo-terminal without a window has no size: give it one, so rows can be counted.
     const child = spawn("script", ["-qec", `stty cols 40 rows 24; exec ${chat}`, "/dev/null"], {
       cwd: dir,

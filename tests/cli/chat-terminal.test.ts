@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
-import { CHILD_TIMEOUT_MS, MAIN, TSX } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, MAIN } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
 
 const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
@@ -52,9 +52,7 @@ describe.skipIf(!HAVE_SCRIPT)("palaver chat on a terminal", () => {
       }),
     );
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const command = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
-      .map(quote)
-      .join(" ");
+    const command = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       cwd: dir,
       env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },

@@ -7,15 +7,11 @@ import { existsSync, readdirSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newConfigText } from "../../src/cli/onboard.js";
 import { templatesDir } from "../../src/config/paths.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
 import { runCli } from "../helpers/cli.js";
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const ENTRY = join(ROOT, "tests", "cli", "run-config-cli.ts");
 
 let dir: string;
 let home: string;
@@ -43,7 +39,7 @@ function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
   Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, PALAVER_TEST: "1", NO_COLOR: "1" }, extraEnv);
   // Through the shared helper: a few children at a time, with a generous time limit.
-  return runCli(args, { cwd: dir, env, entry: ENTRY });
+  return runCli(args, { cwd: dir, env });
 }
 
 async function writeConfig(value: unknown): Promise<void> {

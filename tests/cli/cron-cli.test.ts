@@ -1,5 +1,5 @@
 /**
- * `palaver cron` run as real child processes (tests/cli/run-cron-cli.ts), with
+ * `palaver cron` run as real child processes (the build, dist/main.js), with
  * HOME and PALAVER_CONFIG in a temp folder. A "gateway" is a CronService
  * started in this test process on the same job file.
  */
@@ -7,7 +7,6 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
@@ -17,9 +16,6 @@ import type { CronJob } from "../../src/cron/types.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const ENTRY = join(ROOT, "tests", "cli", "run-cron-cli.ts");
 
 let dir: string;
 let home: string;
@@ -48,7 +44,6 @@ afterEach(async () => {
 function cli(args: string[]): Promise<CliResult> {
   return runCli(["cron", ...args], {
     cwd: dir,
-    entry: ENTRY,
     env: { HOME: home, PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent" },
   });
 }

@@ -10,10 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { formatPairing } from "../../src/cli/pairing.js";
 import { stateDir } from "../../src/config/paths.js";
 import { CODE_TTL_MS, pairingPath, PairingStore } from "../../src/pairing/store.js";
-import { ROOT, runCli, type CliResult } from "../helpers/cli.js";
+import { runCli, type CliResult } from "../helpers/cli.js";
 import { captureLog } from "../helpers/log.js";
-
-const ENTRY = join(ROOT, "tests", "cli", "run-pairing-cli.ts");
 
 let dir: string;
 let configPath: string;
@@ -32,7 +30,6 @@ afterEach(async () => {
 function cli(args: string[]): Promise<CliResult> {
   return runCli(args, {
     cwd: dir,
-    entry: ENTRY,
     env: { HOME: join(dir, "home"), PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent" },
   });
 }

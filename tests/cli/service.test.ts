@@ -21,11 +21,10 @@ import {
   type UnitValues,
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
-import { CHILD_TIMEOUT_MS, runCli, TSX, type CliResult } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, MAIN, runCli, type CliResult } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const ENTRY = join(ROOT, "tests", "cli", "run-service-cli.ts");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
 const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
@@ -260,7 +259,6 @@ describe("palaver service install (child process)", () => {
   function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
     return runCli(args, {
       cwd: dir,
-      entry: ENTRY,
       env: { HOME: home, XDG_CONFIG_HOME: xdg, PALAVER_LOG_LEVEL: "warn", ...extraEnv },
     });
   }
@@ -426,7 +424,7 @@ describe("palaver service install (child process)", () => {
     answer: string,
   ): Promise<{ code: number | null; output: string }> {
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const command = [process.execPath, "--import", TSX, ENTRY, ...args].map(quote).join(" ");
+    const command = [process.execPath, MAIN, ...args].map(quote).join(" ");
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       cwd: dir,
       env: {

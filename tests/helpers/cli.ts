@@ -1,9 +1,9 @@
 /**
- * Running palaver (or a test's own CLI entry) as a child process, through tsx
- * so the sources are tested, with a clean environment and a hard time limit.
+ * Running palaver as a child process: the build in dist/ (what `npm start` and
+ * the systemd unit run; tests/global-setup.ts builds it first), or a test's own
+ * .ts entry through tsx, with a clean environment and a hard time limit.
  *
- * A child compiles the sources through tsx on start (about a second of CPU
- * each); six started at once on a loaded 2-core machine took over 20 s and
+ * Six children started at once on a loaded 2-core machine took over 20 s and
  * were killed mid-test. So short-lived children (runCli) run at most
  * CLI_CONCURRENCY at a time per test file, and the time limit is generous:
  * it only exists so a hung child never outlives the test run.
@@ -12,9 +12,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Semaphore } from "../../src/util/semaphore.js";
+import { DIST_MAIN } from "./dist.js";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
-export const MAIN = join(ROOT, "src", "main.ts");
+/** The CLI the children run: dist/main.js, the build. */
+export const MAIN = DIST_MAIN;
 /** An absolute loader URL: children run in temp folders where "tsx" would not resolve. */
 export const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 
@@ -28,7 +30,7 @@ export interface CliOptions {
   cwd: string;
   /** Added to a clean environment (PATH only, no PALAVER_* of the developer's shell). */
   env?: NodeJS.ProcessEnv;
-  /** The entry to run; default src/main.ts (through tsx). A .js entry (the build in dist/) runs as is. */
+  /** The entry to run; default MAIN (the build). A .ts entry (a test's own) runs through tsx. */
   entry?: string;
   /** Hard limit: the child is SIGKILLed after it (default CHILD_TIMEOUT_MS). */
   timeoutMs?: number;
@@ -54,7 +56,7 @@ export interface RunningCli {
 
 export function startCli(args: string[], opts: CliOptions): RunningCli {
   const entry = opts.entry ?? MAIN;
-  const loader = entry.endsWith(".js") ? [] : ["--import", TSX];
+  const loader = entry.endsWith(".ts") ? ["--import", TSX] : [];
   const child = spawn(process.execPath, [...loader, entry, ...args], {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH, NO_COLOR: "1", ...opts.env },

@@ -1,11 +1,14 @@
 /**
- * The build in dist/ (scripts/build-server.mjs: what `npm start` and the systemd unit run), for
- * the tests that run it and the benchmarks: rebuilt with `npm run build` when a source is newer.
+ * The build in dist/ (scripts/build-server.mjs: what `npm start` and the systemd unit run, and what
+ * every child-process test runs): rebuilt with `npm run build` when a source is newer. Vitest's
+ * global setup (tests/global-setup.ts) calls ensureBuilt() once before any test file runs; the
+ * benchmarks call it themselves.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "./cli.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
 
 /**
  * The build under test. BENCH_DIST_MAIN names another build's main.js (e.g. an older commit's,

@@ -115,9 +115,9 @@ export interface GatewayHarnessOptions {
   telegram?: boolean;
   /** Hard limit for one child: a test that hangs is killed, never left behind. */
   childLimitMs?: number;
-  /** Limit for startGateway's wait: children start through tsx, seconds each on a busy 2-core machine. */
+  /** Limit for startGateway's wait: a child takes seconds to start on a busy 2-core machine. */
   startupMs?: number;
-  /** What the children run (startCli's entry): default src/main.ts through tsx; DIST_MAIN for the build. */
+  /** What the children run (startCli's entry): default MAIN, the build in dist/. */
   entry?: string;
 }
 

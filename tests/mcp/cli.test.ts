@@ -1,16 +1,12 @@
-/** `palaver mcp list` as a real child process (tests/cli/run-mcp-cli.ts), HOME and config in a temp folder. */
+/** `palaver mcp list` as a real child process (the build, dist/main.js), HOME and config in a temp folder. */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeMcpHttpServer } from "../fakes/mcp-http-server.js";
 import { stdioServerCommand } from "../fakes/mcp-stdio.js";
 import { isAlive } from "./helpers.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const ENTRY = join(ROOT, "tests", "cli", "run-mcp-cli.ts");
 
 let dir: string;
 let configPath: string;
@@ -30,7 +26,6 @@ afterEach(async () => {
 function cli(args: string[]): Promise<CliResult> {
   return runCli(args, {
     cwd: dir,
-    entry: ENTRY,
     env: { HOME: join(dir, "home"), PALAVER_CONFIG: configPath, MCP_TEST_TOKEN: "tok-1" },
   });
 }

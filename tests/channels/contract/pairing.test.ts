@@ -14,13 +14,12 @@ import { Gateway } from "../../../src/gateway.js";
 import { createProvider } from "../../../src/llm/openai-provider.js";
 import { CODE_TTL_MS, pairingPath, PairingStore } from "../../../src/pairing/store.js";
 import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
-import { ROOT, runCli } from "../../helpers/cli.js";
+import { runCli } from "../../helpers/cli.js";
 import { captureLog } from "../../helpers/log.js";
 import { waitFor } from "../../helpers/wait.js";
 import type { PlatformRig } from "./driver.js";
 import { DRIVERS } from "./drivers.js";
 
-const PAIRING_CLI = join(ROOT, "tests", "cli", "run-pairing-cli.ts");
 const CODE = /pairing code: ([A-Z2-9]{8})/;
 
 describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
@@ -123,7 +122,6 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
     const code = await strangerGetsCode();
     const result = await runCli(["pairing", "approve", code.toLowerCase()], {
       cwd: dir,
-      entry: PAIRING_CLI,
       env: { HOME: join(dir, "home"), PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent" },
     });
     expect(result).toMatchObject({ code: 0, stderr: "" });
