@@ -6,7 +6,7 @@ import { Command } from "commander";
 import * as z from "zod";
 import { registerApprovalsCommand } from "./cli/approvals.js";
 import { registerChatCommand } from "./cli/chat.js";
-import { addCommonOptions } from "./cli/common.js";
+import { addCommonOptions, exitOnRefusedConfig } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
 import { registerCronCommand } from "./cli/cron.js";
 import { registerMcpCommand } from "./cli/mcp.js";
@@ -17,7 +17,7 @@ import { registerPairingCommand } from "./cli/pairing.js";
 import { registerStatusCommand } from "./cli/status.js";
 import { packageRoot } from "./util/package-root.js";
 import { logger } from "./log.js";
-import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
+import { ConfigError } from "./util/errors.js";
 
 // An unhandled rejection is a bug: log it and exit non-zero so systemd restarts us.
 process.on("unhandledRejection", (reason) => {
@@ -56,10 +56,7 @@ try {
 } catch (err) {
   // A config that validates but cannot work (no usable LLM provider, a channel without its token)
   // is still a config error: a plain message and EX_CONFIG, so systemd does not restart in a loop.
-  if (err instanceof ConfigError) {
-    process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
-    process.exit(EXIT_CONFIG);
-  }
+  if (err instanceof ConfigError) exitOnRefusedConfig(err);
   // Anything else (a folder that cannot be created...) is one clear line; the stack is for --verbose.
   if (process.argv.includes("--verbose")) {
     process.stderr.write(`palaver: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
