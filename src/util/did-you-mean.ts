@@ -4,7 +4,7 @@
  */
 
 /** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const rows = a.length + 1;
   const cols = b.length + 1;
   const d: number[][] = Array.from({ length: rows }, (_, i) =>

@@ -14,6 +14,8 @@ import { ROOT, runCli, type CliResult } from "../helpers/cli.js";
 
 const ENTRY = join(ROOT, "tests", "cli", "run-approvals-cli.ts");
 const CONFIG_ENTRY = join(ROOT, "tests", "cli", "run-config-cli.ts");
+/** A usable LLM needing no key: `config check` refuses a config without one before it looks at the rules, as the gateway would. */
+const LOCAL_LLM = { ollama: {} };
 
 let dir: string;
 let home: string;
@@ -134,7 +136,10 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
 
     await writeFile(
       configPath,
-      JSON.stringify({ tools: { approval: { rules: [{ tool: "exec", arg: "command", action: "deny" }] } } }),
+      JSON.stringify({
+        providers: LOCAL_LLM,
+        tools: { approval: { rules: [{ tool: "exec", arg: "command", action: "deny" }] } },
+      }),
     );
     const argOnly = await cli(["config", "check"], CONFIG_ENTRY);
     expect(argOnly.code).toBe(78);
@@ -142,7 +147,10 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
 
     await writeFile(
       configPath,
-      JSON.stringify({ tools: { approval: { rules: [{ tool: "mcp_github_*", action: "allow" }] } } }),
+      JSON.stringify({
+        providers: LOCAL_LLM,
+        tools: { approval: { rules: [{ tool: "mcp_github_*", action: "allow" }] } },
+      }),
     );
     const good = await cli(["config", "check"], CONFIG_ENTRY);
     expect(good.code).toBe(0);
