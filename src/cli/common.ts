@@ -45,6 +45,16 @@ export function exitOnConfigError(err: ConfigError, path: string): never {
   process.exit(EXIT_CONFIG);
 }
 
+/**
+ * Prints a ConfigError thrown after loading (no usable LLM provider, a channel or sandbox that
+ * cannot work) and exits 78: the CLI's last catch prints it this way for gateway and chat, and
+ * `config check` calls the same, so the two say the same words.
+ */
+export function exitOnRefusedConfig(err: ConfigError): never {
+  process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
+  process.exit(EXIT_CONFIG);
+}
+
 export interface LoadForCliOptions {
   /** Log each config warning with logger("config").warn (default true). */
   logWarnings?: boolean;

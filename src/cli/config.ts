@@ -5,8 +5,9 @@ import { approvalRuleProblems } from "../approvals/policy.js";
 import { platformProblems } from "../channels/registry.js";
 import { maskSecrets } from "../config/secrets.js";
 import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";
+import { resolveProvider } from "../llm/providers.js";
 import { ConfigError } from "../util/errors.js";
-import { addCommonOptions, exitOnConfigError, loadForCli } from "./common.js";
+import { addCommonOptions, exitOnConfigError, exitOnRefusedConfig, loadForCli } from "./common.js";
 
 export function registerConfigCommand(program: Command): Command {
   const config = program.command("config").description("check the configuration or print its JSON Schema");
@@ -14,12 +15,22 @@ export function registerConfigCommand(program: Command): Command {
   const check = config
     .command("check")
     .description(
-      "validate the config (types, and settings an enabled platform cannot work without); " +
-        "print warnings and the effective config (secrets masked)",
+      "validate the config the way `palaver gateway` and `palaver chat` do (exit 78 where they would " +
+        "refuse it); print the verdict, the LLM chosen and the warnings",
     )
-    .action((_opts: unknown, cmd: Command) => {
-      // An invalid config never returns from loadForCli: it prints every problem and exits 78.
+    .option("--print", "also print the effective configuration (secrets masked)")
+    .action((opts: { print?: boolean }, cmd: Command) => {
+      // An invalid config never returns from loadForCli: it prints every problem and exits 78, as
+      // it does for every command.
       const loaded = loadForCli(cmd, { logWarnings: false });
+      // The gateway and chat resolve the provider with this same function and refuse to start
+      // when it throws: the same error, printed the same way.
+      try {
+        resolveProvider(loaded.config);
+      } catch (err) {
+        if (err instanceof ConfigError) exitOnRefusedConfig(err);
+        throw err;
+      }
       // Valid JSON of the right types can still not work (an enabled platform without its token):
       // reported the same way, so a script or a person sees one kind of failure.
       const problems = [
@@ -29,23 +40,24 @@ export function registerConfigCommand(program: Command): Command {
       if (problems.length > 0) {
         exitOnConfigError(new ConfigError(`invalid configuration in ${loaded.path}`, problems), loaded.path);
       }
-      const out: string[] = [];
-      out.push(
+      const llm = describeProviderChoice(loaded.config);
+      const warnings = [...loaded.warnings, ...llm.warnings];
+      const out = [
+        warnings.length > 0 ? "Configuration is valid, with warnings (below)." : "Configuration is valid.",
         loaded.exists
           ? `Config: ${loaded.path}`
           : `Config: (no config file, defaults) [looked for ${loaded.path}]`,
-      );
-      out.push(`Workspace: ${loaded.workspace}`);
-      const llm = describeProviderChoice(loaded.config);
-      out.push(`LLM: ${formatProviderChoice(llm)}`);
-      const warnings = [...loaded.warnings, ...llm.warnings];
+        `Workspace: ${loaded.workspace}`,
+        `LLM: ${formatProviderChoice(llm)}`,
+      ];
       if (warnings.length > 0) {
         out.push(`Warnings (${warnings.length}):`);
         for (const w of warnings) out.push(`  - ${w}`);
       }
-      out.push("Effective configuration (secrets masked):");
-      out.push(JSON.stringify(maskSecrets(loaded.config), null, 2));
-      out.push("Configuration is valid.");
+      if (opts.print) {
+        out.push("Effective configuration (secrets masked):");
+        out.push(JSON.stringify(maskSecrets(loaded.config), null, 2));
+      }
       process.stdout.write(`${out.join("\n")}\n`);
     });
   addCommonOptions(check);

@@ -1,41 +1,41 @@
 /**
- * `palaver onboard`: writes a small config file (never replacing one
- * silently) and fills the workspace from the templates without touching any
- * file the user already has.
+ * `palaver onboard`: writes a starting config file the user edits (never
+ * replacing one without --force) and fills the workspace from the templates
+ * without touching any file the user already has. Run again, it only adds
+ * what is missing.
  */
 import { chmodSync, copyFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { configPathFor } from "../config/load.js";
 import { expandHome } from "../config/paths.js";
+import { defaultConfig } from "../config/schema.js";
 import { createWorkspace } from "../config/workspace.js";
 import { configureLogging } from "../log.js";
 import { PRIVATE_FILE_MODE, mkdirPrivateSync, writeFilePrivateSync } from "../util/private-fs.js";
 import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
 
-const PROMPT_TIMEOUT_MS = 5 * 60_000;
-
 /**
- * The text of a new config file: only what the user chose (--workspace). Every default stays
- * implicit, so a later version's better default reaches this user too, and the file shows
- * what was actually decided (`palaver config schema` lists every key with its default).
+ * The text of a new config file: the few keys a newcomer edits (the provider and model, a key
+ * slot, a chat platform left off) with their default values, so there is something to edit;
+ * every other default stays implicit, so a later version's better default reaches this user
+ * too (`palaver config schema` and config.example.json list every key). JSON has no comments:
+ * what to change is said in the next steps onboard prints.
  */
 export function newConfigText(workspace?: string): string {
-  const config = workspace !== undefined ? { agents: { defaults: { workspace } } } : {};
+  const defaults = defaultConfig();
+  const config = {
+    agents: {
+      defaults: {
+        ...(workspace !== undefined ? { workspace } : {}),
+        provider: defaults.agents.defaults.provider,
+        model: defaults.agents.defaults.model,
+      },
+    },
+    providers: { openai: { apiKey: "" } },
+    channels: { telegram: { enabled: false, token: "", allowFrom: [] as string[] } },
+  };
   return `${JSON.stringify(config, null, 2)}\n`;
-}
-
-async function askYesNo(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
-  try {
-    const answer = await rl.question(question, { signal: AbortSignal.timeout(PROMPT_TIMEOUT_MS) });
-    return /^y(es)?$/i.test(answer.trim());
-  } catch {
-    return false; // timed out or stdin closed: the safe answer
-  } finally {
-    rl.close();
-  }
 }
 
 function writeConfig(path: string, text: string, replace: boolean): void {
@@ -49,39 +49,45 @@ function writeConfig(path: string, text: string, replace: boolean): void {
   writeFilePrivateSync(path, text, replace ? "w" : "wx");
 }
 
+/** What to do next, for a person who has just run onboard. */
+function nextSteps(path: string, flag: string): string[] {
+  const envFile = join(dirname(path), ".env");
+  return [
+    "",
+    "Next steps:",
+    `  1. Put your API key in ${envFile} (chmod 600), for example`,
+    "       PALAVER_PROVIDERS__OPENAI__API_KEY=<the key your provider gave you>",
+    `     Another provider: set agents.defaults.provider and model in ${path} (README: "Providers");`,
+    '     a local model needs no key: "provider": "ollama" and "providers": { "ollama": {} }.',
+    `  2. Check it:         palaver config check${flag}`,
+    `  3. Start palaver:    npm start (in the clone) or palaver gateway${flag},`,
+    "                      then open the web chat link it prints",
+    `     or talk here:     palaver chat${flag}`,
+    `  Telegram, Slack, Discord: set channels.NAME.enabled, its token and allowFrom in ${path}.`,
+    "",
+    "Every other setting has a default; `palaver config schema` lists them all.",
+  ];
+}
+
 export function registerOnboardCommand(program: Command): Command {
   const cmd = program
     .command("onboard")
-    .description("create a config file and a workspace")
+    .description("create a config file and a workspace; run again, add only what is missing")
     .option("--force", "replace an existing config file with a new one (the old one is kept as .bak)")
-    .action(async (opts: { force?: boolean }, command: Command) => {
+    .action((opts: { force?: boolean }, command: Command) => {
       const common = commonOptions(command);
       configureLogging({ verbose: common.verbose });
       const path = configPathFor({ configPath: common.config });
       const out: string[] = [];
 
-      let write = !existsSync(path);
-      if (!write) {
-        if (opts.force) write = true;
-        else if (process.stdin.isTTY && process.stdout.isTTY) {
-          write = await askYesNo(
-            `${path} already exists. Replace it with a new one (old one kept as .bak)? [y/N] `,
-          );
-          if (!write) out.push(`Kept the existing config ${path}`);
-        } else {
-          process.stderr.write(
-            `palaver: ${path} already exists; not replacing it.\n` +
-              `Run \`palaver onboard --force\` to replace it with a new one (the old file is kept as ${path}.bak).\n`,
-          );
-          process.exitCode = 1;
-          return;
-        }
-      }
-      if (write) {
-        const replacing = existsSync(path);
+      const exists = existsSync(path);
+      if (!exists || opts.force) {
         const workspace = common.workspace !== undefined ? expandHome(common.workspace) : undefined;
-        writeConfig(path, newConfigText(workspace), replacing);
-        out.push(replacing ? `Replaced ${path} (old one: ${path}.bak)` : `Created ${path}`);
+        writeConfig(path, newConfigText(workspace), exists);
+        out.push(exists ? `Replaced ${path} (old one: ${path}.bak)` : `Created ${path}`);
+      } else {
+        // The README's snippets and hand-written configs are the user's: onboard completes around them.
+        out.push(`Kept your config ${path} (\`palaver onboard --force\` replaces it, keeping a .bak)`);
       }
 
       const loaded = loadForCli(command);
@@ -91,20 +97,7 @@ export function registerOnboardCommand(program: Command): Command {
           (setup.kept.length > 0 ? `, ${setup.kept.length} existing file(s) left as they were` : ""),
       );
       for (const file of setup.created) out.push(`  + ${file}`);
-
-      const flag = common.config !== undefined ? ` --config ${path}` : "";
-      const envFile = join(dirname(path), ".env");
-      out.push(
-        "",
-        "Next steps:",
-        `  1. Put an API key in ${envFile}, for example`,
-        "       PALAVER_PROVIDERS__OPENAI__API_KEY=sk-...",
-        `     or set providers.NAME.apiKey (and apiBase for other OpenAI-compatible services) in ${path}.`,
-        `  2. Check the result: palaver config check${flag}`,
-        `  3. Start talking:    palaver chat${flag}`,
-        "",
-        "Every other setting has a default; `palaver config schema` lists them all.",
-      );
+      out.push(...nextSteps(path, common.config !== undefined ? ` --config ${path}` : ""));
       process.stdout.write(`${out.join("\n")}\n`);
     });
   addCommonOptions(cmd);

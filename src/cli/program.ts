@@ -5,7 +5,7 @@ import { Command } from "commander";
 import * as z from "zod";
 import { registerApprovalsCommand } from "./approvals.js";
 import { registerChatCommand } from "./chat.js";
-import { addCommonOptions } from "./common.js";
+import { addCommonOptions, exitOnRefusedConfig } from "./common.js";
 import { registerConfigCommand } from "./config.js";
 import { registerCronCommand } from "./cron.js";
 import { registerMcpCommand } from "./mcp.js";
@@ -16,7 +16,7 @@ import { registerPairingCommand } from "./pairing.js";
 import { registerStatusCommand } from "./status.js";
 import { packageRoot } from "../util/package-root.js";
 import { logger } from "../log.js";
-import { ConfigError, EXIT_CONFIG } from "../util/errors.js";
+import { ConfigError } from "../util/errors.js";
 
 // An unhandled rejection is a bug: log it and exit non-zero so systemd restarts us.
 process.on("unhandledRejection", (reason) => {
@@ -55,10 +55,7 @@ try {
 } catch (err) {
   // A config that validates but cannot work (no usable LLM provider, a channel without its token)
   // is still a config error: a plain message and EX_CONFIG, so systemd does not restart in a loop.
-  if (err instanceof ConfigError) {
-    process.stderr.write(`palaver: ${err.message}\n${err.problems.map((p) => `  ${p}\n`).join("")}`);
-    process.exit(EXIT_CONFIG);
-  }
+  if (err instanceof ConfigError) exitOnRefusedConfig(err);
   // Anything else (a folder that cannot be created...) is one clear line; the stack is for --verbose.
   if (process.argv.includes("--verbose")) {
     process.stderr.write(`palaver: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

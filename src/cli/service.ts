@@ -6,7 +6,8 @@
  *
  * The service must see what `palaver status` sees in this shell: keys that live only in the
  * current folder's `.env` are copied into the state folder's (after a question, or --yes),
- * and a unit whose gateway would stop at once (bad config, no usable provider) is refused.
+ * and a unit whose gateway would stop at once (bad config, no usable provider) is refused, as is
+ * one no systemd manager would run (no systemd, no user bus) unless --force.
  *
  * PALAVER_SYSTEMD_DIR, when set, replaces the folder the unit is written to (tests, and
  * packaging into a staging root).
@@ -24,6 +25,7 @@ import { resolveProvider } from "../llm/providers.js";
 import { ConfigError, PalaverError } from "../util/errors.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { copyIntoStateEnv, planServiceEnv, type EnvPlan } from "./service-env.js";
+import { noManagerMessage, probeSystemd, rootUserUnitNote } from "./service-systemd.js";
 
 export const UNIT_NAME = "palaver.service";
 
@@ -169,8 +171,9 @@ export function resolveRunAs(options: {
     options.currentUser === "root" && sudoUser && sudoUser !== "root" ? sudoUser : options.currentUser;
   if (name === "root") {
     throw new PalaverError(
-      "refusing to write a system unit that runs palaver as root: pass --run-as USER " +
-        "(an unprivileged account that can read the config and owns the workspace), or use --user",
+      "A system unit would run palaver as root, which this command does not write. Choose one: " +
+        "a system unit that runs palaver as an ordinary account (--run-as USER: one that can read the " +
+        "config and owns the workspace), or a user unit for root's own user manager (--user).",
     );
   }
   return name;
@@ -425,6 +428,17 @@ async function install(opts: InstallOptions, cmd: Command): Promise<void> {
 
   const existing = await readIfExists(target);
   const root = process.getuid?.() === 0;
+  if (root && user) process.stderr.write(`note: ${rootUserUnitNote()}\n`);
+  // A unit nothing will run only misleads (its systemctl steps fail). Into PALAVER_SYSTEMD_DIR
+  // (a staging root for another machine) this machine's systemd does not matter.
+  const noManager = process.env.PALAVER_SYSTEMD_DIR ? undefined : await probeSystemd(user);
+  if (noManager !== undefined) {
+    const forced = opts.force === true;
+    if (!forced && !opts.dryRun) {
+      throw new PalaverError(noManagerMessage({ user, detail: noManager, forced }));
+    }
+    process.stderr.write(`warning: ${noManagerMessage({ user, detail: noManager, forced })}\n`);
+  }
   const steps = (replaced: boolean) =>
     nextCommands({ user, runAs, replaced, root })
       .map((c) => `  ${c}\n`)
@@ -461,9 +475,11 @@ async function install(opts: InstallOptions, cmd: Command): Promise<void> {
     return;
   }
   await writeUnit(target, unit, existing !== undefined, user);
-  const who = user ? `your user manager, as ${runAs}` : `as ${runAs}`;
+  const who = user
+    ? `Your user manager will run palaver as ${runAs}`
+    : `systemd will run palaver as ${runAs}`;
   process.stdout.write(
-    `${existing === undefined ? "Wrote" : "Replaced"} ${target} (palaver runs ${who}).\nNext:\n${steps(existing !== undefined)}`,
+    `${existing === undefined ? "Wrote" : "Replaced"} ${target}. ${who} once you run:\n${steps(existing !== undefined)}`,
   );
 }
 
@@ -475,7 +491,7 @@ export function registerServiceCommand(program: Command): void {
     .option("--user", "a user unit (~/.config/systemd/user, systemctl --user) instead of a system unit")
     .option("--run-as <name>", "system unit: the account to run as (default: you, or the user who ran sudo)")
     .option("--dry-run", "print the unit to stdout and write nothing")
-    .option("--force", "replace an existing unit file")
+    .option("--force", "replace an existing unit file; write it even when no systemd manager is running")
     .option("--yes", "copy keys found only in ./.env into the state folder's .env without asking")
     .action(async (opts: InstallOptions, command: Command) => {
       try {

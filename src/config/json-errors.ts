@@ -28,6 +28,10 @@ export function findJsonError(text: string): { offset: number; reason: string } 
   const unexpected = (): never => fail(`unexpected character ${JSON.stringify(text[i])}`);
   const ws = () => {
     while (i < text.length && " \t\n\r".includes(text[i]!)) i++;
+    // Comments are the commonest mistake of people used to JSONC or JavaScript: say so by name.
+    if (text[i] === "/" && (text[i + 1] === "/" || text[i + 1] === "*")) {
+      fail(`JSON has no comments: remove the comment at line ${lineColumn(text, i).line}`);
+    }
   };
   const literal = /true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
   const str = () => {

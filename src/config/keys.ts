@@ -1,8 +1,10 @@
 /**
  * nanobot (pydantic, populate_by_name) accepts camelCase and snake_case keys
  * alike, so snake_case keys are renamed to their camelCase schema key before
- * validation; keys the schema does not know are warned about and dropped.
+ * validation; keys the schema does not know are warned about (with the known
+ * key they are nearest to, when one is a likely typo) and dropped.
  */
+import { didYouMean } from "../util/did-you-mean.js";
 import {
   defOf,
   formatPath,
@@ -28,7 +30,9 @@ export function normalizeKeys(value: unknown, schema: Schema, path: PathKey[], w
     for (const [key, v] of Object.entries(value)) {
       const name = Object.hasOwn(shape, key) ? key : camelCase(key);
       if (!Object.hasOwn(shape, name)) {
-        warnings.push(`unknown key ${formatPath([...path, key])} (ignored)`);
+        const near = didYouMean(name, Object.keys(shape));
+        const hint = near === undefined ? "" : `; did you mean ${near}?`;
+        warnings.push(`unknown key ${formatPath([...path, key])} (ignored${hint})`);
         continue;
       }
       if (name !== key && Object.hasOwn(value, name)) {

@@ -9,6 +9,7 @@ import { PLATFORM_LIST } from "../channels/registry.js";
 import { withWebDefault } from "../channels/web/config.js";
 import { MAX_TIMER_SECONDS } from "../util/timers.js";
 import { hasUrlCredentials } from "../util/url-credentials.js";
+import { apiBaseProblem, isPlaceholderKey } from "./value-checks.js";
 
 /** A duration in seconds; at most what a Node timer can hold (longer ones fire after 1 ms). */
 const duration = () => z.number().positive().max(MAX_TIMER_SECONDS);
@@ -25,10 +26,26 @@ const regexSource = z.string().superRefine((source, ctx) => {
 });
 
 export const ProviderConfigSchema = z.object({
-  apiKey: z.string().default("").describe("API key. Prefer PALAVER_PROVIDERS__NAME__API_KEY in .env."),
+  apiKey: z
+    .string()
+    .superRefine((key, ctx) => {
+      // Shown as written: a placeholder is no secret, and seeing it is how the user recognises it.
+      if (isPlaceholderKey(key)) {
+        ctx.addIssue({
+          code: "custom",
+          message: `"${key.trim()}" is a placeholder: replace it with your API key`,
+        });
+      }
+    })
+    .default("")
+    .describe("API key. Prefer PALAVER_PROVIDERS__NAME__API_KEY in .env."),
   apiBase: z
     .string()
     .refine((url) => !hasUrlCredentials(url), "put credentials in apiKey or extraHeaders, not in the URL")
+    .superRefine((url, ctx) => {
+      const problem = apiBaseProblem(url);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    })
     .nullable()
     .default(null)
     .describe("Base URL; each known provider has a default."),

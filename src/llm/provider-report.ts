@@ -36,15 +36,6 @@ export function formatProviderChoice(c: ProviderChoice): string {
   return `${c.provider} at ${c.baseURL} with model ${c.model} (${c.reason})`;
 }
 
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol, host } = new URL(text);
-    return (protocol === "http:" || protocol === "https:") && host !== "";
-  } catch {
-    return false;
-  }
-}
-
 /** The first provider (priority order) with a keyword in the model name, and the keyword. */
 function modelOwner(model: string): { spec: ProviderSpec; keyword: string } | undefined {
   for (const spec of PROVIDER_REGISTRY) {
@@ -56,8 +47,9 @@ function modelOwner(model: string): { spec: ProviderSpec; keyword: string } | un
 
 /**
  * Settings that make the choice look wrong: a key palaver cannot use (no
- * known address), an apiBase that is not a URL, a key that looks like another
- * provider's, and a model name that belongs to a provider other than the chosen one.
+ * known address), a key that looks like another provider's, and a model name
+ * that belongs to a provider other than the chosen one. (An apiBase that is
+ * not a URL, or a placeholder key, is refused when the config loads.)
  */
 function providerWarnings(config: Config, chosen: string | null): string[] {
   const warnings: string[] = [];
@@ -69,9 +61,6 @@ function providerWarnings(config: Config, chosen: string | null): string[] {
       warnings.push(
         `providers.${name} has an apiKey but palaver does not know its address: set providers.${name}.apiBase`,
       );
-    }
-    if (base && !isHttpUrl(base)) {
-      warnings.push(`providers.${name}.apiBase "${base}" is not a URL (expected http(s)://host/path)`);
     }
     const keyOwner = key
       ? PROVIDER_REGISTRY.find((s) => s.keyPrefix && key.startsWith(s.keyPrefix))

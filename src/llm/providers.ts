@@ -6,6 +6,7 @@
  * config key and the env var that sets it.
  */
 import type { Config, ProviderConfig } from "../config/schema.js";
+import { didYouMean } from "../util/did-you-mean.js";
 import { ConfigError } from "../util/errors.js";
 import {
   canonicalName,
@@ -92,9 +93,26 @@ function resolved(config: Config, choice: Choice, baseURL: string): ResolvedProv
   };
 }
 
+/** A known provider name `name` is probably a typo of ("olama" → "ollama"), or undefined. */
+function misspelt(name: string, config: Config): string | undefined {
+  if (findSpec(name)) return undefined;
+  const names = [...PROVIDER_REGISTRY.map((s) => s.name), ...Object.keys(config.providers)];
+  return didYouMean(
+    name,
+    names.filter((n) => n !== name),
+  );
+}
+
 function explicitProvider(config: Config, wanted: string): ResolvedProvider {
   const name = entryNamed(config.providers, wanted);
   const known = findSpec(wanted);
+  const near = misspelt(wanted, config);
+  if (near !== undefined && (name === undefined || !baseURLOf(name, config.providers[name]!))) {
+    throw new ConfigError(
+      `agents.defaults.provider is "${wanted}", which is not a provider palaver knows: did you mean "${near}"?`,
+      [`agents.defaults.provider: did you mean "${near}"?`],
+    );
+  }
   if (name === undefined) {
     const hint = known?.baseURL
       ? `add "providers": { "${wanted}": { "apiKey": "..." } } to the config, or set ${apiKeyEnvVar(wanted)} in .env`
@@ -213,8 +231,12 @@ export function resolveProvider(config: Config): ResolvedProvider {
   const keyedButUnknown = Object.entries(config.providers).filter(
     ([name, pc]) => hasKey(pc) && !baseURLOf(name, pc),
   );
+  const named = (n: string) => {
+    const near = misspelt(n, config);
+    return near === undefined ? `providers.${n}` : `providers.${n} (did you mean "${near}"?)`;
+  };
   const extra = keyedButUnknown.length
-    ? ` (providers.${keyedButUnknown.map(([n]) => n).join(", providers.")} has a key but palaver does not know its address: set its apiBase)`
+    ? ` (${keyedButUnknown.map(([n]) => named(n)).join(", ")} has a key but palaver does not know its address: set its apiBase)`
     : "";
   throw new ConfigError(
     `No LLM provider is configured${extra}. Set an API key, e.g. ${apiKeyEnvVar("openai")}=sk-... ` +

@@ -12,6 +12,9 @@ import { formatRuleTable } from "../../src/cli/approvals.js";
 import { approvalRulesPath } from "../../src/config/paths.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
 
+/** A usable LLM needing no key: `config check` refuses a config without one before it looks at the rules, as the gateway would. */
+const LOCAL_LLM = { ollama: {} };
+
 let dir: string;
 let home: string;
 let configPath: string;
@@ -130,7 +133,10 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
 
     await writeFile(
       configPath,
-      JSON.stringify({ tools: { approval: { rules: [{ tool: "exec", arg: "command", action: "deny" }] } } }),
+      JSON.stringify({
+        providers: LOCAL_LLM,
+        tools: { approval: { rules: [{ tool: "exec", arg: "command", action: "deny" }] } },
+      }),
     );
     const argOnly = await cli(["config", "check"]);
     expect(argOnly.code).toBe(78);
@@ -138,7 +144,10 @@ describe("palaver config check on tools.approval.rules", { timeout: 180_000 }, (
 
     await writeFile(
       configPath,
-      JSON.stringify({ tools: { approval: { rules: [{ tool: "mcp_github_*", action: "allow" }] } } }),
+      JSON.stringify({
+        providers: LOCAL_LLM,
+        tools: { approval: { rules: [{ tool: "mcp_github_*", action: "allow" }] } },
+      }),
     );
     const good = await cli(["config", "check"]);
     expect(good.code).toBe(0);

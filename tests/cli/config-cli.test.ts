@@ -112,13 +112,14 @@ describe("palaver config check", () => {
       join(dirname(configPath), ".env"),
       "PALAVER_PROVIDERS__GROQ__API_KEY=gsk-from-dotenv-9876\n",
     );
-    const run = await cli(["config", "check", "--config", configPath, "--workspace", "ws"]);
+    const run = await cli(["config", "check", "--print", "--config", configPath, "--workspace", "ws"]);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
+    // The verdict first; the effective config only because --print asked for it.
+    expect(run.stdout.split("\n")[0]).toBe("Configuration is valid, with warnings (below).");
     expect(run.stdout).toContain(`Config: ${configPath}\n`);
     expect(run.stdout).toContain(`Workspace: ${join(dir, "ws")}\n`);
     expect(run.stdout).toContain("  - unknown key channels.whatsapp (ignored)\n");
-    expect(run.stdout).toContain("Configuration is valid.");
     expect(run.stdout).not.toContain(openaiKey);
     expect(run.stdout).not.toContain(telegramToken);
     expect(run.stdout).not.toContain("gsk-from-dotenv-9876");
@@ -141,8 +142,10 @@ describe("palaver config check", () => {
   });
 
   it("says when there is no config file and the defaults are used", async () => {
-    const run = await cli(["config", "check"]);
+    const run = await cli(["config", "check"], { PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-test-real-1" });
     expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toMatch(/^Configuration is valid/);
+    expect(run.stdout).not.toContain("Effective configuration");
     expect(run.stdout).toContain(`Config: (no config file, defaults) [looked for ${configPath}]`);
     expect(run.stdout).toContain(`Workspace: ${join(home, ".palaver", "workspace")}`);
   });
@@ -156,7 +159,6 @@ describe("palaver config check: the LLM provider", () => {
         anthropic: { apiKey: "sk-ant-test-1" },
         deepseek: { apiKey: "sk-or-pasted-in-the-wrong-place" },
         mystery: { apiKey: "k-mystery" },
-        vllm: { apiBase: "localhost:8000" },
       },
     });
     const run = await cli(["config", "check"]);
@@ -171,7 +173,6 @@ describe("palaver config check: the LLM provider", () => {
     expect(warnings).toEqual([
       'providers.deepseek.apiKey looks like a key for openrouter (it starts with "sk-or-")',
       "providers.mystery has an apiKey but palaver does not know its address: set providers.mystery.apiBase",
-      'providers.vllm.apiBase "localhost:8000" is not a URL (expected http(s)://host/path)',
       'the model "deepseek-chat" looks like deepseek\'s ("deepseek") and providers.deepseek has a key, ' +
         'but it is sent to anthropic: set agents.defaults.provider to "deepseek" or "auto"',
     ]);
@@ -189,6 +190,9 @@ describe("palaver config check: the LLM provider", () => {
 });
 
 describe("palaver config check: an enabled platform that cannot work", () => {
+  /** A usable LLM, so what is reported is the platform's problem (the LLM is checked first, as the gateway does). */
+  const LLM_KEY = { PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-test-real-4" };
+
   /** The problem lines of a failed check (stderr, one per line, indented). */
   function problemLines(run: Run): string[] {
     return run.stderr
@@ -206,7 +210,7 @@ describe("palaver config check: an enabled platform that cannot work", () => {
         discord: { enabled: true, allowFrom: ["2"], token: "   " },
       },
     });
-    const run = await cli(["config", "check"]);
+    const run = await cli(["config", "check"], LLM_KEY);
     expect(run.code).toBe(EXIT_CONFIG);
     expect(run.stdout).toBe("");
     expect(run.stderr).toContain(`palaver: invalid configuration in ${configPath}:\n`);
@@ -219,7 +223,7 @@ describe("palaver config check: an enabled platform that cannot work", () => {
 
     // The same sections disabled: nothing to report.
     await writeConfig({ channels: { telegram: { enabled: false }, slack: {}, discord: { token: "" } } });
-    const off = await cli(["config", "check"]);
+    const off = await cli(["config", "check"], LLM_KEY);
     expect(off.stderr).toBe("");
     expect(off.code).toBe(0);
     expect(off.stdout).toContain("Configuration is valid.");
@@ -233,7 +237,7 @@ describe("palaver config check: an enabled platform that cannot work", () => {
         slack: { enabled: true, botToken: "xapp-1-A1-2-bbb", appToken: "xoxb-1-2-ccc" },
       },
     });
-    const run = await cli(["config", "check"]);
+    const run = await cli(["config", "check"], LLM_KEY);
     expect(run.code).toBe(EXIT_CONFIG);
     expect(problemLines(run)).toEqual([
       expect.stringMatching(
@@ -249,14 +253,14 @@ describe("palaver config check: an enabled platform that cannot work", () => {
 
   it("exits 78 for Slack HTTP mode without a signing secret; tokens from .env count", async () => {
     await writeConfig({ channels: { slack: { enabled: true, mode: "http", botToken: "xoxb-1" } } });
-    const run = await cli(["config", "check"]);
+    const run = await cli(["config", "check"], LLM_KEY);
     expect(run.code).toBe(EXIT_CONFIG);
     expect(problemLines(run)).toEqual([
       expect.stringMatching(/^channels\.slack\.signingSecret is empty: mode "http" needs the Signing Secret/),
     ]);
 
     await writeFile(join(dirname(configPath), ".env"), "PALAVER_CHANNELS__SLACK__SIGNING_SECRET=s3cr3t\n");
-    const fixed = await cli(["config", "check"]);
+    const fixed = await cli(["config", "check"], LLM_KEY);
     expect(fixed.stderr).toBe("");
     expect(fixed.code).toBe(0);
   });
@@ -312,9 +316,8 @@ describe("palaver onboard", () => {
 
     await writeConfig({ agents: { defaults: { model: "mine" } } });
     const second = await cli(["onboard"]);
-    expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`${configPath} already exists; not replacing it`);
-    expect(second.stderr).toContain("--force");
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain(`Kept your config ${configPath}`);
     expect(JSON.parse(await readFile(configPath, "utf8"))).toEqual({
       agents: { defaults: { model: "mine" } },
     });
@@ -393,5 +396,139 @@ describe("palaver status", () => {
     const bad = await cli(["status", "--json"]);
     expect(bad.code).toBe(EXIT_CONFIG);
     expect(bad.stderr).toContain('channels.telegram.enabled: expected true or false, got "yes"');
+  });
+});
+
+describe("palaver config check agrees with palaver gateway (issue 35)", () => {
+  /** The refusal as printed: the "palaver:" line and the indented problem lines under it. */
+  function refusal(stderr: string): string {
+    const lines = stderr.split("\n");
+    const start = lines.findIndex((l) => l.startsWith("palaver: "));
+    if (start < 0) return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => !l.startsWith("  "));
+    return [lines[start], ...rest.slice(0, end < 0 ? rest.length : end)].join("\n");
+  }
+
+  /** Both commands through the real CLI (src/main.ts), with the same home, config and .env. */
+  async function both(): Promise<{ check: Run; gateway: Run }> {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PALAVER_")) env[k] = v;
+    Object.assign(env, { HOME: home, PALAVER_CONFIG: configPath, NO_COLOR: "1" });
+    const check = await runCli(["config", "check"], { cwd: dir, env });
+    // Port 0: should it start after all (the bug), it takes no port another test uses, and ends at the time limit.
+    const gateway = await runCli(["gateway"], {
+      cwd: dir,
+      env: { ...env, PALAVER_GATEWAY__PORT: "0" },
+      timeoutMs: 30_000,
+    });
+    return { check, gateway };
+  }
+
+  const cases: { name: string; config: unknown; dotenv?: string; says: string }[] = [
+    {
+      name: "a misspelt provider",
+      config: { agents: { defaults: { provider: "olama", model: "llama3.1" } }, providers: { ollama: {} } },
+      says: 'did you mean "ollama"?',
+    },
+    {
+      name: "openai chosen without a key",
+      config: { agents: { defaults: { provider: "openai" } }, providers: { openai: {} } },
+      says: "providers.openai.apiKey is empty",
+    },
+    {
+      name: "custom without apiBase",
+      config: { agents: { defaults: { provider: "custom" } }, providers: { custom: { apiKey: "k-1" } } },
+      says: "set providers.custom.apiBase",
+    },
+    {
+      name: "an apiBase without a scheme",
+      config: { providers: { custom: { apiBase: "localhost:11434/v1" } } },
+      says: 'providers.custom.apiBase: "localhost:11434/v1" has no scheme: write "http://localhost:11434/v1"',
+    },
+    {
+      name: "the README's placeholder key",
+      config: {},
+      dotenv: "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-...\n",
+      says: 'providers.openai.apiKey: "sk-..." is a placeholder: replace it with your API key (from PALAVER_PROVIDERS__OPENAI__API_KEY',
+    },
+    { name: "no provider at all", config: {}, says: "No LLM provider is configured" },
+  ];
+
+  for (const c of cases) {
+    it(`${c.name}: both exit 78 with the same words`, async () => {
+      await writeConfig(c.config);
+      if (c.dotenv) await writeFile(join(dirname(configPath), ".env"), c.dotenv);
+      const { check, gateway } = await both();
+      expect(check.code, check.stdout + check.stderr).toBe(EXIT_CONFIG);
+      expect(gateway.code, gateway.stderr).toBe(EXIT_CONFIG);
+      expect(refusal(check.stderr)).toContain(c.says);
+      expect(refusal(check.stderr)).toBe(refusal(gateway.stderr));
+      expect(check.stdout).toBe("");
+    });
+  }
+});
+
+describe("palaver config check: mistakes a person makes by hand (issue 35)", () => {
+  const key = { PALAVER_PROVIDERS__OPENAI__API_KEY: "sk-test-real-2" };
+
+  it("suggests the known key an unknown one is a typo of", async () => {
+    await writeConfig({ agents: { defaults: { maxToken: 4096, max_tokenz: 1 } } });
+    const run = await cli(["config", "check"], key);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      "  - unknown key agents.defaults.maxToken (ignored; did you mean maxTokens?)\n",
+    );
+    expect(run.stdout).toContain(
+      "  - unknown key agents.defaults.max_tokenz (ignored; did you mean maxTokens?)\n",
+    );
+  });
+
+  it("says JSON has no comments, at the comment's line", async () => {
+    await writeConfig('{\n  "agents": {\n    // my model\n    "defaults": { "model": "x" }\n  }\n}\n');
+    const run = await cli(["config", "check"], key);
+    expect(run.code).toBe(EXIT_CONFIG);
+    expect(run.stderr).toContain("JSON has no comments: remove the comment at line 3");
+
+    await writeConfig('{ "agents": {} /* defaults */ }\n');
+    const block = await cli(["config", "check"], key);
+    expect(block.code).toBe(EXIT_CONFIG);
+    expect(block.stderr).toContain("JSON has no comments: remove the comment at line 1");
+  });
+});
+
+describe("palaver onboard fits the README (issue 35)", () => {
+  it("after the README's local-model config: exits 0, adds the workspace, leaves the config byte for byte", async () => {
+    const readme =
+      '{ "agents": { "defaults": { "provider": "ollama", "model": "llama3.1" } }, "providers": { "ollama": {} } }\n';
+    await writeConfig(readme);
+    const run = await cli(["onboard"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(await readFile(configPath, "utf8")).toBe(readme);
+    expect(existsSync(join(home, ".palaver", "workspace", "AGENTS.md"))).toBe(true);
+    expect(run.stdout).toContain(`Kept your config ${configPath}`);
+  });
+
+  it("on a fresh home writes a config to edit that config check accepts once a key is given", async () => {
+    const run = await cli(["onboard"]);
+    expect(run.code).toBe(0);
+    const written = JSON.parse(await readFile(configPath, "utf8")) as {
+      agents: { defaults: { provider: string; model: string } };
+      channels: { telegram: { enabled: boolean } };
+    };
+    expect(written.agents.defaults.provider).toBe("auto");
+    expect(written.agents.defaults.model).not.toBe("");
+    expect(written.channels.telegram.enabled).toBe(false);
+    for (const step of ["npm start", "web chat", "palaver chat", "palaver config check"]) {
+      expect(run.stdout).toContain(step);
+    }
+
+    const keyless = await cli(["config", "check"]);
+    expect(keyless.code).toBe(EXIT_CONFIG);
+    await writeFile(join(dirname(configPath), ".env"), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-test-real-3\n");
+    const keyed = await cli(["config", "check"]);
+    expect(keyed.stderr).toBe("");
+    expect(keyed.code).toBe(0);
   });
 });

@@ -82,17 +82,26 @@ describe("createWorkspace", () => {
 });
 
 describe("newConfigText", () => {
-  it("holds only what the user chose, not every default (issue 13)", () => {
-    expect(JSON.parse(newConfigText())).toEqual({});
-    expect(JSON.parse(newConfigText("/srv/palaver/ws"))).toEqual({
-      agents: { defaults: { workspace: "/srv/palaver/ws" } },
+  it("holds the keys a newcomer edits, at their defaults, and nothing unsupported (issues 13, 35)", () => {
+    const defaults = ConfigSchema.parse({});
+    expect(JSON.parse(newConfigText())).toEqual({
+      agents: {
+        defaults: { provider: defaults.agents.defaults.provider, model: defaults.agents.defaults.model },
+      },
+      providers: { openai: { apiKey: "" } },
+      channels: { telegram: { enabled: false, token: "", allowFrom: [] } },
     });
+    const withWs = JSON.parse(newConfigText("/srv/palaver/ws")) as { agents: { defaults: object } };
+    expect(withWs.agents.defaults).toMatchObject({ workspace: "/srv/palaver/ws" });
     // Nothing unsupported is offered: tools.web.proxy is accepted but not implemented.
     expect(newConfigText()).not.toContain("proxy");
   });
 
-  it("loads as the defaults (plus the chosen workspace)", () => {
-    expect(ConfigSchema.parse(JSON.parse(newConfigText()))).toEqual(ConfigSchema.parse({}));
+  it("loads as the defaults (plus the chosen workspace and the empty key slot)", () => {
+    const loaded = ConfigSchema.parse(JSON.parse(newConfigText()));
+    const defaults = ConfigSchema.parse({});
+    expect({ ...loaded, providers: {} }).toEqual(defaults);
+    expect(Object.keys(loaded.providers)).toEqual(["openai"]);
     const withWs = ConfigSchema.parse(JSON.parse(newConfigText("/srv/palaver/ws")));
     expect(withWs.agents.defaults.workspace).toBe("/srv/palaver/ws");
   });

@@ -185,7 +185,9 @@ describe("install helpers", () => {
     expect(resolveRunAs({ user: false, currentUser: "bob", env: {} })).toBe("bob");
     expect(resolveRunAs({ user: false, runAs: "palaver", currentUser: "bob", env: {} })).toBe("palaver");
     expect(resolveRunAs({ user: false, currentUser: "root", env: { SUDO_USER: "bob" } })).toBe("bob");
-    expect(() => resolveRunAs({ user: false, currentUser: "root", env: {} })).toThrow(/refusing .* root/);
+    expect(() => resolveRunAs({ user: false, currentUser: "root", env: {} })).toThrow(
+      /would run palaver as root.*Choose one: .*--run-as USER.*--user/,
+    );
     expect(resolveRunAs({ user: false, runAs: "root", currentUser: "root", env: {} })).toBe("root");
   });
 
@@ -251,6 +253,9 @@ describe("palaver service install (child process)", () => {
     await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace } } }));
     // The key the service will use, where the service reads it (tests of the cwd .env remove it).
     await writeFile(stateEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-state\n");
+    // This machine may have no systemd running (a container): a systemctl that answers as a
+    // running manager does stands in for it; the tests of a missing manager replace it.
+    await fakeSystemctl(bin(), "echo Version=255");
   });
   afterEach(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -259,8 +264,21 @@ describe("palaver service install (child process)", () => {
   function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
     return runCli(args, {
       cwd: dir,
-      env: { HOME: home, XDG_CONFIG_HOME: xdg, PALAVER_LOG_LEVEL: "warn", ...extraEnv },
+      env: {
+        HOME: home,
+        XDG_CONFIG_HOME: xdg,
+        PALAVER_LOG_LEVEL: "warn",
+        PATH: `${bin()}:${process.env.PATH ?? ""}`,
+        ...extraEnv,
+      },
     });
+  }
+
+  const bin = () => join(dir, "bin");
+  /** A `systemctl` in `folder` that runs the shell `body`. */
+  async function fakeSystemctl(folder: string, body: string): Promise<void> {
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, "systemctl"), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
   }
 
   const expectedValues = (user: string): UnitValues => ({
@@ -319,6 +337,40 @@ describe("palaver service install (child process)", () => {
     expect(await readFile(userUnitPath(), "utf8")).toBe(expected);
     expect(forced.stdout).toContain(`Replaced ${userUnitPath()}`);
     expect(forced.stdout).toContain("systemctl --user restart palaver.service");
+  });
+
+  it("with no user manager to run it, says so, writes nothing and points to another supervisor", async () => {
+    await fakeSystemctl(bin(), 'echo "Failed to connect to bus: No medium found" >&2; exit 1');
+    const run = await cli(["service", "install", "--user", "--config", configPath]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      "There is no systemd user manager to run a user unit (systemctl --user: Failed to connect to bus: No medium found).",
+    );
+    expect(run.stderr).toContain("run `palaver gateway` under the supervisor you have");
+    expect(run.stderr).toContain("Nothing was written; --force writes the unit anyway.");
+    expect(run.stdout).toBe("");
+    expect(existsSync(join(xdg, "systemd"))).toBe(false);
+
+    const forced = await cli(["service", "install", "--user", "--force", "--config", configPath]);
+    expect(forced.code).toBe(0);
+    expect(forced.stderr).toContain("The unit is written anyway (--force).");
+    expect(existsSync(userUnitPath())).toBe(true);
+  });
+
+  it("with no systemctl on PATH at all, writes nothing", async () => {
+    const empty = join(dir, "empty-bin");
+    await mkdir(empty);
+    const run = await cli(["service", "install", "--user", "--config", configPath], { PATH: empty });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("(systemctl --user: systemctl is not installed)");
+    expect(existsSync(join(xdg, "systemd"))).toBe(false);
+  });
+
+  it.runIf(ME === "root")("as root, explains the choice before writing a user unit", async () => {
+    const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain("note: You are root, so this is a user unit for root's own user manager");
+    expect(run.stderr).toContain("`palaver service install --run-as USER`");
   });
 
   it("a system unit goes to PALAVER_SYSTEMD_DIR with User= from --run-as", async () => {
@@ -428,7 +480,7 @@ describe("palaver service install (child process)", () => {
     const child = spawn("script", ["-qec", command, "/dev/null"], {
       cwd: dir,
       env: {
-        PATH: process.env.PATH,
+        PATH: `${bin()}:${process.env.PATH ?? ""}`,
         NO_COLOR: "1",
         HOME: home,
         XDG_CONFIG_HOME: xdg,
