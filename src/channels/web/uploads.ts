@@ -34,7 +34,12 @@ interface StoredFile {
   bytes: number;
 }
 
-interface Unsent extends StoredFile {
+/** An upload a message lists: the file, and its type as the browser said (what decides a transcription). */
+export interface Upload extends StoredFile {
+  contentType: string;
+}
+
+interface Unsent extends Upload {
   savedAt: number;
 }
 
@@ -142,17 +147,23 @@ export class Uploads {
       throw err;
     }
     const id = newId();
-    this.files.set(id, { path, name: shown, bytes, savedAt: this.now() });
+    const contentType = req.headers["content-type"]?.split(";")[0]?.trim().toLowerCase() ?? "";
+    this.files.set(id, { path, name: shown, bytes, contentType, savedAt: this.now() });
     return { id, name: shown, bytes };
   }
 
-  /** The uploads a message lists, once each (400 for an unknown or expired id). */
-  take(ids: readonly string[]): { paths: string[]; files: FileRef[] } {
-    const found = ids.map((id) => {
+  /** The uploads a message lists, still kept here (400 for an unknown or expired id). */
+  find(ids: readonly string[]): Upload[] {
+    return ids.map((id) => {
       const file = this.files.get(id);
       if (!file) throw new HttpError(400, `upload ${id} is unknown or expired: upload the file again`);
       return file;
     });
+  }
+
+  /** The uploads a message lists, once each (400 for an unknown or expired id). */
+  take(ids: readonly string[]): { paths: string[]; files: FileRef[] } {
+    const found = this.find(ids);
     // Sent: the message owns the files now, and they no longer count against the quota.
     for (const id of ids) this.forget(id);
     return {

@@ -65,7 +65,12 @@ async function setup(
   const inbound: InboundMessage[] = [];
   // The gate as the channel manager answers it.
   const allows = (m: InboundMessage) => isAllowed(m, config.allowFrom);
-  const sink = { allows, publishInbound: (m: InboundMessage) => inbound.push(m) };
+  // A refused message is recorded with the others: tests look for it among the inbound ones.
+  const sink = {
+    allows,
+    publishInbound: (m: InboundMessage) => inbound.push(m),
+    refuse: (m: InboundMessage) => inbound.push(m),
+  };
   return { fake, channel, guild, general: guild.channels[0]!, alice, inbound, sink, allows };
 }
 
@@ -371,6 +376,7 @@ describe("DiscordChannel: receiving", () => {
       {
         allows: () => true,
         publishInbound: (m) => inbound.push(m),
+        refuse: (m) => inbound.push(m),
         reserve: (draft) => {
           reserved.push(draft);
           downloadsAtReserve = fake.requests.filter((r) => r.path.startsWith("/attachments/")).length;
@@ -445,6 +451,7 @@ describe("DiscordChannel: receiving", () => {
       {
         allows,
         publishInbound: (m) => inbound.push(m),
+        refuse: (m) => inbound.push(m),
         reserve: (draft) => {
           reserved.push(draft);
           return { publish: (m) => inbound.push(m), cancel: () => undefined };
