@@ -7,7 +7,7 @@
  */
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { JOURNAL_ID, type Journal } from "../daemon/journal.js";
+import type { Journal } from "../daemon/journal.js";
 import type { Logger } from "../log.js";
 import { isSenderAllowed, refusalNotice, type AccessPolicy, type NoticeLimiter } from "./access.js";
 import type { ChoiceClick, ChoiceOutcome, InboundReservation, InboundSink, QuestionDesk } from "./types.js";
@@ -73,9 +73,7 @@ export class InboundGate {
       );
       return;
     }
-    this.opts.bus.publishInbound(
-      journalId ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: journalId } } : msg,
-    );
+    this.opts.bus.publishInbound(journalId ? { ...msg, journalId } : msg);
   }
 
   /**
