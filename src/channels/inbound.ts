@@ -61,7 +61,7 @@ export interface IncomingMessage {
    * For a message the channel answers itself instead of the agent (Telegram's /start greeting):
    * called, once the gate let the sender in, in the conversation's order; never published.
    */
-  answer?(): Promise<void>;
+  answer?: () => Promise<void>;
   /**
    * Work the message waits for before it is complete (gathering an album's parts); resolves to the
    * complete message, or null when it is not for the bot after all.
@@ -112,8 +112,7 @@ export class InboundPath {
       return false;
     }
     if (msg.answer) {
-      const answer = msg.answer;
-      this.inOrder(conversation, () => answer());
+      this.inOrder(conversation, msg.answer);
       return true;
     }
     const direct = !msg.completes && msg.files.length === 0 && !this.queue.busy(conversation);

@@ -467,7 +467,7 @@ describe("DiscordChannel: receiving", () => {
     });
     await fake.waitFor(() => inbound.length === 1, 5000, "the refused message");
     // Handed on bare, with a note for the file: the manager tells alice how to get in.
-    expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "let me in\n[file]" });
+    expect(inbound[0]).toMatchObject({ senderId: alice.id, content: "let me in" });
     expect(inbound[0]).not.toHaveProperty("media");
     expect(reserved).toEqual([]);
     // bob is let in: his download shows that alice's would have happened by now.
