@@ -25,7 +25,7 @@ import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
-import { JOURNAL_ID, Journal, type JournalIo } from "./daemon/journal.js";
+import { Journal, type JournalIo } from "./daemon/journal.js";
 import { StateLock } from "./daemon/lock.js";
 import { Metrics } from "./daemon/metrics.js";
 import { ToolJournal } from "./daemon/tool-journal.js";
@@ -105,15 +105,14 @@ export class Gateway {
       provider: this.metrics.meter(llm),
       toolJournal: this.toolJournal,
       onHandled: (msg, report) => {
-        const id = msg.metadata?.[JOURNAL_ID];
-        if (typeof id === "string") this.journal.markDone(id);
+        const id = msg.journalId;
+        if (id !== undefined) this.journal.markDone(id);
         // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
-        if (typeof id === "string") this.toolJournal.endTurn(id);
+        if (id !== undefined) this.toolJournal.endTurn(id);
         this.metrics.turn(report);
       },
       onTurnStart: (msg) => {
-        const id = msg.metadata?.[JOURNAL_ID];
-        if (typeof id === "string") this.journal.markStarted(id);
+        if (msg.journalId !== undefined) this.journal.markStarted(msg.journalId);
       },
     });
     this.bus.onInbound((msg) => this.metrics.inbound(msg));
@@ -215,7 +214,7 @@ export class Gateway {
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.
     for (const { id, msg } of unfinished.inbound) {
-      this.bus.publishInbound({ ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: id } });
+      this.bus.publishInbound({ ...msg, journalId: id });
     }
     if (unfinished.inbound.length)
       this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");

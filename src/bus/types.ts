@@ -10,10 +10,15 @@ export interface InboundMessage {
   content: string;
   /** Local file paths of downloaded attachments. */
   media?: string[];
-  /** Message id, thread id, is_group ... */
+  /**
+   * What only the channel that wrote it reads (thread ids, is_group ...); it travels with the
+   * replies (Origin, OutboundMessage) so they go where the message came from.
+   */
   metadata?: Record<string, unknown>;
   /** Defaults to `${channel}:${chatId}`; threads add a suffix. */
   sessionKey?: string;
+  /** The message's id in the journal (daemon/journal.ts), once journaled: its turn is marked by it. */
+  journalId?: string;
 }
 
 /**

@@ -1,13 +1,13 @@
 /**
- * What a channel receives, on its way to the bus: the access policy first (allowFrom, pairing;
- * a stranger gets at most a rate-limited refusal notice and causes nothing else), then the
- * journal's record (a platform's duplicate delivery stops there), then the bus, unless palaver is
- * shutting down. Button presses are checked the same way before the question desk sees them.
+ * What a channel receives, on its way to the bus: the access policy first (allowFrom, pairing),
+ * asked once per message by the inbound path (inbound.ts); a refused stranger gets at most a
+ * rate-limited refusal notice and causes nothing else; an allowed message is journaled (a
+ * platform's duplicate delivery stops there), then put on the bus, unless palaver is shutting down. Button presses are checked the same way before the question desk sees them.
  * The ChannelManager hands each running channel the InboundSink `sinkFor` makes.
  */
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { JOURNAL_ID, type Journal } from "../daemon/journal.js";
+import type { Journal } from "../daemon/journal.js";
 import type { Logger } from "../log.js";
 import { isSenderAllowed, refusalNotice, type AccessPolicy, type NoticeLimiter } from "./access.js";
 import type { ChoiceClick, ChoiceOutcome, InboundReservation, InboundSink, QuestionDesk } from "./types.js";
@@ -30,11 +30,11 @@ export class InboundGate {
 
   /** The sink for channel `name`, whose own config lets `allowFrom` in. */
   sinkFor(name: string, allowFrom: readonly string[]): InboundSink {
-    const allows = (msg: InboundMessage) => this.opts.access.allows(name, msg, allowFrom);
     return {
-      allows,
-      publishInbound: (msg) => this.admit(name, allows, msg),
-      reserve: (msg) => this.reserve(name, allows, msg),
+      allows: (msg) => this.opts.access.allows(name, msg, allowFrom),
+      publishInbound: (msg) => this.admit(name, msg),
+      refuse: (msg) => this.refuse(name, msg),
+      reserve: (msg) => this.reserve(name, msg),
       choose: (click) => this.choose(name, allowFrom, click),
     };
   }
@@ -51,11 +51,7 @@ export class InboundGate {
     );
   }
 
-  private admit(name: string, allows: (msg: InboundMessage) => boolean, msg: InboundMessage): void {
-    if (!allows(msg)) {
-      this.refuse(name, msg);
-      return;
-    }
+  private admit(name: string, msg: InboundMessage): void {
     const journal = this.opts.journal;
     const id = journal ? journal.recordInbound(msg) : undefined;
     if (id === null) {
@@ -77,9 +73,7 @@ export class InboundGate {
       );
       return;
     }
-    this.opts.bus.publishInbound(
-      journalId ? { ...msg, metadata: { ...msg.metadata, [JOURNAL_ID]: journalId } } : msg,
-    );
+    this.opts.bus.publishInbound(journalId ? { ...msg, journalId } : msg);
   }
 
   /**
@@ -87,15 +81,9 @@ export class InboundGate {
    * behind another): if palaver dies before it is published, the next start
    * answers the message as it was reserved. Publishing later replaces the entry.
    */
-  private reserve(
-    name: string,
-    allows: (msg: InboundMessage) => boolean,
-    reserved: InboundMessage,
-  ): InboundReservation {
+  private reserve(name: string, reserved: InboundMessage): InboundReservation {
     const journal = this.opts.journal;
-    if (!journal || !allows(reserved)) {
-      return { publish: (msg) => this.admit(name, allows, msg), cancel: () => undefined };
-    }
+    if (!journal) return { publish: (msg) => this.admit(name, msg), cancel: () => undefined };
     // Journaled as given: the inbound path (inbound.ts) puts a note in place of files still downloading.
     const id = journal.recordInbound(reserved);
     return {

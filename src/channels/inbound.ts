@@ -4,10 +4,11 @@
  *
  * 1. The gate: `sink.allows` is asked once, before anything the sender could
  *    notice or that costs us (a download, a reaction, typing, the journal). A
- *    refused message is handed on bare, with a note per file, so the manager
- *    can send its (rate-limited) refusal notice.
+ *    refused message goes to `sink.refuse` (the rate-limited refusal notice or
+ *    a pairing code) and nowhere else.
  * 2. A message that can go on at once (no files, nothing queued before it in
- *    its conversation) is published at once.
+ *    its conversation) is published at once. One the channel answers itself
+ *    (Telegram's /start greeting) is answered in its conversation's order.
  * 3. Anything else is reserved (journaled) first, because the platform has
  *    been acknowledged and will not send it again; then, in arrival order per
  *    conversation: complete (an album being gathered), download, transcribe,
@@ -41,6 +42,14 @@ export interface IncomingFile {
   fetch(signal: AbortSignal, chat: ChatRef): Promise<string>;
 }
 
+/** What a file is, by the media type its platform gives (audio is transcribed). */
+export function fileKindOf(contentType: string): Pick<IncomingFile, "kind" | "label"> {
+  if (contentType.startsWith("audio/")) return { kind: "audio", label: "audio file" };
+  if (contentType.startsWith("image/")) return { kind: "image", label: "image" };
+  if (contentType.startsWith("video/")) return { kind: "video", label: "video" };
+  return { kind: "file", label: "file" };
+}
+
 /** The part of a message known when it arrives, and what is still to come. */
 export interface IncomingMessage {
   /** Messages with the same key are published in the order they arrived (a chat, a thread). */
@@ -50,6 +59,11 @@ export interface IncomingMessage {
   files: readonly IncomingFile[];
   /** Published before anything queued in its conversation (/stop). */
   urgent?: boolean;
+  /**
+   * For a message the channel answers itself instead of the agent (Telegram's /start greeting):
+   * called, once the gate let the sender in, in the conversation's order; never published.
+   */
+  answer?: () => Promise<void>;
   /**
    * Work the message waits for before it is complete (gathering an album's parts); resolves to the
    * complete message, or null when it is not for the bot after all.
@@ -89,23 +103,31 @@ export class InboundPath {
 
   constructor(private readonly opts: InboundPathOptions) {}
 
-  /** Call it from the platform's event handler, before the platform is acknowledged. */
-  take(sink: InboundSink, msg: IncomingMessage): void {
+  /**
+   * Call it from the platform's event handler, before the platform is acknowledged. Returns whether
+   * the sender was let in (false: the sink refused the message).
+   */
+  take(sink: InboundSink, msg: IncomingMessage): boolean {
     const { conversation, inbound } = msg;
     if (!sink.allows(inbound)) {
       this.refuse(sink, msg);
-      return;
+      return false;
+    }
+    if (msg.answer) {
+      this.inOrder(conversation, msg.answer);
+      return true;
     }
     const direct = !msg.completes && msg.files.length === 0 && !this.queue.busy(conversation);
     if (msg.urgent || direct) {
       this.opts.onAccepted?.(inbound);
       sink.publishInbound(inbound);
-      return;
+      return true;
     }
     const slow = msg.completes !== undefined || msg.files.length > 0;
     const reservation = sink.reserve?.(slow ? reservedForm(inbound) : inbound);
     if (!msg.completes) this.opts.onAccepted?.(inbound);
     this.inOrder(conversation, () => this.finish(sink, msg, reservation));
+    return true;
   }
 
   /** Waits (bounded) for the messages still being completed; at stop. */
@@ -114,18 +136,13 @@ export class InboundPath {
   }
 
   private refuse(sink: InboundSink, msg: IncomingMessage): void {
-    const handOn = (done: CompleteMessage | null) => {
-      if (done)
-        sink.publishInbound(
-          withNotes(
-            done.inbound,
-            done.files.map((f) => `[${f.label}]`),
-          ),
-        );
-    };
-    // An album is handed on once complete: it may turn out not to be for the bot at all.
-    if (msg.completes) this.inOrder(msg.conversation, async () => handOn(await msg.completes!));
-    else handOn(msg);
+    // An album is refused once complete: it may turn out not to be for the bot at all.
+    if (!msg.completes) sink.refuse(msg.inbound);
+    else
+      this.inOrder(msg.conversation, async () => {
+        const done = await msg.completes!;
+        if (done) sink.refuse(done.inbound);
+      });
   }
 
   private inOrder(conversation: string, work: () => Promise<void>): void {

@@ -3,14 +3,20 @@ import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js
 /** Where a channel puts what it receives. The manager hands each channel one that checks access first. */
 export interface InboundSink {
   /**
-   * Whether this sender may talk to the bot here. Adapters ask once, before any download, reaction
-   * or typing indicator: a refused sender causes no side effect but the refusal notice, which
-   * publishInbound sends.
+   * Whether this sender may talk to the bot here: asked once per message (channels/inbound.ts does),
+   * before any download, reaction or typing indicator. The answer sends the message either to
+   * `publishInbound` / `reserve` (allowed) or to `refuse`, never both.
    */
   allows(msg: InboundMessage): boolean;
+  /** A message `allows` let in: journaled, then on the bus. It does not ask `allows` again. */
   publishInbound(msg: InboundMessage): void;
   /**
-   * For a message that needs slow work (downloads) before it can be published:
+   * A message `allows` refused: it causes nothing but the (rate-limited) refusal notice or the
+   * pairing code the access policy answers with.
+   */
+  refuse(msg: InboundMessage): void;
+  /**
+   * For an allowed message that needs slow work (downloads) before it can be published:
    * journals it now, so it survives a crash even though the platform is
    * acknowledged before the work is done. Publish the finished message through
    * the returned reservation.

@@ -126,9 +126,6 @@ export interface JournalHealth {
 /** Message refs journaled per preview (a 4,096-character message each on Telegram: answers longer than this keep the last). */
 const MAX_PREVIEW_REFS = 20;
 
-/** The metadata key that carries an inbound message's journal id through the loop. */
-export const JOURNAL_ID = "journalId";
-
 export class Journal {
   private fd: number | null = null;
   private readonly pendingIn = new Map<string, PendingInbound>();

@@ -24,7 +24,6 @@ import type { TurnState } from "../agent/tools/types.js";
 import type { InboundMessage } from "../bus/types.js";
 import { logger, type Logger } from "../log.js";
 import { readJsonl } from "../util/jsonl.js";
-import { JOURNAL_ID } from "./journal.js";
 
 const CallFields = {
   /** The journal id of the turn's inbound message. */
@@ -102,9 +101,8 @@ export class ToolJournal implements ToolCallJournal {
   }
 
   forTurn(msg: InboundMessage): TurnCallRecord | undefined {
-    // Only the message's own id: a system message carries its origin's metadata one level down.
-    const turn = msg.metadata?.[JOURNAL_ID];
-    if (typeof turn !== "string" || turn === "") return undefined;
+    const turn = msg.journalId;
+    if (!turn) return undefined;
     return {
       recall: (key) => this.turns.get(turn)?.get(slotOf(key)),
       started: (key) => this.record({ t: "start", turn, ...key }),

@@ -16,7 +16,6 @@ import { createSpawnTool } from "../../src/agent/tools/spawn.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { CronService } from "../../src/cron/service.js";
-import { JOURNAL_ID } from "../../src/daemon/journal.js";
 import { ToolJournal } from "../../src/daemon/tool-journal.js";
 import { FakeOpenAI, toolCall, type FakeReply, type FakeToolCall } from "../fakes/openai-server.js";
 import { fakeProvider } from "../helpers/fake-provider.js";
@@ -75,7 +74,7 @@ function turn(signal: AbortSignal) {
     chatId: "42",
     sessionKey: "telegram:42",
     signal,
-    metadata: { messageId: 1, [JOURNAL_ID]: TURN },
+    metadata: { messageId: 1 },
     publish: (msg: OutboundMessage) => published.push(msg),
     turn: { sentToOriginChat: false },
   };
@@ -92,6 +91,7 @@ function turn(signal: AbortSignal) {
       chatId: "42",
       content: "",
       metadata: ctx.metadata,
+      journalId: TURN,
     }),
   });
   return { run, ctx, journal };

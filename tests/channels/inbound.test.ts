@@ -2,7 +2,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { InboundMessage } from "../../src/bus/types.js";
+import { MessageBus } from "../../src/bus/bus.js";
+import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
+import { ALLOW_FROM_ONLY, NoticeLimiter } from "../../src/channels/access.js";
+import { InboundGate } from "../../src/channels/inbound-gate.js";
 import {
   INTERRUPTED_DOWNLOAD_NOTE,
   InboundPath,
@@ -20,18 +23,27 @@ interface Recorded {
   sink: InboundSink;
   asked: string[];
   published: InboundMessage[];
+  refused: InboundMessage[];
   reserved: InboundMessage[];
   cancelled: number;
 }
 
 function recordingSink(allowed: (msg: InboundMessage) => boolean = () => true): Recorded {
-  const rec: Recorded = { asked: [], published: [], reserved: [], cancelled: 0, sink: undefined! };
+  const rec: Recorded = {
+    asked: [],
+    published: [],
+    refused: [],
+    reserved: [],
+    cancelled: 0,
+    sink: undefined!,
+  };
   rec.sink = {
     allows: (msg) => {
       rec.asked.push(msg.senderId);
       return allowed(msg);
     },
     publishInbound: (msg) => void rec.published.push(msg),
+    refuse: (msg) => void rec.refused.push(msg),
     reserve: (msg) => {
       rec.reserved.push(msg);
       return { publish: (m) => void rec.published.push(m), cancel: () => void rec.cancelled++ };
@@ -106,7 +118,72 @@ describe("InboundPath", () => {
     expect(photo.fetched).toEqual([]);
     expect(accepted).toEqual([]);
     expect(rec.reserved).toEqual([]);
-    expect(rec.published.map((m) => m.content)).toEqual(["hi\n[file]"]);
+    expect(rec.published).toEqual([]);
+    expect(rec.refused.map((m) => m.senderId)).toEqual(["mallory"]);
+  });
+
+  it("through the real gate: one `allows` per message, and a refused one gets one refusal, never the bus", async () => {
+    const bus = new MessageBus();
+    const onBus: string[] = [];
+    bus.onInbound((m) => void onBus.push(m.content));
+    let allowsCalls = 0;
+    const notified: OutboundMessage[] = [];
+    const gate = new InboundGate({
+      bus,
+      access: { ...ALLOW_FROM_ONLY, allows: (...args) => (allowsCalls++, ALLOW_FROM_ONLY.allows(...args)) },
+      notices: new NoticeLimiter(),
+      log: captureLog().log,
+      intakeOpen: () => true,
+      notify: (m) => void notified.push(m),
+    });
+    const sink = gate.sinkFor("test", ["alice"]);
+    const { inbound } = path();
+    inbound.take(sink, { conversation: "c1", inbound: message("let me in", "mallory"), files: [] });
+    expect(allowsCalls).toBe(1);
+    expect(notified.map((m) => m.chatId)).toEqual(["c1"]);
+    expect(notified[0]!.content).toContain("Your test user id is mallory");
+    inbound.take(sink, { conversation: "c1", inbound: message("hi"), files: [] });
+    expect(allowsCalls).toBe(2);
+    expect(onBus).toEqual(["hi"]);
+    expect(notified).toHaveLength(1);
+  });
+
+  it("lets the channel answer a message itself (Telegram's /start), in its conversation's order, never published", async () => {
+    const rec = recordingSink();
+    const { inbound } = path();
+    const gate = createGate();
+    const answered: string[] = [];
+    inbound.take(rec.sink, {
+      conversation: "c1",
+      inbound: message("look"),
+      files: [file("a.txt", { gate }).incoming],
+    });
+    inbound.take(rec.sink, {
+      conversation: "c1",
+      inbound: message("/start"),
+      files: [],
+      answer: async () => void answered.push(`greeted after ${rec.published.length} published`),
+    });
+    expect(answered).toEqual([]); // behind the download, like any message of the chat
+    gate.open();
+    await waitFor(() => answered.length === 1);
+    expect(answered).toEqual(["greeted after 1 published"]);
+    expect(rec.published.map((m) => m.content)).toEqual(["look"]);
+    expect(rec.reserved.map((m) => m.content)).toEqual([`look\n${INTERRUPTED_DOWNLOAD_NOTE}`]);
+  });
+
+  it("refuses a stranger's /start like any message: the channel does not answer it", () => {
+    const rec = recordingSink(() => false);
+    const { inbound } = path();
+    const answered: string[] = [];
+    inbound.take(rec.sink, {
+      conversation: "c1",
+      inbound: message("/start", "mallory"),
+      files: [],
+      answer: async () => void answered.push("greeted"),
+    });
+    expect(rec.refused.map((m) => m.content)).toEqual(["/start"]);
+    expect(answered).toEqual([]);
   });
 
   it("publishes a plain message at once", () => {

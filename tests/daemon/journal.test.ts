@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
-import { Journal, JOURNAL_ID } from "../../src/daemon/journal.js";
+import { Journal } from "../../src/daemon/journal.js";
 import { diskThatFills } from "../helpers/full-disk.js";
 import { ConfigError } from "../../src/util/errors.js";
 import { captureLog } from "../helpers/log.js";
@@ -281,7 +281,7 @@ describe("ChannelManager with the journal", () => {
     channel.receive({ content: "hi", metadata: { messageId: 1 } });
     channel.receive({ content: "hi", metadata: { messageId: 1 } });
     expect(received).toHaveLength(1);
-    expect(received[0]!.metadata?.[JOURNAL_ID]).toEqual(expect.any(String));
+    expect(received[0]!.journalId).toEqual(expect.any(String));
     expect(journal.pending.inbound).toBe(1);
   });
 
@@ -299,7 +299,7 @@ describe("ChannelManager with the journal", () => {
     expect(received.map((m) => [m.content, m.media])).toEqual([["look", ["/ws/media/photo.jpg"]]]);
     const afterPublish = pendingAfterCrash(path);
     expect(afterPublish.map((p) => p.msg.media)).toEqual([["/ws/media/photo.jpg"]]);
-    expect(afterPublish[0]!.id).toBe(received[0]!.metadata?.[JOURNAL_ID]);
+    expect(afterPublish[0]!.id).toBe(received[0]!.journalId);
 
     // The platform redelivers it: nothing is published twice.
     channel.receiveLater({ content: "look", metadata: { messageId: 5 } })();

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { systemMessage } from "../../src/bus/types.js";
-import { JOURNAL_ID } from "../../src/daemon/journal.js";
 import { ToolJournal } from "../../src/daemon/tool-journal.js";
 import { captureLog } from "../helpers/log.js";
 
@@ -25,7 +24,8 @@ const turnMsg = (turn: string): InboundMessage => ({
   senderId: "1",
   chatId: "10",
   content: "hi",
-  metadata: { messageId: 7, [JOURNAL_ID]: turn },
+  metadata: { messageId: 7 },
+  journalId: turn,
 });
 const send = { name: "message", args: '{"content":"Tea at five."}', n: 1 };
 const exec = { name: "exec", args: '{"command":"make deploy"}', n: 1 };
@@ -113,7 +113,7 @@ describe("ToolJournal", () => {
     const fired = systemMessage({
       senderId: "cron",
       content: "reminder",
-      origin: { channel: "telegram", chatId: "10", metadata: { [JOURNAL_ID]: "turn-1" } },
+      origin: { channel: "telegram", chatId: "10", metadata: { journalId: "turn-1" } },
     });
     expect(journal.forTurn(fired)).toBeUndefined();
     expect(journal.forTurn(turnMsg("turn-1"))).toBeDefined();

@@ -73,6 +73,9 @@ export class TestChannel implements Channel {
   /** Simulates a message arriving from the platform. */
   receive(msg: Partial<InboundMessage> & { content: string }): void {
     if (!this.sink) throw new Error(`${this.name} is not started`);
-    this.sink.publishInbound({ channel: this.name, senderId: "42", chatId: "chat-1", ...msg });
+    // As a platform's inbound path does it (channels/inbound.ts): the gate once, then one of the two.
+    const inbound = { channel: this.name, senderId: "42", chatId: "chat-1", ...msg };
+    if (this.sink.allows(inbound)) this.sink.publishInbound(inbound);
+    else this.sink.refuse(inbound);
   }
 }

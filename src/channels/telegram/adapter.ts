@@ -41,7 +41,6 @@ import {
   mapMessage,
   replyTarget,
   type BotIdentity,
-  type MappedMessage,
   type ReplyTarget,
 } from "./mapping.js";
 import { Polling } from "./polling.js";
@@ -407,10 +406,6 @@ export class TelegramChannel implements Channel {
     }
     const mapped = mapMessage(msg, me, this.cfg);
     if (!mapped) return;
-    if (mapped.isStart) {
-      this.onStartCommand(mapped, sink);
-      return;
-    }
     // grammy confirms the update once this handler returns: the inbound path journals what it cannot publish now.
     inbound.take(sink, {
       conversation: mapped.conversation,
@@ -418,21 +413,13 @@ export class TelegramChannel implements Channel {
       files: incomingFiles(mapped.attachments, this.downloads),
       // Never queued behind a download in the same chat: the agent must hear it now.
       urgent: parseCommand(mapped.inbound.content)?.name === "stop",
+      // /start is greeted here, not by the agent; a refused sender gets the refusal like any message.
+      ...(mapped.isStart ? { answer: () => this.answerStart(mapped.inbound) } : {}),
     });
   }
 
-  /**
-   * /start: an allowed sender is greeted here. A refused one is handed on like any refused message:
-   * the manager answers it through the one notice limiter (at most once an hour).
-   */
-  private onStartCommand(mapped: MappedMessage, sink: InboundSink): void {
-    if (!sink.allows(mapped.inbound)) {
-      sink.publishInbound(mapped.inbound);
-      return;
-    }
-    void this.greet(mapped.inbound).catch((err: unknown) =>
-      this.log.warn({ err }, "could not greet the user"),
-    );
+  private answerStart(inbound: InboundMessage): Promise<void> {
+    return this.greet(inbound).catch((err: unknown) => this.log.warn({ err }, "could not greet the user"));
   }
 
   private async greet(inbound: InboundMessage): Promise<void> {

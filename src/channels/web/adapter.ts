@@ -1,7 +1,7 @@
 /**
  * The web chat as a Channel: served by the gateway's own HTTP server (daemon/health.ts mounts the
- * handler while the channel runs). Messages from the page go to the manager's sink like any
- * platform's; replies, turn events, questions and the streamed text go to the tabs watching that
+ * handler while the channel runs). Messages from the page take the one inbound path (inbound.ts)
+ * like any platform's: the gate, then the journal, uploads transcribed, in order per conversation; replies, turn events, questions and the streamed text go to the tabs watching that
  * conversation as server-sent events. A conversation `<id>` is the session `web:<id>`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
@@ -9,6 +9,8 @@ import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import type { ChannelFactoryContext, GatewayServices } from "../registry.js";
+import { fileKindOf, InboundPath, type IncomingFile } from "../inbound.js";
+import { transcriberFor } from "../transcription.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "./config.js";
@@ -29,7 +31,7 @@ import type {
 import { ClientLimits, RateLimit } from "./rate.js";
 import { createWebHandler, type WebApp } from "./routes.js";
 import { StaticAssets } from "./static.js";
-import { AgentFiles, Uploads } from "./uploads.js";
+import { AgentFiles, Uploads, type Upload } from "./uploads.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 
 /** Longest message text accepted from the page. */
@@ -39,6 +41,8 @@ const CONVERSATIONS_PER_MINUTE = 30;
 const MESSAGES_PER_MINUTE = 60;
 /** Wrong tokens one client may try a minute, at login and as Bearer headers together. */
 const TOKEN_FAILURES_PER_MINUTE = 10;
+/** How long stop() waits for messages still being transcribed; the journal answers the rest after a restart. */
+const STOP_TIMEOUT_MS = 2000;
 
 export interface WebChannelOptions {
   /** Where the page's built files are (default dist/web/). */
@@ -70,6 +74,8 @@ class WebChannel implements Channel, WebApp {
   private readonly runId = randomBytes(4).toString("hex");
   private hub: EventHub | null = null;
   private sink: InboundSink | null = null;
+  private path: InboundPath | null = null;
+  private lifetime = new AbortController();
   private unmount: (() => void) | null = null;
 
   constructor(
@@ -101,6 +107,17 @@ class WebChannel implements Channel, WebApp {
     const loopbackOnly = isLoopbackName(http.host);
     this.hub = hub;
     this.sink = sink;
+    this.lifetime = new AbortController();
+    this.path = new InboundPath({
+      signal: this.lifetime.signal,
+      maxMediaBytes: this.ctx.config.channels.maxMediaBytes,
+      transcriber: transcriberFor(this.ctx.config, this.log),
+      notify: (msg, text) => {
+        this.publish({ type: "final", conversationId: msg.chatId, text });
+        return Promise.resolve();
+      },
+      log: this.log,
+    });
     this.unmount = http.mount(
       createWebHandler({
         app: this,
@@ -139,6 +156,9 @@ class WebChannel implements Channel, WebApp {
     this.unmount = null;
     this.hub?.close();
     this.hub = null;
+    this.lifetime.abort();
+    await this.path?.settle(STOP_TIMEOUT_MS);
+    this.path = null;
     this.sink = null;
     await this.uploads.stop();
   }
@@ -278,35 +298,36 @@ class WebChannel implements Channel, WebApp {
     if (text === "" && !request.uploads?.length) throw new HttpError(400, "the message is empty");
     // Posting to a fresh id starts a conversation as surely as POST /api/conversations does.
     if (!(await this.isKnown(conversationId))) this.takeNewConversation();
-    const sink = this.running();
+    const { sink, path } = this.running();
     if (!this.messages.take()) throw new HttpError(429, `at most ${MESSAGES_PER_MINUTE} messages a minute`);
     const messageId = randomUUID();
-    const base = this.inbound(conversationId, text, messageId);
-    if (!sink.allows(base)) {
-      sink.publishInbound(base); // the manager tells the chat why (its refusal notice)
-      throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
-    }
-    const { paths, files } = this.uploads.take(request.uploads ?? [], conversationId);
+    const ids = request.uploads ?? [];
+    const admitted = path.take(sink, {
+      conversation: conversationId,
+      inbound: this.inbound(conversationId, text, messageId),
+      files: this.uploads.find(ids).map((upload) => incomingUpload(upload, this.uploads)),
+    });
+    // Refused: the manager told the chat why (its refusal notice); the uploads wait for their time.
+    if (!admitted) throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
+    const { files } = this.uploads.take(ids);
     const title = this.recent.get(conversationId)?.title;
     this.recent.set(conversationId, {
       title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
       updatedAt: new Date().toISOString(),
     });
     this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
-    sink.publishInbound(paths.length ? { ...base, media: paths } : base);
     return { messageId };
   }
 
   stopTurn(conversationId: string): void {
-    const sink = this.running();
-    const msg = this.inbound(conversationId, "/stop", randomUUID());
-    if (!sink.allows(msg))
+    const { sink, path } = this.running();
+    const inbound = this.inbound(conversationId, "/stop", randomUUID());
+    if (!path.take(sink, { conversation: conversationId, inbound, files: [], urgent: true }))
       throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
-    sink.publishInbound(msg);
   }
 
   choose(questionId: string, choiceId: string): ChooseResult {
-    const sink = this.running();
+    const { sink } = this.running();
     const chatId = this.live.conversationOfQuestion(questionId);
     if (!chatId || !sink.choose) return { accepted: false, notice: "This question is no longer open." };
     return sink.choose({ channel: this.name, chatId, senderId: WEB_SENDER_ID, questionId, choiceId });
@@ -329,9 +350,9 @@ class WebChannel implements Channel, WebApp {
     return { channel: this.name, senderId: WEB_SENDER_ID, chatId, content, metadata: { messageId } };
   }
 
-  private running(): InboundSink {
-    if (!this.sink) throw new HttpError(503, "the web chat is stopping");
-    return this.sink;
+  private running(): { sink: InboundSink; path: InboundPath } {
+    if (!this.sink || !this.path) throw new HttpError(503, "the web chat is stopping");
+    return { sink: this.sink, path: this.path };
   }
 
   private publish(event: Published, background = false): void {
@@ -342,6 +363,17 @@ class WebChannel implements Channel, WebApp {
       this.log.warn({ err: errorMessage(err) }, "an event could not be written to a tab");
     }
   }
+}
+
+/** An upload a message lists, for the inbound path: already in the media folder, so nothing to fetch. */
+/** An upload as the inbound path takes files: "fetching" it moves it into its conversation's folder. */
+function incomingUpload(upload: Upload, uploads: Uploads): IncomingFile {
+  return {
+    ...fileKindOf(upload.contentType),
+    name: upload.name,
+    sizeBytes: upload.bytes,
+    fetch: (_signal, chat) => Promise.resolve(uploads.moveToConversation(upload, chat.chatId)),
+  };
 }
 
 /** A conversation id: 12 of [a-z0-9]. */

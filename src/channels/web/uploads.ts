@@ -18,7 +18,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { chatMediaDir, MEDIA_DIR } from "../../util/chat-folders.js";
 import { mkdirPrivate, mkdirPrivateSync } from "../../util/private-fs.js";
 import { mediaFileName, safeFileName } from "../media.js";
-import { errorMessage } from "../../util/errors.js";
+import { ChannelError, errorMessage } from "../../util/errors.js";
 import { HttpError, tooLarge } from "../../util/http-body.js";
 import type { Logger } from "../../log.js";
 import type { FileRef, UploadResult } from "./protocol.js";
@@ -38,7 +38,12 @@ interface StoredFile {
   bytes: number;
 }
 
-interface Unsent extends StoredFile {
+/** An upload a message lists: the file, and its type as the browser said (what decides a transcription). */
+export interface Upload extends StoredFile {
+  contentType: string;
+}
+
+interface Unsent extends Upload {
   savedAt: number;
 }
 
@@ -146,41 +151,51 @@ export class Uploads {
       throw err;
     }
     const id = newId();
-    this.files.set(id, { path, name: shown, bytes, savedAt: this.now() });
+    const contentType = req.headers["content-type"]?.split(";")[0]?.trim().toLowerCase() ?? "";
+    this.files.set(id, { path, name: shown, bytes, contentType, savedAt: this.now() });
     return { id, name: shown, bytes };
   }
 
-  /**
-   * The uploads a message lists, once each (400 for an unknown or expired id), moved into the
-   * conversation's media folder. Synchronous renames within media/: the message is published
-   * in the same tick, in its order.
-   */
-  take(ids: readonly string[], conversationId: string): { paths: string[]; files: FileRef[] } {
-    const found = ids.map((id) => {
+  /** The uploads a message lists, still kept here (400 for an unknown or expired id). */
+  find(ids: readonly string[]): Upload[] {
+    return ids.map((id) => {
       const file = this.files.get(id);
       if (!file) throw new HttpError(400, `upload ${id} is unknown or expired: upload the file again`);
       return file;
     });
+  }
+
+  /** The uploads a message lists, once each (400 for an unknown or expired id). */
+  take(ids: readonly string[]): { paths: string[]; files: FileRef[] } {
+    const found = this.find(ids);
     // Sent: the message owns the files now, and they no longer count against the quota.
     for (const id of ids) this.forget(id);
-    const folder = chatMediaDir(this.workspace, { channel: "web", chatId: conversationId });
-    if (found.length) mkdirPrivateSync(folder);
-    const paths = found.map((f) => {
-      const path = join(folder, basename(f.path));
-      try {
-        renameSync(f.path, path);
-      } catch (err) {
-        throw new HttpError(
-          400,
-          `upload ${f.name} is no longer there (${errorMessage(err)}): upload it again`,
-        );
-      }
-      return path;
-    });
     return {
-      paths,
+      paths: found.map((f) => f.path),
       files: found.map((f) => ({ name: f.name, bytes: f.bytes })),
     };
+  }
+
+  /**
+   * Moves an upload out of media/web/.pending/ into its conversation's media folder, the only
+   * one that conversation's turns can reach, and returns the new path.
+   */
+  moveToConversation(upload: Upload, conversationId: string): string {
+    const folder = chatMediaDir(this.workspace, { channel: "web", chatId: conversationId });
+    mkdirPrivateSync(folder);
+    const path = join(folder, basename(upload.path));
+    try {
+      renameSync(upload.path, path);
+    } catch (err) {
+      throw new ChannelError(
+        `the upload ${upload.name} is no longer there (${errorMessage(err)}): upload it again`,
+        {
+          platform: "web",
+          permanent: true,
+        },
+      );
+    }
+    return path;
   }
 
   private async remove(ids: readonly string[]): Promise<void> {

@@ -48,6 +48,7 @@ beforeEach(async () => {
   sink = {
     allows: () => true,
     publishInbound: (msg) => inbound.push(msg),
+    refuse: () => undefined,
     choose: (click) => {
       clicks.push(click);
       return outcome;
@@ -167,7 +168,7 @@ describe("questions on Discord", () => {
 
   it("without a question desk the presser is told it can't be answered here", async () => {
     await channel.start(
-      { allows: () => true, publishInbound: () => undefined },
+      { allows: () => true, publishInbound: () => undefined, refuse: () => undefined },
       new AbortController().signal,
     );
     const { ref } = (await channel.send(question(fake.dmChannel(alice).id, "Run `ls`?")))!;

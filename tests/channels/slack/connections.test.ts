@@ -27,7 +27,7 @@ describe("Slack Web API calls in flight", () => {
       channels: { slack: slackSection(slack) },
     });
     const channel = await createSlackChannel({ config, workspace, log: pino({ level: "silent" }) }, FAST);
-    const sink = { allows: () => true, publishInbound: () => undefined };
+    const sink = { allows: () => true, publishInbound: () => undefined, refuse: () => undefined };
     await channel.start(sink, new AbortController().signal);
     try {
       slack.apiLatencyMs = 50; // long enough for calls made together to overlap at the server

@@ -119,6 +119,8 @@ export async function slackRig(
           // The manager's gate, by the channel's allowFrom.
           allows: (msg) => isAllowed(msg, parsed.allowFrom),
           publishInbound,
+          // Recorded with the others: tests look for a refused message among the inbound ones.
+          refuse: publishInbound,
           reserve: (draft) => {
             reserved.push(draft);
             return { publish: publishInbound, cancel: () => undefined };

@@ -12,6 +12,7 @@ import { ChannelError } from "../../../src/util/errors.js";
 import { MessageBus } from "../../../src/bus/bus.js";
 import { NoticeLimiter } from "../../../src/channels/access.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
+import { createGate } from "../../helpers/gate.js";
 import { waitFor } from "../../helpers/wait.js";
 
 const GROUP = { id: -1001234, type: "supergroup", title: "Team" };
@@ -38,6 +39,7 @@ async function startReserving(describeReserve: (m: InboundMessage) => string) {
     {
       allows: () => true,
       publishInbound: (m) => published.push(m),
+      refuse: () => undefined,
       reserve: (m) => {
         events.push(describeReserve(m));
         return {
@@ -102,6 +104,7 @@ describe("inbound", () => {
     await r.channel.start(
       {
         allows: () => true,
+        refuse: () => undefined,
         publishInbound: (m) => {
           loopTurnedBefore.push(turned);
           turned = false;
@@ -363,28 +366,66 @@ describe("inbound", () => {
   });
 
   it("does not download files from senders who are not allowed (the manager refuses them)", async () => {
-    const { fake, nthInbound } = await started();
+    const { fake, inbound, refused } = await started();
     const f = fake.addFile("secret");
     fake.userMessage({ from: { id: 7, first_name: "Mallory" }, document: { ...f, file_name: "x.bin" } });
-    const msg = await nthInbound(1);
+    const msg = await fake.waitFor(() => refused[0], 5000, "the refusal");
     expect(msg.senderId).toBe("7");
-    expect(msg.content).toBe("[file]");
     expect(msg.media).toBeUndefined();
+    expect(inbound).toEqual([]);
     expect(fake.callsTo("getFile")).toHaveLength(0);
   });
 
   it("greets an allowed /start itself; a refused one goes to the manager's notice limiter", async () => {
-    const { fake, inbound, nthInbound } = await started();
+    const { fake, inbound, refused } = await started();
     fake.userMessage({ text: "/start" });
     const hello = await fake.waitForSent((m) => m.chatId === 42);
     expect(hello.text).toMatch(/^Hello! I'm @palaver_test_bot/);
     expect(hello.text).toContain("Your Telegram user id is 42");
     expect(inbound).toHaveLength(0);
     fake.userMessage({ text: "/start", from: { id: 7, first_name: "Mallory" } });
-    const refused = await nthInbound(1);
-    expect(refused).toMatchObject({ senderId: "7", content: "/start" });
+    const mallory = await fake.waitFor(() => refused[0], 5000, "the refusal");
+    expect(mallory).toMatchObject({ senderId: "7", content: "/start" });
+    expect(inbound).toHaveLength(0);
     // The adapter sends nothing to a refused sender on its own.
     expect(fake.sent.filter((m) => m.chatId === 7)).toEqual([]);
+  });
+
+  it("takes an allowed /start through the inbound path: greeted in the chat's order, after the voice note before it", async () => {
+    const transcribing = createGate();
+    let transcriptions = 0;
+    r = await rig({
+      transcriber: {
+        transcribe: async () => (transcriptions++, await transcribing.opened, "hello"),
+      },
+    });
+    const fake = r.fake;
+    const greeted = () => fake.sent.some((m) => m.chatId === 42 && /^Hello!/.test(m.text ?? ""));
+    const published: { content: string; greetedBefore: boolean }[] = [];
+    const refused: InboundMessage[] = [];
+    const lifetime = new AbortController();
+    await r.channel.start(
+      {
+        allows: (m) => m.senderId === "42",
+        publishInbound: (m) => published.push({ content: m.content, greetedBefore: greeted() }),
+        refuse: (m) => refused.push(m),
+      },
+      lifetime.signal,
+    );
+    try {
+      const voice = fake.addFile(Buffer.from("OggS fake opus"));
+      fake.userMessage({ voice: { ...voice, duration: 2, mime_type: "audio/ogg" } });
+      fake.userMessage({ text: "/start" });
+      // A later update, handled after /start: by then /start was taken, and waits behind the voice note.
+      fake.userMessage({ text: "hi", from: { id: 7, first_name: "Mallory" } });
+      await fake.waitFor(() => refused.length === 1 && transcriptions === 1, 5000, "/start taken");
+      expect(greeted()).toBe(false);
+      transcribing.open();
+      await fake.waitForSent((m) => m.chatId === 42 && /^Hello!/.test(m.text ?? ""));
+      expect(published).toEqual([{ content: "[voice message, transcribed: hello]", greetedBefore: false }]);
+    } finally {
+      lifetime.abort();
+    }
   });
 
   it("a refused sender's /start goes through the one notice limiter: twice /start, one notice", async () => {

@@ -24,6 +24,8 @@ export interface Rig {
   channel: TelegramChannel;
   workspace: string;
   inbound: InboundMessage[];
+  /** Messages the sink's `allows` refused, handed to its `refuse`. */
+  refused: InboundMessage[];
   /** Resolves with the n-th (1-based) inbound message once it arrived. */
   nthInbound: (n: number, timeoutMs?: number) => Promise<InboundMessage>;
   start: () => Promise<void>;
@@ -69,17 +71,23 @@ export async function rig(
     throw err;
   }
   const inbound: InboundMessage[] = [];
+  const refused: InboundMessage[] = [];
   const lifetime = new AbortController();
   return {
     fake,
     channel,
     workspace,
     inbound,
+    refused,
     nthInbound: (n, timeoutMs = 5000) =>
       fake.waitFor(() => inbound[n - 1], timeoutMs, `inbound message #${n}`),
     start: () =>
       channel.start(
-        { allows: (m) => isAllowed(m, allowFrom), publishInbound: (m) => inbound.push(m) },
+        {
+          allows: (m) => isAllowed(m, allowFrom),
+          publishInbound: (m) => inbound.push(m),
+          refuse: (m) => refused.push(m),
+        },
         lifetime.signal,
       ),
     async cleanup() {

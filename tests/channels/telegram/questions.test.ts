@@ -41,6 +41,7 @@ async function started(answer?: (click: ChoiceClick) => ChoiceOutcome, config?: 
   const sink: InboundSink = {
     allows: (m) => isAllowed(m, ["42"]),
     publishInbound: () => undefined,
+    refuse: () => undefined,
     ...(answer ? { choose: (click: ChoiceClick) => (clicks.push(click), answer(click)) } : {}),
   };
   await r.channel.start(sink, new AbortController().signal);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HistoryMessage, SendAccepted, UploadResult } from "../../../src/channels/web/protocol.js";
 import { lastUserText, toolCall } from "../../fakes/openai-server.js";
+import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { WebRig } from "./harness.js";
 
@@ -165,6 +166,42 @@ describe("web chat conversations", () => {
       content: "read this",
       files: [{ name: "my_notes.txt" }],
     });
+  });
+
+  it("transcribes a voice note uploaded in the chat, as it does a Telegram one, and the model reads the transcript", async () => {
+    // The speech endpoint the Telegram voice tests use (OpenAI's /audio/transcriptions).
+    const speech = await FakeTelegram.start();
+    try {
+      speech.transcript = "remind me to buy milk";
+      rig = await WebRig.start({
+        providers: { whisper: { apiBase: speech.transcriptionBaseURL, apiKey: "k" } },
+        transcription: { provider: "whisper", model: "whisper-large" },
+      });
+      rig.fake.setHandler(() => ({ content: "noted" }));
+      const tab = await rig.subscribe("voice");
+      const upload = await rig.request("/api/uploads?name=voice-note.ogg", {
+        method: "POST",
+        headers: { ...rig.bearer(), "content-type": "audio/ogg; codecs=opus" },
+        body: Buffer.from("OggS fake opus"),
+      });
+      expect(upload.status).toBe(201);
+      const { id } = upload.json<UploadResult>();
+      const sent = await rig.post(
+        "/api/conversations/voice/messages",
+        { text: "", uploads: [id] },
+        rig.bearer(),
+      );
+      expect(sent.status).toBe(202);
+      await rig.waitForEvent(tab, "final", (e) => e.text === "noted");
+      expect(speech.transcriptions).toHaveLength(1);
+      expect(speech.transcriptions[0]).toMatchObject({ model: "whisper-large", size: 14 });
+      expect(speech.transcriptions[0]!.fileName).toMatch(/voice-note\.ogg$/);
+      expect(lastUserText(rig.fake.requests[0]!)).toContain(
+        "[audio file, transcribed: remind me to buy milk]",
+      );
+    } finally {
+      await speech.close();
+    }
   });
 
   it("lets the page download a file the agent sends, by an opaque id", async () => {

@@ -46,10 +46,13 @@ export class WebRig {
     const fake = await FakeOpenAI.start();
     const config = ConfigSchema.parse({
       agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
-      providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
       gateway: { heartbeat: { enabled: false }, port: 0 },
       tools: { approval: { mode: "off" } },
       ...extra,
+      providers: {
+        custom: { apiKey: "k", apiBase: fake.baseURL },
+        ...(extra.providers as object | undefined),
+      },
       channels: { web: { token: TOKEN }, ...(extra.channels as object | undefined) },
     });
     const gateway = new Gateway({

@@ -76,7 +76,7 @@ describe("Uploads", () => {
     const sent = JSON.parse((await send(100)).body) as UploadResult;
     const unsent = JSON.parse((await send(200)).body) as UploadResult;
     expect(await stored()).toHaveLength(2);
-    const { paths } = uploads.take([sent.id], "c1");
+    const { paths } = uploads.take([sent.id]);
 
     now += TTL_MS - 1;
     await uploads.sweep();
@@ -84,13 +84,13 @@ describe("Uploads", () => {
     now += 1;
     await uploads.sweep();
     expect(await stored()).toEqual([paths[0]!.split("/").pop()]);
-    expect(() => uploads.take([unsent.id], "c1")).toThrow(/unknown or expired/);
+    expect(() => uploads.take([unsent.id])).toThrow(/unknown or expired/);
   });
 
   it("deletes the unsent uploads when the channel stops: their ids die with it", async () => {
     const sent = JSON.parse((await send(100)).body) as UploadResult;
     await send(100);
-    uploads.take([sent.id], "c1");
+    uploads.take([sent.id]);
     await uploads.stop();
     expect(await stored()).toHaveLength(1);
   });
