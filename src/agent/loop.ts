@@ -459,7 +459,10 @@ export class AgentLoop {
         return { outcome: "stopped", tools: [] };
       }
       if (err instanceof LlmError) {
-        this.log.error({ err, session: session.key }, "LLM call failed");
+        // The person is told (the reply below names the address and the fix); the log gets one
+        // line for the operator, and the stack only at debug (--verbose).
+        this.log.info({ session: session.key, kind: err.kind, provider: err.provider }, err.message);
+        this.log.debug({ err, session: session.key }, "LLM call failed");
         this.reply(turn, userFacingLlmError(err));
         return { outcome: "failed", tools: [] };
       }

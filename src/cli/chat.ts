@@ -191,6 +191,8 @@ async function interactive(
     input: process.stdin,
     output: process.stdout,
     color,
+    // As `chat -m`: rendered for a person reading a terminal, as written for a script.
+    renderPiped: process.stdout.isTTY === true && opts.markdown,
     interactive,
     historyFile: interactive ? historyFile : undefined,
     onExit: () => leave(),

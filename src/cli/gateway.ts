@@ -10,9 +10,21 @@ import {
   notifyStopping,
   startWatchdog,
 } from "../daemon/systemd-notify.js";
+import { describeSandbox } from "../agent/tools/exec-sandbox.js";
+import type { LoadedConfig } from "../config/load.js";
+import { stateDir } from "../config/paths.js";
+import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";
 import { logger, registerSecrets } from "../log.js";
 import { ConfigError } from "../util/errors.js";
 import { addCommonOptions, commonOptions, loadForCli } from "./common.js";
+import {
+  removeGatewayStatus,
+  webChatLink,
+  webChatPage,
+  writeGatewayStatus,
+  type GatewayStatus,
+} from "./gateway-status.js";
+import { formatStartSummary } from "./start-summary.js";
 
 /** How long running turns may take to finish after SIGTERM before they are aborted. */
 const SHUTDOWN_GRACE_MS = 30_000;
@@ -22,7 +34,11 @@ export function registerGatewayCommand(program: Command): void {
     .command("gateway")
     .description("run the assistant daemon: channels, agent, cron and heartbeat")
     .action(async () => {
-      const loaded = loadForCli(cmd);
+      // A person at a terminal gets a short summary on stdout and only warnings from the log; a
+      // service or a pipe (stdout not a terminal) and --verbose keep the structured log as it was.
+      const human = process.stdout.isTTY === true && !commonOptions(cmd).verbose;
+      const loaded = loadForCli(cmd, human ? { level: "warn" } : {});
+      const state = stateDir(loaded.path);
       // Early: this also removes NOTIFY_SOCKET from the environment tools and MCP servers inherit.
       void notifyStatus("starting");
       const log = logger("gateway");
@@ -45,8 +61,16 @@ export function registerGatewayCommand(program: Command): void {
         log.info({ signal: early }, "stop requested while starting: pending connections are abandoned");
         process.off("SIGHUP", onHangup);
         await gateway.stop(SHUTDOWN_GRACE_MS);
-        exitStopped();
+        exitStopped(state);
       }
+      const status = runningStatus(gateway, loaded);
+      try {
+        writeGatewayStatus(state, status);
+      } catch (err) {
+        // `palaver status` then knows only the pid (from the lock); the gateway itself is fine.
+        log.warn({ err }, "could not write gateway.json in the state folder");
+      }
+      if (human) process.stdout.write(summary(gateway, loaded, status));
       void notifyReady(readyStatus(gateway));
       const stopWatchdog = startWatchdog();
       const signal = await stopRequested;
@@ -55,7 +79,7 @@ export function registerGatewayCommand(program: Command): void {
       process.off("SIGHUP", onHangup);
       await gateway.stop(SHUTDOWN_GRACE_MS);
       stopWatchdog();
-      exitStopped();
+      exitStopped(state);
     });
   addCommonOptions(cmd);
 }
@@ -65,7 +89,8 @@ export function registerGatewayCommand(program: Command): void {
  * client retries an unreachable Slack for over a minute and takes no signal) must not keep a
  * stopped daemon alive. Logs are written synchronously, so nothing is lost.
  */
-function exitStopped(): never {
+function exitStopped(state: string): never {
+  removeGatewayStatus(state);
   logger("gateway").info("stopped");
   process.exit();
 }
@@ -89,6 +114,31 @@ async function reload(gateway: Gateway, configPath: string, workspace: string | 
   } finally {
     void notifyReady(readyStatus(gateway));
   }
+}
+
+/** What `palaver status` and `palaver web` read while this gateway runs. */
+function runningStatus(gateway: Gateway, loaded: LoadedConfig): GatewayStatus {
+  const address = gateway.health.url;
+  const web = gateway.channels.status().find((c) => c.name === "web");
+  return {
+    pid: process.pid,
+    since: new Date().toISOString(),
+    ...(address ? { address } : {}),
+    ...(address && web ? { webChat: webChatPage(address, gateway.health.host) } : {}),
+    ...(web && loaded.config.channels.web.token.trim() !== "" ? { configuredToken: true } : {}),
+  };
+}
+
+function summary(gateway: Gateway, loaded: LoadedConfig, status: GatewayStatus): string {
+  const sandbox = gateway.agent.execSandbox.current;
+  return formatStartSummary({
+    pid: process.pid,
+    llm: formatProviderChoice(describeProviderChoice(loaded.config)),
+    channels: gateway.channels.status(),
+    ...(sandbox ? { sandbox: describeSandbox(sandbox) } : {}),
+    ...(status.webChat ? { webChat: webChatLink(stateDir(loaded.path), status) } : {}),
+    ...(status.configuredToken ? { configuredToken: true } : {}),
+  });
 }
 
 function readyStatus(gateway: Gateway): string {

@@ -9,6 +9,7 @@ import { stateDir } from "../config/paths.js";
 import { pairingPath, PairingStore } from "../pairing/store.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
 import { addCommonOptions, loadForCli } from "./common.js";
+import { readGatewayStatus, webChatLink } from "./gateway-status.js";
 
 export interface StatusReport {
   config: { path: string; exists: boolean };
@@ -28,8 +29,42 @@ export interface StatusReport {
   sessions: number;
   /** People let in by pairing (all platforms), and codes waiting for the owner. */
   pairing: { approved: number; pending: number };
+  /** Whether a gateway runs on this state folder: its pid, since when, its address and the web chat link. */
+  gateway: GatewayReport;
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
+}
+
+export interface GatewayReport {
+  running: boolean;
+  pid?: number;
+  since?: string;
+  address?: string;
+  /** The link that opens the web chat signed in (it holds the token, as the file it comes from). */
+  webChat?: string;
+}
+
+function gatewayReport(state: string): GatewayReport {
+  const status = readGatewayStatus(state);
+  if (!status) return { running: false };
+  const link = webChatLink(state, status);
+  return {
+    running: true,
+    pid: status.pid,
+    ...(status.since ? { since: status.since } : {}),
+    ...(status.address ? { address: status.address } : {}),
+    ...(link ? { webChat: link } : {}),
+  };
+}
+
+function formatGateway(g: GatewayReport): [string, string][] {
+  if (!g.running) return [["gateway", "not running (start it with `npm start` or `palaver gateway`)"]];
+  const since = g.since ? `, since ${g.since}` : "";
+  const rows: [string, string][] = [
+    ["gateway", `running (pid ${g.pid}${since}) at ${g.address ?? "no address"}`],
+  ];
+  if (g.webChat) rows.push(["web chat", g.webChat]);
+  return rows;
 }
 
 export function countSessions(workspace: string): number {
@@ -58,6 +93,7 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     problems: platformProblems(config),
     sessions: countSessions(loaded.workspace),
     pairing: pairingCounts(loaded.path),
+    gateway: gatewayReport(stateDir(loaded.path)),
     ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
 }
@@ -79,6 +115,7 @@ async function sandboxState(loaded: LoadedConfig): Promise<SandboxState | undefi
 export function formatStatus(s: StatusReport): string {
   const providers = Object.entries(s.providers);
   const rows: [string, string][] = [
+    ...formatGateway(s.gateway),
     ["config", `${s.config.path} ${s.config.exists ? "(exists)" : "(missing: run `palaver onboard`)"}`],
     [
       "workspace",

@@ -119,3 +119,17 @@ export function serverDetail(err: LlmError): string | undefined {
       : undefined;
   return message ? redactText(message).slice(0, 300) : undefined;
 }
+
+/**
+ * The system's code for a connection that failed (ECONNREFUSED, ENOTFOUND, a certificate's code...),
+ * from the chain of causes under the SDK's "Connection error.": the words that say what to fix.
+ */
+export function connectionCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "") return code;
+    // undici refuses some ports outright (fetch's "bad port" list) without a code.
+    if (e.message === "bad port") return "BAD_PORT";
+  }
+  return undefined;
+}

@@ -21,7 +21,7 @@ import { BoundedMap } from "../util/bounded-map.js";
 import { LlmError } from "../util/errors.js";
 import { deadlineSignal } from "../util/timeout.js";
 import { secondsToTimerMs } from "../util/timers.js";
-import { classifyLlmError, serverDetail } from "./classify-error.js";
+import { classifyLlmError, connectionCode, serverDetail } from "./classify-error.js";
 import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } from "./param-quirks.js";
 import { resolveProvider } from "./providers.js";
 import { StreamAssembler } from "./stream.js";
@@ -160,7 +160,7 @@ export class OpenAIProvider implements Provider {
     const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
     let retries = 0;
     for (let sent = 0; ; sent++) {
-      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent);
+      if (signal?.aborted) throw this.finalError(this.abortError(signal.reason), sent, body.model);
       let failure: LlmError;
       try {
         return await this.attempt(body, signal, req.onText);
@@ -174,28 +174,22 @@ export class OpenAIProvider implements Provider {
         continue;
       }
       // The bound of this loop otherwise: at most maxRetries retries.
-      if (!failure.retryable || retries >= maxRetries) throw this.finalError(failure, sent + 1);
+      if (!failure.retryable || retries >= maxRetries) throw this.finalError(failure, sent + 1, body.model);
       const attempt = retries++;
       const backoff = backoffDelay(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs, this.random);
       // Honour the server's Retry-After, but not an absurd one.
       const requested = Math.min(failure.retryAfterMs ?? 0, this.opts.retryMaxMs * 4);
       const delayMs = Math.max(backoff, requested);
-      this.log.warn(
-        {
-          attempt: attempt + 1,
-          maxAttempts: maxRetries + 1,
-          delayMs,
-          kind: failure.kind,
-          status: failure.status,
-          model: body.model,
-          provider: this.opts.name,
-        },
-        "LLM call failed, retrying",
+      // One line per retry at info (the final failure is the user's message): where, what, when next.
+      const what = connectionCode(failure) ?? (failure.status ? `HTTP ${failure.status}` : failure.kind);
+      this.log.info(
+        { provider: this.opts.name, model: body.model, kind: failure.kind },
+        `LLM call to ${this.url} failed (${what}); retry ${attempt + 1} of ${maxRetries} in ${delayMs} ms`,
       );
       try {
         await sleep(delayMs, signal);
       } catch (err) {
-        throw this.finalError(this.abortError(err), sent + 1);
+        throw this.finalError(this.abortError(err), sent + 1, body.model);
       }
     }
   }
@@ -246,7 +240,12 @@ export class OpenAIProvider implements Provider {
     return new LlmError("LLM call aborted", "aborted", false, { cause });
   }
 
-  private finalError(err: LlmError, attempts: number): LlmError {
+  /** The API base URL as messages show it: credentials in it masked. */
+  private get url(): string {
+    return redactText(this.opts.baseURL);
+  }
+
+  private finalError(err: LlmError, attempts: number, model: string): LlmError {
     const where = this.opts.name ? ` (provider ${this.opts.name})` : "";
     const tries = attempts > 1 ? ` after ${attempts} attempts` : "";
     // A server may echo the key back in its message; redactText knows it (registered in the constructor).
@@ -257,6 +256,8 @@ export class OpenAIProvider implements Provider {
       attempts,
       provider: this.opts.name,
       detail: serverDetail(err),
+      url: this.url,
+      model,
       ...(err.partialText ? { partialText: err.partialText } : {}),
     });
   }

@@ -83,6 +83,10 @@ export interface LlmErrorOptions extends ErrorOptions {
   detail?: string;
   /** A streamed answer broke off after this much was shown: it is kept, not retried. */
   partialText?: string;
+  /** The API base URL the call went to (credentials masked), so a message can name it. */
+  url?: string;
+  /** The model asked for, so a 404 can say which name the server does not know. */
+  model?: string;
 }
 
 export class LlmError extends PalaverError {
@@ -93,6 +97,8 @@ export class LlmError extends PalaverError {
   readonly provider: string | undefined;
   readonly detail: string | undefined;
   readonly partialText: string | undefined;
+  readonly url: string | undefined;
+  readonly model: string | undefined;
 
   constructor(
     message: string,
@@ -108,6 +114,8 @@ export class LlmError extends PalaverError {
     this.provider = options?.provider;
     this.detail = options?.detail;
     this.partialText = options?.partialText;
+    this.url = options?.url;
+    this.model = options?.model;
   }
 }
 

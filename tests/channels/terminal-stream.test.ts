@@ -1,21 +1,20 @@
 /**
  * Streamed replies in the terminal of `palaver chat`: the real TerminalChannel behind the real
  * ChannelManager (streaming on), fed with the deltas and finals the agent loop publishes. The text
- * grows as it arrives (only the new part is printed), then the rendered final replaces it: erased
- * and redrawn on a TTY, below a separator otherwise; /stop leaves the text with its mark.
+ * is printed once, rendered line by line as each line completes; on a TTY the line being written
+ * shows raw and is redrawn rendered in its place; /stop leaves the text with its mark.
  */
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { TerminalChannel } from "../../src/channels/cli/adapter.js";
-import { displayWidth, eraseRows, rowsOf, streamStep } from "../../src/channels/cli/stream.js";
+import { displayWidth, eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
 import { STOPPED_MARK } from "../../src/channels/live-preview.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import { waitFor } from "../helpers/wait.js";
 
 const chat = { channel: "cli", chatId: "direct" };
-const SEPARATOR = "─".repeat(8);
 
 interface Rig {
   bus: MessageBus;
@@ -70,22 +69,13 @@ async function ask(r: Rig, line: string, turnId = "t1"): Promise<void> {
   r.bus.publishTurn({ kind: "turnStart", turnId, ...chat });
 }
 
-/** Publishes `texts` (each the whole reply so far), waiting for each to be on screen. */
-async function grow(r: Rig, texts: string[]): Promise<void> {
-  for (const text of texts) {
-    r.delta(text);
-    await waitFor(() => r.printed().endsWith(text.split("\n").at(-1)!), undefined, `"${text}" printed`);
-  }
+/** Publishes `text` (the whole reply so far) and waits until the screen ends with `shown`. */
+async function grow(r: Rig, text: string, shown: string): Promise<void> {
+  r.delta(text);
+  await waitFor(() => r.printed().endsWith(shown), undefined, `"${shown}" printed`);
 }
 
 describe("terminal stream: pure pieces", () => {
-  it("prints only what is new, and starts over when the text is not an extension", () => {
-    expect(streamStep("", "Hel")).toBe("Hel");
-    expect(streamStep("Hel", "Hello")).toBe("lo");
-    expect(streamStep("Hello", "Hello")).toBe("");
-    expect(streamStep("Hello <thi", "Hello")).toBe("\nHello");
-  });
-
   it("counts rows with the terminal's width: wrapped lines, wide characters, deferred wrap", () => {
     expect(rowsOf("abc", 10)).toBe(1);
     expect(rowsOf("0123456789", 10)).toBe(1);
@@ -100,35 +90,44 @@ describe("terminal stream: pure pieces", () => {
 });
 
 describe("terminal channel streaming (not a TTY)", () => {
-  it("prints the text as it grows, then the rendered final below a separator, then the prompt", async () => {
+  it("prints each line rendered once it is complete, never the text twice, then the prompt", async () => {
     const r = await rig();
     await ask(r, "hello?");
     const before = r.printed().length;
-    await grow(r, ["Hel", "Hello **wor", "Hello **world**"]);
-    // Each step printed only its new part, after a blank line.
-    expect(r.printed().slice(before)).toBe("\nHello **world**");
-
-    r.final("Hello **world**");
-    await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
+    r.delta("Hel");
+    r.delta("Hello **wor");
+    await grow(r, "Hello **world**\nSec", "\nHello world\n");
+    r.final("Hello **world**\nSecond **line**");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
-    expect(r.printed().slice(before)).toBe(`\nHello **world**\n${SEPARATOR}\nHello world\n\nyou › `);
+    expect(r.printed().slice(before)).toBe("\nHello world\nSecond line\n\nyou › ");
+  });
+
+  it("a code fence spanning deltas is followed: its lines stay as written", async () => {
+    const r = await rig();
+    await ask(r, "code");
+    const before = r.printed().length;
+    await grow(r, "Run:\n```\n# not a heading\n", "# not a heading\n");
+    r.final("Run:\n```\n# not a heading\n```\n# Done");
+    r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
+    await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
+    expect(r.printed().slice(before)).toBe("\nRun:\n```\n# not a heading\n```\nDONE\n\nyou › ");
   });
 
   it("a text that is not an extension (the think filter reset) starts over on a new line", async () => {
     const r = await rig();
     await ask(r, "think");
     const before = r.printed().length;
-    await grow(r, ["Sure <", "Sure"]);
-    await grow(r, ["Sure, here"]);
-    expect(r.printed().slice(before)).toBe("\nSure <\nSure, here");
+    await grow(r, "Sure <\n", "Sure <\n");
+    await grow(r, "Sure, here\n", "Sure, here\n");
+    expect(r.printed().slice(before)).toBe("\nSure <\n\nSure, here\n");
   });
 
-  it("a final that looks as the streamed text is not printed again; the prompt comes below it", async () => {
+  it("a final that looks as the streamed text is printed once; the prompt comes below it", async () => {
     const r = await rig();
     await ask(r, "hi");
     const before = r.printed().length;
-    await grow(r, ["Hi there"]);
+    r.delta("Hi there");
     r.final("Hi there");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
@@ -139,25 +138,26 @@ describe("terminal channel streaming (not a TTY)", () => {
     const r = await rig();
     await ask(r, "a long story");
     const before = r.printed().length;
-    await grow(r, ["Once upon", "Once upon a time"]);
+    await grow(r, "Once upon\na time", "Once upon\n");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "stopped" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
-    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\n\nyou › `);
+    const stopped = `\nOnce upon\na time${STOPPED_MARK}\n\nyou › `;
+    expect(r.printed().slice(before)).toBe(stopped);
     // Nothing more arrives for that turn.
-    r.delta("Once upon a time there was");
+    r.delta("Once upon\na time there was\n");
     await r.manager.flush(1000);
-    expect(r.printed().slice(before)).toBe(`\nOnce upon a time${STOPPED_MARK}\n\nyou › `);
+    expect(r.printed().slice(before)).toBe(stopped);
   });
 
   it("a tool-calling turn: streamed progress, its hint on a line of its own, then the streamed answer", async () => {
     const r = await rig();
     await ask(r, "what is in notes.md?");
     const before = r.printed().length;
-    await grow(r, ["Let me look."]);
+    r.delta("Let me look.");
     r.bus.publishOutbound({ ...chat, content: "Let me look.", kind: "progress", turnId: "t1" });
     r.bus.publishOutbound({ ...chat, content: 'read_file("notes.md")', kind: "toolHint", turnId: "t1" });
     await waitFor(() => r.printed().includes("↳"), undefined, "the hint");
-    await grow(r, ["It says", "It says hello."]);
+    r.delta("It says");
     r.final("It says hello.");
     r.bus.publishTurn({ kind: "turnEnd", turnId: "t1", ...chat, outcome: "done" });
     await waitFor(() => r.printed().endsWith("you › "), undefined, "the prompt");
@@ -180,45 +180,44 @@ describe("terminal channel streaming (not a TTY)", () => {
 });
 
 describe("terminal channel streaming on a TTY", () => {
-  it("erases the streamed rows (wrapped at the terminal's width) and draws the rendered final", async () => {
+  it("shows the line being written raw and redraws it rendered in its place once complete", async () => {
     const r = await rig({ tty: { columns: 10, rows: 24 } });
     await ask(r, "count");
     const before = r.printed().length;
-    // 14 columns wrap to 2 rows on a 10-column terminal, then a second line: 3 rows.
-    await grow(r, ["12345678901234", "12345678901234\n**ab**"]);
+    // 14 columns wrap to 2 rows on a 10-column terminal.
+    await grow(r, "12345678901234", "12345678901234");
+    await grow(r, "12345678901234\n**ab**", "**ab**");
     r.final("12345678901234\n**ab**");
-    await waitFor(() => r.printed().includes("\u001b[J"), undefined, "the erase");
-    const shown = r.printed().slice(before);
-    expect(shown).toBe(`\n12345678901234\n**ab**${eraseRows(3)}12345678901234\nab\n\n`);
+    await waitFor(() => r.printed().endsWith("ab\n\n"), undefined, "the last line drawn");
+    expect(r.printed().slice(before)).toBe(
+      `\n12345678901234${eraseRows(2)}12345678901234\n**ab**${eraseRows(1)}ab\n\n`,
+    );
   });
 
-  it("a key typed while the reply streams: its echo is among the rows, so the final goes below", async () => {
-    const r = await rig({ tty: { columns: 80, rows: 24 } });
-    await ask(r, "story");
+  it("a line taller than the screen stays raw: only the rest of it follows, never the whole again", async () => {
+    const r = await rig({ tty: { columns: 10, rows: 3 } });
+    await ask(r, "long");
     const before = r.printed().length;
-    await grow(r, ["Once"]);
-    r.input.write("x");
-    r.delta("Once upon a time");
-    await waitFor(() => r.printed().endsWith(" upon a time"), undefined, "the rest of the stream");
-    r.final("Once upon a time");
-    await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
-    expect(r.printed().slice(before)).not.toContain("\u001b[J");
+    const long = "x".repeat(35);
+    await grow(r, long, long);
+    r.final(`${long}**y**`);
+    await waitFor(() => r.printed().endsWith("**y**\n\n"), undefined, "the rest");
+    expect(r.printed().slice(before)).toBe(`\n${long}**y**\n\n`);
   });
 
-  it("output printed among the streamed rows: the final goes below a separator instead", async () => {
+  it("output printed among the streamed rows: the raw line is ended and only its rest follows", async () => {
     const r = await rig({ tty: { columns: 80, rows: 24 } });
     await ask(r, "reminders?");
     const before = r.printed().length;
-    await grow(r, ["Checking"]);
+    await grow(r, "Checking", "Checking");
     // A reminder (background work) prints in the middle of the stream.
     r.bus.publishOutbound({ ...chat, content: "Time to stretch!", turnId: "cron" });
     await waitFor(() => r.printed().includes("stretch"), undefined, "the reminder");
-    r.delta("Checking your list");
-    await waitFor(() => r.printed().endsWith(" your list"), undefined, "the rest of the stream");
-    r.final("Checking your list");
-    await waitFor(() => r.printed().includes(SEPARATOR), undefined, "the final");
+    await grow(r, "Checking your list", " your list");
+    r.final("Checking your list\nDone.");
+    await waitFor(() => r.printed().endsWith("Done.\n\n"), undefined, "the final");
     const shown = r.printed().slice(before);
     expect(shown).not.toContain("\u001b[J");
-    expect(shown).toMatch(/^\nChecking\n\nTime to stretch!\n\n your list\n─{8}\nChecking your list\n\n$/);
+    expect(shown).toMatch(/^\nChecking\n\nTime to stretch!\n\n your list\nDone\.\n\n$/);
   });
 });

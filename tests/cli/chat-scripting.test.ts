@@ -83,6 +83,14 @@ describe("palaver chat for scripts (child process)", () => {
     expect(fake.requests.map(lastUserText)).toEqual(["one", "two", "three"]);
   });
 
+  it("piped chat prints a reply as written, as `chat -m` does: the same text from both", async () => {
+    fake.setHandler(() => ({ content: "# Title\nSome **bold** text." }));
+    const piped = await chat([], "hi\n");
+    const once = await chat(["-m", "hi"]);
+    expect(piped.stdout).toBe("# Title\nSome **bold** text.\n");
+    expect(once.stdout).toBe(piped.stdout);
+  });
+
   it("`exit` in piped input leaves after answering what came before, with stdin still open", async () => {
     fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
     const child = startCli(["chat", "--config", configPath], { cwd: dir, env: { HOME: dir } });

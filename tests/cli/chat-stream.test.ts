@@ -1,8 +1,9 @@
 /**
  * Streamed replies in `palaver chat` (channels.streaming, on by default), against the SSE fake LLM:
  * on a real terminal (a pseudo-terminal from util-linux `script`, 40 columns) the reply is printed
- * as it arrives, then its rows are erased and the rendered final is drawn in their place, and the
- * prompt comes back below it; `chat -m` prints the final alone, nothing of the stream.
+ * as it arrives, each line redrawn rendered in its place once complete, and the prompt comes back
+ * below it; a reply taller than the screen is printed once, never raw and then again rendered;
+ * `chat -m` prints the final alone, nothing of the stream.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -48,7 +49,7 @@ async function writeConfig(): Promise<string> {
 }
 
 describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
-  it("prints the reply as it arrives, then erases it and draws the rendered final", async () => {
+  it("prints the reply as it arrives, then erases its raw rows and draws it rendered", async () => {
     const configPath = await writeConfig();
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
     const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
@@ -85,6 +86,47 @@ describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
       expect(reply.slice(erase)).toMatch(
         new RegExp(`^${escape(eraseRows(rowsOf(streamed, 40)))}${escape(RENDERED)}\r\n\r\n`),
       );
+
+      child.stdin.write("exit\r");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("a reply taller than the screen is printed once: each line rendered, no raw copy left", async () => {
+    const configPath = await writeConfig();
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const chat = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
+      .map(quote)
+      .join(" ");
+    const child = spawn("script", ["-qec", `stty cols 40 rows 10; exec ${chat}`, "/dev/null"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+    });
+    let screen = "";
+    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const lines = Array.from({ length: 30 }, (_, i) => `line ${i + 1} **bold**`);
+    try {
+      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      fake.enqueue({ content: lines.join("\n"), pieceChars: 7, pieceDelayMs: 5 });
+      const asked = screen.length;
+      child.stdin.write("hi\r");
+      await waitFor(() => screen.includes("line 30 bold", asked), CHILD_TIMEOUT_MS, "the last line");
+      await waitFor(
+        () => screen.includes("you › ", screen.indexOf("line 30 bold", asked)),
+        CHILD_TIMEOUT_MS,
+        "the prompt again",
+      );
+      const reply = screen.slice(asked);
+      for (let i = 1; i <= 30; i++) {
+        // Rendered once; its raw text (if shown while written) erased before the line ended.
+        expect(reply.split(`line ${i} bold\r\n`)).toHaveLength(2);
+        expect(reply).not.toContain(`line ${i} **bold**\r\n`);
+      }
+      expect(reply).not.toContain("────────");
 
       child.stdin.write("exit\r");
       expect(await exited).toBe(0);

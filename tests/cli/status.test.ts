@@ -59,6 +59,7 @@ describe("status", () => {
       ],
       sessions: 0,
       pairing: { approved: 0, pending: 0 },
+      gateway: { running: false },
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");

@@ -300,8 +300,8 @@ describe("retries", () => {
     expect(err).toMatchObject({ kind: "rate_limit", retryable: true, status: 429, attempts: 4 });
     expect(fake.requests).toHaveLength(4);
     expect(userFacingLlmError(err)).toBe(
-      "Sorry — I couldn't reach the language model (rate limited by the provider) after 4 attempts. " +
-        "Please try again in a minute.",
+      `Sorry — I couldn't reach the language model: provider testprov (${fake.baseURL}) is rate limiting ` +
+        "(HTTP 429) (4 attempts). Please try again in a minute.",
     );
   });
 
@@ -341,7 +341,7 @@ describe("retries", () => {
     const err = await failure(provider({ timeoutMs: 150, maxRetries: 1 }).chat({ messages: hello }));
     expect(err).toMatchObject({ kind: "timeout", retryable: true, attempts: 2 });
     expect(fake.requests).toHaveLength(2);
-    expect(userFacingLlmError(err)).toContain("took too long");
+    expect(userFacingLlmError(err)).toContain("did not answer in time");
   });
 
   it("times out a streamed answer that stalls after its headers, the body included", async () => {
@@ -361,7 +361,11 @@ describe("retries", () => {
     await closed.close(); // nothing listens on its port now
     const err = await failure(provider({ baseURL, maxRetries: 1 }).chat({ messages: hello }));
     expect(err).toMatchObject({ kind: "network", retryable: true, attempts: 2 });
-    expect(userFacingLlmError(err)).toContain("couldn't reach the language model");
+    // The address, what happened and the setting that fixes it; no "try again" for a wrong address.
+    const text = userFacingLlmError(err);
+    expect(text).toContain(`provider testprov (${baseURL}) refused the connection`);
+    expect(text).toContain("providers.testprov.apiBase");
+    expect(text).not.toMatch(/try again/i);
   });
 
   it("a caller abort during a delayed response rejects at once, kind aborted, no retries", async () => {
@@ -579,7 +583,8 @@ describe("userFacingLlmError", () => {
   it("has a plain fallback for unknown errors", () => {
     expect(userFacingLlmError(new Error("boom at /x/y.ts:12"))).not.toContain("boom");
     expect(userFacingLlmError(new LlmError("x", "network", true))).toBe(
-      "Sorry — I couldn't reach the language model (could not connect to it). Please try again in a moment.",
+      "Sorry — I couldn't reach the language model: the connection to the language model provider failed. " +
+        "Please try again in a moment; if it keeps failing, check the provider's apiBase in the config.",
     );
   });
 });

@@ -39,6 +39,11 @@ export interface TerminalChannelOptions {
   /** Its `columns` and `rows` (a TTY's) let a streamed reply be erased and replaced by its final. */
   output: NodeJS.WritableStream & StreamOutput;
   color: boolean;
+  /**
+   * Piped input: whether its replies are rendered (default true). `palaver chat` renders them only
+   * for a terminal, as `chat -m` does: a script reading the output gets the text as the model wrote it.
+   */
+  renderPiped?: boolean;
   /** A person types here: prompts are shown (default true; false for piped input). */
   interactive?: boolean;
   /** File keeping the prompt history across runs; none when undefined. */
@@ -137,7 +142,8 @@ export class TerminalChannel implements Channel {
         break;
       case "final":
         if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
-        else this.print(renderMarkdown(msg.content, { color }));
+        else
+          this.print(this.opts.renderPiped === false ? msg.content : renderMarkdown(msg.content, { color }));
         // A reminder or an answer to /stop while idle: the prompt comes back at once.
         if (!this.busy) this.rl?.prompt();
         break;

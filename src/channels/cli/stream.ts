@@ -1,18 +1,17 @@
 /**
  * A reply streamed into the terminal: the PreviewSurface that channels/live-preview.ts drives for
- * `palaver chat`. A terminal cannot edit what scrolled away, so the preview is printed as it grows
- * (only the new part each time) and the final replaces it:
- *
- * - on a TTY whose size is known, the streamed rows are erased with ANSI cursor movement (counted
- *   with the terminal's width) and the rendered final (format.ts) is drawn in their place;
- * - otherwise (not a TTY, taller than the screen, or other output came in between so the count no
- *   longer holds) the rendered final is printed below a separator line.
+ * `palaver chat`. It is printed once, rendered as it streams: each line is drawn rendered
+ * (format.ts, line by line, code fences followed) as soon as it is complete. The line still being
+ * written shows raw on a TTY whose width is known and is redrawn rendered in its place once done;
+ * elsewhere it waits for its end. A terminal cannot edit what scrolled away, so nothing already
+ * printed is ever printed again: a line that other output (a log line, a typed key) pushed away,
+ * or taller than the screen, keeps its raw text and only the rest of it follows.
  *
  * A text that does not extend what was printed (the model's think filter reset it) starts over on
  * a new line. /stop leaves the printed text with the stopped mark.
  */
 import type { PreviewSurface } from "../types.js";
-import { dim, renderMarkdown } from "./format.js";
+import { renderMarkdown } from "./format.js";
 
 /** A local terminal has no rate limit: small steps look like typing. */
 const TERMINAL_STREAM_INTERVAL_MS = 50;
@@ -31,11 +30,6 @@ export interface StreamOutput {
   isTTY?: boolean;
   columns?: number;
   rows?: number;
-}
-
-/** What to write to go from `printed` to `text`: the new part, or a new line and the whole text. */
-export function streamStep(printed: string, text: string): string {
-  return text.startsWith(printed) ? text.slice(printed.length) : `\n${text}`;
 }
 
 /**
@@ -75,15 +69,19 @@ export function eraseRows(rows: number): string {
 
 /** One reply streamed at the terminal. The adapter closes its line before printing anything else. */
 export class TerminalStream {
-  /** What the live preview last showed (the text the next update extends). */
+  /** The raw text the live preview last showed (the text the next update extends). */
   private shown = "";
-  /** Everything written since the stream's first row, for counting the rows to erase. */
-  private onScreen = "";
-  private started = false;
-  /** The cursor is at the end of streamed text, not at the start of a line. */
+  /** Complete raw lines of the reply, drawn. */
+  private lines: string[] = [];
+  /** renderMarkdown(lines): what is on screen for them (a prefix of the next render: it is line by line). */
+  private rendered = "";
+  /** The raw start of the line being written, on screen after the complete lines. */
+  private partial = "";
+  /** The partial line cannot be redrawn (other output came after it, or it is taller than the screen). */
+  private partialKept = false;
+  /** The cursor is at the end of raw text, not at the start of a line. */
   private lineOpen = false;
-  /** Something else was printed among the streamed rows: they can no longer be counted. */
-  private interrupted = false;
+  private started = false;
   private done = false;
 
   constructor(
@@ -102,17 +100,18 @@ export class TerminalStream {
       maxChars: NO_LIMIT,
       intervalMs: TERMINAL_STREAM_INTERVAL_MS,
       post: (text) => {
-        this.show(text);
+        this.show(text, false);
         return Promise.resolve("0");
       },
       edit: (_ref, text, formatted) => {
         if (formatted) this.finish(text.endsWith(FINAL_END) ? text.slice(0, -FINAL_END.length) : text);
-        else this.show(text);
+        else this.show(text, false);
         return Promise.resolve();
       },
-      finalParts: (content) => [renderMarkdown(content, { color: this.color }) + FINAL_END],
+      // The raw text: this stream renders it, line by line, as the rest.
+      finalParts: (content) => [content + FINAL_END],
       stopped: (_ref, text) => {
-        this.show(text);
+        this.show(text, true);
         this.end();
         return Promise.resolve();
       },
@@ -120,71 +119,104 @@ export class TerminalStream {
   }
 
   /**
-   * Other output is about to be printed (a log line, progress, the prompt): the streamed line is
-   * ended first, and the rows are no longer the stream's alone.
+   * Other output is about to be printed (a log line, progress, the prompt): the line being written
+   * is ended first, and stays as it is (it can no longer be reached to be redrawn).
    */
   interrupt(): void {
     if (!this.started || this.done) return;
-    this.endLine();
-    this.interrupted = true;
+    if (this.endPartial()) this.partialKept = true;
   }
 
   /** The reply is over: its line is ended and a blank line follows, as after a final printed whole. */
   end(): void {
     if (this.done || !this.started) return;
-    this.endLine();
+    this.endPartial();
     this.output.write("\n");
     this.done = true;
   }
 
-  private show(text: string): void {
+  /**
+   * The line being written, raw, all of it on screen (where it was held back: not a TTY) and ended;
+   * false when there is none.
+   */
+  private endPartial(): boolean {
+    // The text after the last complete line (none once the final completed them all).
+    const parts = this.shown.split("\n");
+    const current = parts.length > this.lines.length ? parts.at(-1)! : "";
+    const rest = current.slice(this.partial.length);
+    this.partial = current;
+    if (rest === "" && !this.lineOpen) return false;
+    this.output.write(`${rest}\n`);
+    this.lineOpen = false;
+    return true;
+  }
+
+  private finish(raw: string): void {
+    if (this.done) return;
+    // The final's last line is complete too.
+    this.show(raw, true);
+    this.end();
+  }
+
+  private show(text: string, final: boolean): void {
     if (this.done) return;
     if (!this.started) {
       // A blank line before the reply, as a final printed whole has.
       this.output.write("\n");
       this.started = true;
     }
-    this.write(streamStep(this.shown, text));
+    if (!text.startsWith(this.shown)) this.startOver();
     this.shown = text;
+    const all = text.split("\n");
+    const partial = final ? undefined : all.pop();
+    for (const line of all.slice(this.lines.length)) this.completeLine(line);
+    if (partial !== undefined) this.showPartial(partial);
   }
 
-  private finish(rendered: string): void {
-    if (this.done) return;
-    if (rendered === this.shown && !this.interrupted) {
-      // The final looks exactly as the streamed text: it is on screen already.
-      this.end();
-      return;
-    }
-    this.done = true;
-    const rows = this.erasableRows();
-    if (rows !== undefined) {
-      this.output.write(`${eraseRows(rows)}${rendered}\n\n`);
-      return;
-    }
-    this.endLine();
-    this.output.write(`${dim("─".repeat(8), this.color)}\n${rendered}\n\n`);
-  }
-
-  /** The rows to erase for the final, or undefined when erasing would not be exact. */
-  private erasableRows(): number | undefined {
-    const { isTTY, columns, rows } = this.output;
-    if (!isTTY || !columns || !rows || this.interrupted || !this.started) return undefined;
-    const count = rowsOf(this.onScreen, columns);
-    // Rows scrolled off the top of the screen cannot be reached with the cursor.
-    return count < rows ? count : undefined;
-  }
-
-  private write(text: string): void {
-    if (!text) return;
-    this.output.write(text);
-    this.onScreen += text;
-    this.lineOpen = !text.endsWith("\n");
-  }
-
-  private endLine(): void {
-    if (!this.lineOpen) return;
+  /** The think filter reset the text: what is on screen stays, the new text starts on a new line. */
+  private startOver(): void {
+    this.endPartial();
     this.output.write("\n");
-    this.onScreen += "\n";
+    this.shown = "";
+    this.lines = [];
+    this.rendered = "";
+    this.partial = "";
+    this.partialKept = false;
     this.lineOpen = false;
+  }
+
+  /** A line is complete: its raw start is replaced by the line rendered (or, kept, only the rest follows). */
+  private completeLine(line: string): void {
+    this.lines.push(line);
+    const rendered = renderMarkdown(this.lines.join("\n"), { color: this.color });
+    const added = rendered.slice(this.rendered.length);
+    const hadLines = this.rendered !== "";
+    this.rendered = rendered;
+    if (this.partialKept) {
+      // Ends the line only when the cursor is still on it (an interruption ended it already).
+      const rest = line.slice(this.partial.length);
+      if (rest !== "" || this.lineOpen) this.output.write(`${rest}\n`);
+    } else {
+      if (this.partial !== "") this.output.write(eraseRows(rowsOf(this.partial, this.output.columns!)));
+      // renderMarkdown joins lines with "\n": after earlier lines, what it adds starts with one.
+      if (added !== "") this.output.write(`${hadLines ? added.slice(1) : added}\n`);
+    }
+    this.partial = "";
+    this.partialKept = false;
+    this.lineOpen = false;
+  }
+
+  /** The line being written, raw, where it can be redrawn later: a TTY of known size, shorter than the screen. */
+  private showPartial(partial: string): void {
+    const { isTTY, columns, rows } = this.output;
+    if (!isTTY || !columns || !rows) return;
+    // It only grows: a finished line resets it, a reset text starts over (show).
+    const rest = partial.slice(this.partial.length);
+    if (rest === "") return;
+    this.output.write(rest);
+    this.partial = partial;
+    this.lineOpen = true;
+    // Taller than the screen: its first rows cannot be reached any more; it stays raw.
+    if (rowsOf(partial, columns) >= rows) this.partialKept = true;
   }
 }
