@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import * as z from "zod";
+import { registerAgentsCommand } from "./cli/agents.js";
 import { registerApprovalsCommand } from "./cli/approvals.js";
 import { registerChatCommand } from "./cli/chat.js";
 import { addCommonOptions } from "./cli/common.js";
@@ -49,6 +50,7 @@ registerCronCommand(program);
 registerApprovalsCommand(program);
 registerPairingCommand(program);
 registerMcpCommand(program);
+registerAgentsCommand(program);
 registerServiceCommand(program);
 
 try {

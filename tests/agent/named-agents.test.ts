@@ -327,3 +327,63 @@ describe("routing conversations to agents", { timeout: 60_000 }, () => {
     expect(reply.content).toBe("Switching agents is turned off (agents.allowSwitch in the config).");
   });
 });
+
+describe("model slots", { timeout: 60_000 }, () => {
+  it("a delegate without a model of its own runs on the utility model; the main turn keeps the main model", async () => {
+    const harness = await withAgents(
+      { "plain.md": "---\ndescription: Plain\n---\nYou are plain.\n" },
+      { config: { agents: { defaults: { models: { utility: "small-model" } } } } },
+    );
+    harness.fake!.enqueue(
+      { toolCalls: [toolCall("delegate", { agent: "plain", task: "t" })] },
+      { content: "plain answer" },
+      { content: "done" },
+    );
+    expect((await harness.ask("c1", "go")).content).toBe("done");
+    expect(harness.fake!.requests.map((r) => r.body.model)).toEqual([
+      "fake-model",
+      "small-model",
+      "fake-model",
+    ]);
+  });
+
+  it("a turn with an image goes to the vision model when the main model does not see images", async () => {
+    const harness = await withAgents(
+      {},
+      { config: { agents: { defaults: { supportsVision: false, models: { vision: "eye-model" } } } } },
+    );
+    const image = join(harness.workspace, "photo.png");
+    await writeFile(image, Buffer.from([0x89, 0x50, 0x4e, 0x47]));
+    harness.fake!.enqueue({ content: "a cat" }, { content: "plain text" });
+    await harness.ask("c1", "what is this?", { media: [image] });
+    await harness.ask("c1", "and now words only");
+    expect(harness.fake!.requests.map((r) => r.body.model)).toEqual(["eye-model", "fake-model"]);
+  });
+});
+
+describe("palaver agents check's report", () => {
+  it("names each broken file with its line, bindings to unknown agents and unknown skills", async () => {
+    const harness = await withAgents({
+      "bad.md": "---\ndescription: Bad\ntools: 5\n---\nBody.\n",
+      "open.md": "---\ndescription: Not closed\n",
+      "good.md": "---\ndescription: Good\nskills: [nope]\ntools: [read_file, mcp_github_*]\n---\nBody.\n",
+    });
+    const { AgentDirectory } = await import("../../src/agent/agents/directory.js");
+    const { agentLines, agentProblems } = await import("../../src/agent/agents/report.js");
+    const dir = join(harness.workspace, "agents");
+    const inputs = {
+      catalog: await new AgentDirectory(harness.workspace).catalog(),
+      bindings: [{ match: { channel: "telegram" }, agent: "ghost" }],
+      workerTools: ["read_file"],
+      allTools: ["read_file", "exec"],
+      skills: ["memory"],
+    };
+    expect(agentProblems(inputs)).toEqual([
+      `${dir}/bad.md:3: tools: expected a list of names`,
+      `${dir}/open.md:1: the front-matter is not closed by a --- line`,
+      'agents.bindings[0].agent: there is no agent named "ghost"',
+      `${dir}/good.md: skills: there is no skill named "nope"`,
+    ]);
+    expect(agentLines(inputs)).toContain("  tools: read_file, mcp_github_* (MCP tools, if any)");
+  });
+});
