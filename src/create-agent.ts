@@ -26,6 +26,13 @@ import { MemoryConsolidator } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
+import { ConversationAgents } from "./agent/agents/conversation.js";
+import { AgentDirectory } from "./agent/agents/directory.js";
+import { NamedAgents } from "./agent/agents/named-agents.js";
+import { createDelegateTool } from "./agent/tools/delegate.js";
+import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
+import { normalizeModel, resolveProvider } from "./llm/providers.js";
+import { withModel } from "./llm/with-model.js";
 import { ContextBudget } from "./agent/budget/budget.js";
 import { budgetSettings } from "./agent/budget/windows.js";
 import { logger } from "./log.js";
@@ -190,9 +197,19 @@ export function createAgent({
         });
   // One budget per agent: the subagents count and fit their own prompts.
   const budget = budgetSettings(defaults, [llm.model, ...defaults.fallbackModels]);
+  // A model written as in agents.defaults.model ("deepseek/deepseek-chat") reaches the endpoint the same way.
+  const modelName = (model: string) => {
+    try {
+      return normalizeModel(model, resolveProvider(config).name);
+    } catch {
+      return model;
+    }
+  };
+  const utility = withModel(llm, defaults.models.utility ? modelName(defaults.models.utility) : undefined);
+  const workerTools = createWorkerTools(config, workspace, exec);
   const subagents = new SubagentManager({
-    provider: llm,
-    tools: createWorkerTools(config, workspace, exec),
+    provider: utility,
+    tools: workerTools,
     bus,
     workspace,
     maxConcurrent: defaults.maxSubagents,
@@ -203,7 +220,7 @@ export function createAgent({
   });
   const agentBudget = new ContextBudget(budget, logger("agent"));
   const consolidator = new MemoryConsolidator({
-    provider: llm,
+    provider: utility,
     memory,
     sessions,
     memoryWindow: defaults.memoryWindow,
@@ -228,7 +245,39 @@ export function createAgent({
       allowFrom: allowFromOf,
     },
   });
-  tools.register(createSpawnTool(subagents));
+  const namedAgents = new NamedAgents({
+    directory: new AgentDirectory(workspace),
+    provider: llm,
+    ...(defaults.models.utility ? { utilityModel: defaults.models.utility } : {}),
+    modelName,
+    pool: tools,
+    workerToolNames: () => workerTools.names,
+    skills: context.skills,
+    ...(approve ? { approve } : {}),
+    budget: new ContextBudget(budget, logger("agents")),
+    maxIterations: defaults.subagentMaxIterations,
+    toolResultMaxChars: config.tools.toolResultMaxChars,
+    workspace,
+  });
+  tools.register(createSpawnTool(subagents, namedAgents));
+  tools.register(createDelegateTool({ agents: namedAgents, stack: [], mayCall: () => true }));
+  const conversationAgents = new ConversationAgents({
+    agents: namedAgents,
+    provider: llm,
+    tools,
+    bindings: () => config.agents.bindings,
+    allowSwitch: () => config.agents.allowSwitch,
+    // An owner: named in allowFrom or admins of the channel (the wildcard makes nobody one), as for /pairing.
+    isOwner: (msg) =>
+      isSenderAllowed(
+        msg.senderId,
+        senderAliasesOf(msg.metadata),
+        [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*"),
+      ),
+    ...(!defaults.supportsVision && defaults.models.vision
+      ? { visionModel: modelName(defaults.models.vision) }
+      : {}),
+  });
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
@@ -264,6 +313,7 @@ export function createAgent({
     questions,
     ...(approve ? { approve } : {}),
     budget: agentBudget,
+    agents: conversationAgents,
     ...(pairing ? { pairing } : {}),
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {

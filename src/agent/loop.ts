@@ -26,6 +26,7 @@ import type { SessionStore } from "../sessions/store.js";
 import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { helpText, parseCommand, type ParsedCommand } from "../bus/commands.js";
+import { hasImages, withSystemText, type ConversationAgents } from "./agents/conversation.js";
 import type { ContextBudget } from "./budget/budget.js";
 import type { ContextBuilder } from "./context.js";
 import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
@@ -81,6 +82,8 @@ export interface AgentLoopDeps {
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
   budget?: ContextBudget;
+  /** Named agents: which one runs a conversation (bindings, /agent) and the vision slot (agent/agents/). */
+  agents?: Pick<ConversationAgents, "forTurn" | "nameFor" | "command">;
   log?: Logger;
 }
 
@@ -325,11 +328,23 @@ export class AgentLoop {
             "Pairing codes are approved in the gateway's chats, or with `palaver pairing approve <code>`.",
         );
         return;
+      case "agent":
+        await this.agentCommand(command.args, turn);
+        return;
       case "stop":
         // Handled in dispatch() before queueing; reaching here means nothing was running.
         this.reply(turn, "Nothing is running.");
         return;
     }
+  }
+
+  /** /agent: list the agents, or switch this conversation to one (agent/agents/conversation.ts). */
+  private async agentCommand(args: string, turn: Turn): Promise<void> {
+    if (!this.deps.agents) return this.reply(turn, "Named agents are not available here.");
+    const session = await this.deps.sessions.get(sessionKeyOf(turn.msg));
+    const { text, save } = await this.deps.agents.command(turn.msg, args, session.metadata);
+    if (save) await this.deps.sessions.saveMetadata(session);
+    this.reply(turn, text);
   }
 
   /** /new: archive what memory has not seen yet, then clear. If archiving fails, keep everything. */
@@ -360,6 +375,7 @@ export class AgentLoop {
     const active = session.messages.length - session.lastConsolidated;
     const lines = [
       `Model: ${this.deps.settings.model}`,
+      ...(this.deps.agents ? [`Agent: ${await this.deps.agents.nameFor(msg, session.metadata)}`] : []),
       `Session: ${session.messages.length} messages (${active} not yet consolidated into memory)`,
       `Memory: ${memory.length} characters in MEMORY.md`,
       `Replies running in other chats: ${Math.max(0, this.slots.inUse - ownSlots)}`,
@@ -409,14 +425,17 @@ export class AgentLoop {
     const session = await sessions.get(sessionKeyOf(msg));
     // Background work runs its turn for the chat it came from: tools and replies target that chat.
     const origin = originOf(msg);
-    const prompt = await context.buildMessages({
+    const built = await context.buildMessages({
       history: session.history(settings.memoryWindow),
       content: msg.content,
       media: msg.media,
       channel: origin.channel,
       chatId: origin.chatId,
     });
-    const userMessage = prompt[prompt.length - 1]!;
+    const userMessage = built[built.length - 1]!;
+    // A named agent's instructions follow the workspace's bootstrap files; its model and tools replace ours.
+    const agent = await this.deps.agents?.forTurn(msg, session.metadata, hasImages(userMessage));
+    const prompt = agent ? withSystemText(built, agent.prompt) : built;
     const ctx: ToolContext = {
       workspace: settings.workspace,
       channel: origin.channel,
@@ -434,10 +453,10 @@ export class AgentLoop {
     let result;
     try {
       result = await runTurn({
-        provider,
-        tools,
+        provider: agent?.provider ?? provider,
+        tools: agent?.tools ?? tools,
         messages: prompt,
-        maxIterations: settings.maxToolIterations,
+        maxIterations: agent?.maxIterations ?? settings.maxToolIterations,
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),

@@ -101,18 +101,22 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     prompt.push(assistant);
     produced.push(assistant);
 
-    for (const call of response.toolCalls) {
+    for (const batch of callBatches(response.toolCalls, tools)) {
       ctx.signal.throwIfAborted();
-      toolsUsed.push(call.name);
-      const result = await runCall(call, callCounts, opts);
-      const toolMessage: ChatMessage = {
-        role: "tool",
-        tool_call_id: call.id,
-        name: call.name,
-        content: result,
-      };
-      prompt.push(toolMessage);
-      produced.push(toolMessage);
+      toolsUsed.push(...batch.map((call) => call.name));
+      // One call at a time, except a run of parallel tools (delegate), which start together;
+      // either way the results go back in the order the model made the calls.
+      const results = await Promise.all(batch.map((call) => runCall(call, callCounts, opts)));
+      batch.forEach((call, i) => {
+        const toolMessage: ChatMessage = {
+          role: "tool",
+          tool_call_id: call.id,
+          name: call.name,
+          content: results[i]!,
+        };
+        prompt.push(toolMessage);
+        produced.push(toolMessage);
+      });
     }
   }
 
@@ -206,6 +210,18 @@ async function runCall(
     replayNote: policy.replayNote,
     run,
   });
+}
+
+/** The response's calls in running order: each alone, but consecutive parallel ones (Tool.parallel) together. */
+function callBatches(calls: readonly ToolCall[], tools: ToolRegistry): ToolCall[][] {
+  const batches: ToolCall[][] = [];
+  for (const call of calls) {
+    const last = batches.at(-1);
+    const together = tools.runsInParallel(call.name);
+    if (together && last && tools.runsInParallel(last[0]!.name)) last.push(call);
+    else batches.push([call]);
+  }
+  return batches;
 }
 
 /**

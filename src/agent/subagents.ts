@@ -16,6 +16,7 @@ import { LlmError, errorMessage } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
 import { formatLocalTime } from "../util/time.js";
 import type { SubagentControl } from "./extensions.js";
+import type { PreparedAgent } from "./agents/named-agents.js";
 import type { ContextBudget } from "./budget/budget.js";
 import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolRegistry } from "./tools/registry.js";
@@ -58,6 +59,8 @@ export interface SpawnRequest {
   senderText?: string;
   /** The untrusted content the spawning turn had read: the subagent starts marked with it. */
   untrusted?: readonly UntrustedRead[];
+  /** A named agent (agents/<name>.md) to run instead of the generic worker: its model, tools, instructions. */
+  agent?: PreparedAgent;
 }
 
 export interface SpawnResult {
@@ -74,6 +77,7 @@ interface Entry {
   readonly origin: Origin;
   readonly senderText: string | undefined;
   readonly untrusted: readonly UntrustedRead[];
+  readonly agent: PreparedAgent | undefined;
   readonly sessionKey: string;
   readonly controller: AbortController;
 }
@@ -102,11 +106,12 @@ export class SubagentManager implements SubagentControl {
     const origin = req.origin;
     const entry: Entry = {
       id: randomUUID().slice(0, 8),
-      label: req.label?.trim() || defaultLabel(task),
+      label: req.label?.trim() || defaultLabel(req.agent ? `${req.agent.name}: ${task}` : task),
       task,
       origin,
       senderText: req.senderText,
       untrusted: [...(req.untrusted ?? [])],
+      agent: req.agent,
       sessionKey: origin.sessionKey ?? `${origin.channel}:${origin.chatId}`,
       controller: new AbortController(),
     };
@@ -121,7 +126,7 @@ export class SubagentManager implements SubagentControl {
         }),
     );
     this.log.info(
-      { id: entry.id, label: entry.label, session: entry.sessionKey, queued },
+      { id: entry.id, label: entry.label, agent: entry.agent?.name, session: entry.sessionKey, queued },
       "subagent spawned",
     );
     return { id: entry.id, label: entry.label, queued };
@@ -195,7 +200,9 @@ export class SubagentManager implements SubagentControl {
   }
 
   private async execute(entry: Entry): Promise<Outcome> {
-    const { provider, tools, workspace } = this.opts;
+    const { workspace } = this.opts;
+    const provider = entry.agent?.provider ?? this.opts.provider;
+    const tools = entry.agent?.tools ?? this.opts.tools;
     const signal = entry.controller.signal;
     const log = this.log.child({ subagent: entry.id });
     log.info({ label: entry.label }, "subagent starting");
@@ -220,6 +227,7 @@ export class SubagentManager implements SubagentControl {
           task: entry.task,
           workspace,
           tools: tools.names,
+          ...(entry.agent ? { agent: entry.agent } : {}),
           now: (this.opts.now ?? (() => new Date()))(),
         }),
       },
@@ -230,7 +238,7 @@ export class SubagentManager implements SubagentControl {
         provider,
         tools,
         messages,
-        maxIterations: this.opts.maxIterations,
+        maxIterations: entry.agent?.maxIterations ?? this.opts.maxIterations,
         toolResultMaxChars: this.opts.toolResultMaxChars,
         ctx,
         onToolHint: (hint) => log.debug({ hint }, "subagent tool call"),
@@ -260,9 +268,12 @@ export function subagentPrompt(opts: {
   task: string;
   workspace: string;
   tools: string[];
+  /** A named agent: its name and instructions come first. */
+  agent?: Pick<PreparedAgent, "name" | "instructions">;
   now: Date;
 }): string {
-  return `# Subagent
+  const persona = opts.agent ? `# Agent: ${opts.agent.name}\n\n${opts.agent.instructions}\n\n` : "";
+  return `${persona}# Subagent
 
 You are a subagent: a background worker that the main assistant started to do one task on its own. When you finish, your final reply goes back to the main assistant, which tells the user.
 

@@ -21,6 +21,7 @@ import { resolveConfigPath, stateDir as stateDirOf } from "../config/paths.js";
 import type { ApprovalRuleSchema, ApprovalSchema } from "../config/schema.js";
 import { formatPath } from "../config/schema-walk.js";
 import { ConfigError } from "../util/errors.js";
+import { globToRegExp } from "../util/glob.js";
 import { isReadOnlyCommand, plainWords, programOf } from "./exec-risk.js";
 import { execShape, shapeCovers, type ExecShape } from "./exec-shape.js";
 import { outwardRisk } from "./outward.js";
@@ -194,14 +195,6 @@ function ruleMatches(rule: CompiledRule, req: ApprovalRequest): boolean {
   // An argument the call does not have cannot match; a rule for it says nothing about this call.
   if (value === undefined) return false;
   return rule.match.test(typeof value === "string" ? value : JSON.stringify(value));
-}
-
-/** A tool name glob (`*` any run of characters, `?` one) as an anchored regular expression. */
-export function globToRegExp(glob: string): RegExp {
-  const body = [...glob]
-    .map((ch) => (ch === "*" ? ".*" : ch === "?" ? "." : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")))
-    .join("");
-  return new RegExp(`^${body}$`);
 }
 
 /**

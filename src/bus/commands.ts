@@ -10,6 +10,7 @@ export const COMMANDS = {
 /** Commands for the owner only; not offered in the platforms' command menus. */
 export const OWNER_COMMANDS = {
   pairing: "let a newcomer in: /pairing approve <code> (the code they were given); /pairing list",
+  agent: "list the named agents; /agent <name> switches this conversation to one (agents.allowSwitch)",
 } as const;
 
 export type CommandName = keyof typeof COMMANDS | keyof typeof OWNER_COMMANDS;

@@ -25,7 +25,7 @@ export function createTranscriber(config: Config): Transcriber | null {
   // resolveProvider knows every provider's default base URL and says which key is missing.
   const resolved = resolveProvider({
     ...config,
-    agents: { defaults: { ...config.agents.defaults, provider: provider.trim(), model } },
+    agents: { ...config.agents, defaults: { ...config.agents.defaults, provider: provider.trim(), model } },
   });
   // The SDK is loaded with the first voice note, not with the channel.
   let client: Promise<{ openai: OpenAI; toFile: typeof ToFile }> | undefined;

@@ -8,6 +8,7 @@ import type { LoadedConfig } from "../config/load.js";
 import { stateDir } from "../config/paths.js";
 import { pairingPath, PairingStore } from "../pairing/store.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
+import { agentStatus } from "./agents.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { readGatewayStatus, webChatLink } from "./gateway-status.js";
 
@@ -33,6 +34,8 @@ export interface StatusReport {
   gateway: GatewayReport;
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
+  /** The named agents (<workspace>/agents/*.md) and their problems (palaver agents check). */
+  agents?: { names: string[]; problems: string[] };
 }
 
 export interface GatewayReport {
@@ -139,6 +142,12 @@ export function formatStatus(s: StatusReport): string {
         (s.pairing.pending ? " (palaver pairing list)" : ""),
     ],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
+    ...(s.agents
+      ? ([
+          ["agents", s.agents.names.length ? s.agents.names.join(", ") : "none"],
+          ...s.agents.problems.map((p) => ["problem", p]),
+        ] as [string, string][])
+      : []),
   ];
   return ["palaver status", ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join("\n");
 }
@@ -150,7 +159,10 @@ export function registerStatusCommand(program: Command): Command {
     .option("--json", "print as JSON (for scripts)")
     .action(async (opts: { json?: boolean }, command: Command) => {
       const loaded = loadForCli(command);
-      const report = buildStatus(loaded, await sandboxState(loaded));
+      const report = {
+        ...buildStatus(loaded, await sandboxState(loaded)),
+        agents: await agentStatus(loaded),
+      };
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);
     });
   addCommonOptions(cmd);

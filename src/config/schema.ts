@@ -132,9 +132,53 @@ export const AgentDefaultsSchema = z.object({
     .array(z.string())
     .default([])
     .describe("Models of the same provider tried in order when the model above keeps failing."),
+  models: z
+    .object({
+      utility: z
+        .string()
+        .nullable()
+        .default(null)
+        .describe(
+          "Model for background work: memory consolidation, subagents and named agents without a model of their own. Unset: the main model.",
+        ),
+      vision: z
+        .string()
+        .nullable()
+        .default(null)
+        .describe(
+          "Model for a turn that carries images when supportsVision is false. Unset: the main model.",
+        ),
+    })
+    .prefault({}),
+  supportsVision: z
+    .boolean()
+    .default(true)
+    .describe("Whether the main model sees images; false sends turns with images to models.vision."),
 });
 
-export const AgentsSchema = z.object({ defaults: AgentDefaultsSchema.prefault({}) });
+const AgentBindingSchema = z.object({
+  match: z.object({
+    channel: z.string().min(1),
+    chatId: z.string().optional(),
+    threadId: z.string().optional(),
+    senderId: z.string().optional(),
+  }),
+  agent: z.string().min(1).describe("The name of an agent file, <workspace>/agents/<name>.md."),
+});
+
+export const AgentsSchema = z.object({
+  defaults: AgentDefaultsSchema.prefault({}),
+  bindings: z
+    .array(AgentBindingSchema)
+    .default([])
+    .describe(
+      "Conversations run by a named agent: the first binding whose match fits wins; none: the default agent.",
+    ),
+  allowSwitch: z
+    .boolean()
+    .default(false)
+    .describe("Whether an owner may switch a conversation to another agent with /agent <name>."),
+});
 
 const McpServerSchema = z
   .object({

@@ -7,12 +7,12 @@ import { FileChatRules } from "../../src/approvals/chat-rules.js";
 import {
   approvalRuleProblems,
   createApprovalPolicy,
-  globToRegExp,
   type ApprovalConfig,
   type PolicyOptions,
 } from "../../src/approvals/policy.js";
 import type { ApprovalRequest, ChatRule, ChatRuleStore } from "../../src/approvals/types.js";
 import { ApprovalSchema } from "../../src/config/schema.js";
+import { globToRegExp } from "../../src/util/glob.js";
 
 const HOME = "/home/ann";
 const WS = "/home/ann/.palaver/workspace";

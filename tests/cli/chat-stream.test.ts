@@ -97,9 +97,7 @@ describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
   it("a reply taller than the screen is printed once: each line rendered, no raw copy left", async () => {
     const configPath = await writeConfig();
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const chat = [process.execPath, "--import", TSX, MAIN, "chat", "--config", configPath]
-      .map(quote)
-      .join(" ");
+    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
     const child = spawn("script", ["-qec", `stty cols 40 rows 10; exec ${chat}`, "/dev/null"], {
       cwd: dir,
       env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },

@@ -32,19 +32,23 @@ export interface HarnessOptions {
   provider?: Provider;
   /** Deep-merged into the config (agents.defaults gets the temp workspace). */
   config?: {
-    agents?: { defaults?: Record<string, unknown> };
+    agents?: { defaults?: Record<string, unknown>; bindings?: unknown[]; allowSwitch?: boolean };
     tools?: Record<string, unknown>;
     channels?: Record<string, unknown>;
   };
   /** Passed on to createAgent (an approval policy, admins ...). */
   agent?: Partial<Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf">>;
+  /** Called with the temp workspace before the agent starts (files it should find at start). */
+  prepare?: (workspace: string) => Promise<void>;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const workspace = await mkdtemp(join(tmpdir(), "palaver-test-"));
+  await opts.prepare?.(workspace);
   const fake = opts.provider ? undefined : await FakeOpenAI.start();
   const config = ConfigSchema.parse({
     agents: {
+      ...opts.config?.agents,
       defaults: {
         workspace,
         provider: "custom",

@@ -23,6 +23,16 @@ export class ToolRegistry {
     return this.tools.has(name);
   }
 
+  /** The tool itself (a named agent's registry is made of the tools its file allows). */
+  get(name: string): Tool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** True when the tool may run alongside the other such calls of one model response (Tool.parallel). */
+  runsInParallel(name: string): boolean {
+    return this.tools.get(name)?.parallel === true;
+  }
+
   get names(): string[] {
     return [...this.tools.keys()];
   }

@@ -4,10 +4,16 @@
  * same chat (and thread), so the tool only says that it started.
  */
 import * as z from "zod";
+import type { AgentDefinition } from "../agents/definition.js";
+import type { NamedAgents, PreparedAgent } from "../agents/named-agents.js";
 import type { SubagentManager } from "../subagents.js";
 import { defineTool, type Tool } from "./types.js";
 
-export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
+/** `agents`: the named agents `agent` may name (absent: spawn runs the generic worker only). */
+export function createSpawnTool(
+  manager: Pick<SubagentManager, "spawn">,
+  agents?: Pick<NamedAgents, "directory" | "prepare">,
+): Tool {
   return defineTool({
     name: "spawn",
     // Subagents do not survive a restart, and their report went with them.
@@ -20,11 +26,22 @@ export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
     parameters: z.object({
       task: z.string().describe("The task for the subagent to complete"),
       label: z.string().optional().describe("Optional short label for the task (for display)"),
+      agent: z.string().optional().describe("Optional: a named agent (see the agents list) to do it"),
     }),
-    execute({ task, label }, ctx) {
+    async execute({ task, label, agent }, ctx) {
+      let named: PreparedAgent | undefined;
+      if (agent !== undefined) {
+        const known = agents ? (await agents.directory.catalog()).agents : new Map<string, AgentDefinition>();
+        const def = known.get(agent);
+        if (!def || !agents) {
+          return `Error: there is no agent named "${agent}". Agents: ${[...known.keys()].join(", ") || "(none)"}.`;
+        }
+        named = await agents.prepare(def, "spawn");
+      }
       const started = manager.spawn({
         task,
         ...(label !== undefined ? { label } : {}),
+        ...(named ? { agent: named } : {}),
         origin: {
           channel: ctx.channel,
           chatId: ctx.chatId,
@@ -35,7 +52,7 @@ export function createSpawnTool(manager: Pick<SubagentManager, "spawn">): Tool {
         ...(ctx.senderText !== undefined ? { senderText: ctx.senderText } : {}),
         ...(ctx.turn.untrusted?.length ? { untrusted: ctx.turn.untrusted } : {}),
       });
-      return Promise.resolve(spawnText(started));
+      return spawnText(started);
     },
   });
 }

@@ -62,6 +62,11 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * recorded and their results reused on replay (agent/tool-replay.ts).
    */
   readonly readOnly?: boolean;
+  /**
+   * True when calls of this tool in one model response may run at the same time (delegate: each
+   * waits on a model of its own). Results still go back in call order. Absent: one after another.
+   */
+  readonly parallel?: boolean;
   /** Appended to a result reused on replay, when the call's effect did not survive the restart. */
   readonly replayNote?: string;
   /**

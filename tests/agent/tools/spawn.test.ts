@@ -57,7 +57,7 @@ describe("spawn tool", () => {
     const def = registry.definitions()[0]!.function;
     expect(def.name).toBe("spawn");
     const params = def.parameters as { properties: Record<string, unknown>; required?: string[] };
-    expect(Object.keys(params.properties)).toEqual(["task", "label"]);
+    expect(Object.keys(params.properties)).toEqual(["task", "label", "agent"]);
     expect(params.required).toEqual(["task"]);
   });
 
