@@ -139,7 +139,7 @@ export class RecallIndex {
           doc.text,
         );
         if (Number(result.changes) === 0) continue;
-        const id = result.lastInsertRowid;
+        const id = BigInt(result.lastInsertRowid);
         fts.run(id, doc.text);
         if (hasCjk(doc.text)) cjk.run(id, doc.text);
         added++;
@@ -236,6 +236,7 @@ export class RecallIndex {
     this.db.close();
   }
 
+  /** Ranked first, excerpts after: snippet() for the few hits shown, not for every row that matched. */
   private match(
     table: "fts" | "fts_cjk",
     expr: string,
@@ -243,13 +244,18 @@ export class RecallIndex {
     params: SqlValue[],
     limit: number,
   ): Hit[] {
-    return this.db
+    const rows = this.db
       .prepare(
-        `SELECT d.*, snippet(${table}, 0, '', '', ' … ', ${EXCERPT_TOKENS}) AS excerpt FROM ${table} ` +
-          `JOIN docs d ON d.id = ${table}.rowid WHERE ${table} MATCH ?${extra} ORDER BY bm25(${table}) LIMIT ?`,
+        `SELECT d.* FROM ${table} JOIN docs d ON d.id = ${table}.rowid ` +
+          `WHERE ${table} MATCH ?${extra} ORDER BY bm25(${table}) LIMIT ?`,
       )
-      .all(expr, ...params, limit)
-      .map(hitOf);
+      .all(expr, ...params, limit);
+    const excerpt = this.db.prepare(
+      `SELECT snippet(${table}, 0, '', '', ' … ', ${EXCERPT_TOKENS}) AS excerpt ` +
+        `FROM ${table} WHERE ${table} MATCH ? AND rowid = ?`,
+    );
+    // A BigInt: FTS5 ignores a rowid constraint given as a JS number (bound as a REAL).
+    return rows.map((row) => hitOf({ ...row, excerpt: excerpt.get(expr, BigInt(Number(row.id)))?.excerpt }));
   }
 
   /** CJK words of one or two characters: no trigram to match, so a scan of the CJK pieces. */
@@ -264,9 +270,10 @@ export class RecallIndex {
   }
 
   private remove(id: number, text: string): void {
-    this.db.prepare("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)").run(id, text);
+    const rowid = BigInt(id);
+    this.db.prepare("INSERT INTO fts(fts, rowid, text) VALUES ('delete', ?, ?)").run(rowid, text);
     if (hasCjk(text))
-      this.db.prepare("INSERT INTO fts_cjk(fts_cjk, rowid, text) VALUES ('delete', ?, ?)").run(id, text);
+      this.db.prepare("INSERT INTO fts_cjk(fts_cjk, rowid, text) VALUES ('delete', ?, ?)").run(rowid, text);
     this.db.prepare("DELETE FROM docs WHERE id = ?").run(id);
   }
 
