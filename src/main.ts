@@ -10,6 +10,7 @@ import { addCommonOptions } from "./cli/common.js";
 import { registerConfigCommand } from "./cli/config.js";
 import { registerCronCommand } from "./cli/cron.js";
 import { registerMcpCommand } from "./cli/mcp.js";
+import { registerMemoryCommand } from "./cli/memory.js";
 import { registerServiceCommand } from "./cli/service.js";
 import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
@@ -49,6 +50,7 @@ registerCronCommand(program);
 registerApprovalsCommand(program);
 registerPairingCommand(program);
 registerMcpCommand(program);
+registerMemoryCommand(program);
 registerServiceCommand(program);
 
 try {
