@@ -9,6 +9,7 @@ import { benchContextBudget } from "./context-budget.js";
 import { benchHtml } from "./html.js";
 import { benchJournal } from "./journal.js";
 import { formatMeasure } from "./measure.js";
+import { benchMemory } from "./memory.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
 import { benchSessionLoad } from "./session-load.js";
@@ -31,6 +32,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchStreaming,
   benchContextBudget,
   benchWeb,
+  benchMemory,
 ];
 
 const words = process.argv.slice(2).map((w) => w.toLowerCase());

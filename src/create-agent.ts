@@ -43,6 +43,9 @@ import { createDefaultTools, createWorkerTools } from "./agent/tools/index.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import { createSpawnTool } from "./agent/tools/spawn.js";
 import { secondsToTimerMs } from "./util/timers.js";
+import { createRecall } from "./create-recall.js";
+import { loadSqlite } from "./recall/sqlite.js";
+import type { MemoryRecall } from "./recall/service.js";
 
 export interface Agent {
   loop: AgentLoop;
@@ -60,6 +63,8 @@ export interface Agent {
   mcp: McpTools;
   /** Whether exec runs in bubblewrap; the gateway awaits it at start (mode "require" fails there). */
   execSandbox: ExecSandbox;
+  /** Memory search (memory_search, memory_get); absent on a Node without node:sqlite. */
+  recall: MemoryRecall | undefined;
   /** The question desk (approvals, ask_human): give it to the ChannelManager (option `questions`). */
   questions: Questions;
   /**
@@ -136,11 +141,13 @@ export function createAgent({
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
   const sessionsDir = sessionsDirOf(workspace);
-  const sessions = new SessionStore(sessionsDir);
+  // Sessions ended by /new are moved to sessions/archive/ (memory search keeps finding them).
+  const sessions = new SessionStore(sessionsDir, undefined, { archiveDir: join(sessionsDir, "archive") });
   const context = new ContextBuilder({
     workspace,
     builtinSkillsDir: builtinSkillsDir(),
     promptFileMaxChars: defaults.promptFileMaxChars,
+    memorySearch: !("missing" in loadSqlite()),
   });
   // One MemoryFiles for the prompt and for consolidation, so a memory update reaches the next turn at once.
   const memory = context.memory;
@@ -281,6 +288,7 @@ export function createAgent({
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
+  const recall = createRecall({ config, stateDir, sessions, memory, tools, allowFromOf, adminsOf });
   const mcp = loadMcp({
     servers: config.tools.mcpServers,
     registry: tools,
@@ -315,6 +323,7 @@ export function createAgent({
     budget: agentBudget,
     agents: conversationAgents,
     ...(pairing ? { pairing } : {}),
+    memoryCommand: recall.command,
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
@@ -338,6 +347,7 @@ export function createAgent({
     mcp,
     execSandbox,
     questions,
+    recall: recall.recall,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -346,6 +356,7 @@ export function createAgent({
       await mcp.shutdown();
       // Last: the turns, consolidation and cron above may still have appended.
       await sessions.close();
+      await recall.recall?.close();
     },
   };
 }

@@ -78,6 +78,8 @@ export interface AgentLoopDeps {
   questions?: QuestionInbox;
   /** The owner's `/pairing` and the /status line about it (pairing/gate.ts); absent: no pairing here. */
   pairing?: PairingCommands;
+  /** `/memory` and `/memory undo` (recall/chat-command.ts); absent: the command says memory versions are off. */
+  memoryCommand?: (msg: InboundMessage, args: string) => Promise<string>;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
@@ -330,6 +332,12 @@ export class AgentLoop {
         return;
       case "agent":
         await this.agentCommand(command.args, turn);
+        return;
+      case "memory":
+        this.reply(
+          turn,
+          (await this.deps.memoryCommand?.(turn.msg, command.args)) ?? "Memory versions are not kept here.",
+        );
         return;
       case "stop":
         // Handled in dispatch() before queueing; reaching here means nothing was running.

@@ -31,6 +31,11 @@ export class MemoryFiles {
   readonly paths: MemoryPaths;
   /** Called after MEMORY.md was replaced (the context builder drops its cached prompt). */
   onMemoryWritten: (() => void) | undefined;
+  /**
+   * Keeps MEMORY.md as it is before a write and as it is after (recall/versions.ts), so any
+   * rewrite can be undone. A failure is the hook's to report: the write goes ahead.
+   */
+  keepVersion: ((text: string, when: "before" | "after") => Promise<void>) | undefined;
   /** Whether a HISTORY.md left 0644 by an older version was made private yet (once per process). */
   private historyTightened = false;
 
@@ -52,6 +57,7 @@ export class MemoryFiles {
   /** Replaces MEMORY.md atomically (owner-only, 0600): a reader sees the old file or the new one. */
   async writeMemory(text: string): Promise<void> {
     const target = this.paths.memory;
+    if (this.keepVersion) await this.keepVersion(await this.readMemory(), "before");
     try {
       await mkdirPrivate(this.paths.dir);
       await replaceFilePrivate(target, text);
@@ -59,6 +65,7 @@ export class MemoryFiles {
       throw new PalaverError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
     }
     this.onMemoryWritten?.();
+    await this.keepVersion?.(text, "after");
   }
 
   /**

@@ -5,6 +5,7 @@ export const COMMANDS = {
   stop: "cancel what is running in this chat",
   status: "show model, session and memory size",
   help: "list these commands",
+  memory: "show recent changes to long-term memory; /memory undo restores the one before",
 } as const;
 
 /** Commands for the owner only; not offered in the platforms' command menus. */

@@ -43,3 +43,13 @@ export function approvalRulesPath(configPath: string): string {
 export function openQuestionsPath(configPath: string): string {
   return join(stateDir(configPath), "approvals", "open.json");
 }
+
+/** The memory search index (recall/index-db.ts), in the state folder: it can always be rebuilt from the workspace. */
+export function memoryIndexPath(stateDir: string): string {
+  return join(stateDir, "memory", "index.sqlite");
+}
+
+/** Earlier versions of MEMORY.md (recall/versions.ts): out of reach of the model's file and shell tools. */
+export function memoryVersionsDir(stateDir: string): string {
+  return join(stateDir, "memory", "versions");
+}

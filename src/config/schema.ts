@@ -357,6 +357,24 @@ export const CronSchema = z.object({
   maxCatchUp: z.number().int().min(0).default(5),
 });
 
+const MemorySchema = z.object({
+  search: z
+    .object({
+      scope: z
+        .enum(["chat", "all"])
+        .default("chat")
+        .describe(
+          'What memory_search may return besides MEMORY.md and HISTORY.md: "chat" only the current conversation\'s ' +
+            'messages, "all" every conversation\'s (one owner talking in many chats).',
+        ),
+      includeToolResults: z
+        .boolean()
+        .default(false)
+        .describe("Also index what tools returned (pages, command output): more to find, a bigger index."),
+    })
+    .prefault({}),
+});
+
 export const ConfigSchema = z.object({
   $schema: z.string().optional(),
   agents: AgentsSchema.prefault({}),
@@ -366,6 +384,7 @@ export const ConfigSchema = z.object({
   gateway: GatewaySchema.prefault({}),
   cron: CronSchema.prefault({}),
   transcription: TranscriptionSchema.prefault({}),
+  memory: MemorySchema.prefault({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -5,7 +5,7 @@
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
 import { writeSync } from "node:fs";
-import { open, readdir, stat, type FileHandle } from "node:fs/promises";
+import { open, readdir, rename, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
@@ -112,13 +112,26 @@ export class SessionStore {
    * plain write. Closed when idle, when too many are open, before a rewrite and by close().
    */
   private readonly handles: AppendHandles;
+  /**
+   * Told of every append, after the messages are in the session (memory search indexes them).
+   * Called synchronously: it must only take note and never throw.
+   */
+  onAppended: ((key: string, messages: readonly ChatMessage[]) => void) | undefined;
+  /** Where clear() moves the old file instead of losing it (memory search still finds it); absent: dropped. */
+  readonly archiveDir: string | undefined;
 
   constructor(
     readonly sessionsDir: string,
     log?: Logger,
-    opts: { maxOpenFiles?: number; idleCloseMs?: number; recheckOpenFilesMs?: number } = {},
+    opts: {
+      maxOpenFiles?: number;
+      idleCloseMs?: number;
+      recheckOpenFilesMs?: number;
+      archiveDir?: string;
+    } = {},
   ) {
     this.log = log ?? logger("sessions");
+    this.archiveDir = opts.archiveDir;
     this.handles = new AppendHandles({
       max: opts.maxOpenFiles,
       idleMs: opts.idleCloseMs,
@@ -168,6 +181,7 @@ export class SessionStore {
       text += JSON.stringify(msg) + "\n";
     }
     session.updatedAt = now;
+    this.onAppended?.(session.key, messages);
     return this.writes.run(session.key, () => this.appendText(session, text));
   }
 
@@ -184,7 +198,10 @@ export class SessionStore {
     session.lastConsolidated = 0;
     session.updatedAt = new Date();
     const line = metadataLine(session);
-    return this.writes.run(session.key, () => this.rewrite(session.key, [line]));
+    return this.writes.run(session.key, async () => {
+      await this.archive(session.key);
+      await this.rewrite(session.key, [line]);
+    });
   }
 
   /**
@@ -314,6 +331,21 @@ export class SessionStore {
       }
     } catch (err) {
       throw new PalaverError(`cannot append to session file ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  /** Moves the session's file into the archive folder, if there is one (a file that is not there is fine). */
+  private async archive(key: string): Promise<void> {
+    if (!this.archiveDir) return;
+    const path = this.pathFor(key);
+    await this.handles.close(key);
+    await mkdirPrivate(this.archiveDir);
+    const target = join(this.archiveDir, `${safeKey(key)}.${Date.now()}.jsonl`);
+    try {
+      await rename(path, target);
+    } catch (err) {
+      if (!isErrno(err, "ENOENT"))
+        throw new PalaverError(`cannot archive session file ${path}: ${errorMessage(err)}`, { cause: err });
     }
   }
 

@@ -35,6 +35,7 @@ export interface HarnessOptions {
     agents?: { defaults?: Record<string, unknown>; bindings?: unknown[]; allowSwitch?: boolean };
     tools?: Record<string, unknown>;
     channels?: Record<string, unknown>;
+    memory?: Record<string, unknown>;
   };
   /** Passed on to createAgent (an approval policy, admins ...). */
   agent?: Partial<Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf">>;
@@ -62,6 +63,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     tools: { approval: { mode: "off" }, ...opts.config?.tools },
     // No deltas unless a test streams: the outbound list then holds only what a chat keeps.
     channels: { streaming: false, ...opts.config?.channels },
+    ...(opts.config?.memory ? { memory: opts.config.memory } : {}),
   });
   const bus = new MessageBus();
   const agent = createAgent({

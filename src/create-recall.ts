@@ -1,0 +1,94 @@
+/**
+ * Memory search (recall/) and the versions of MEMORY.md, assembled for createAgent: the index fed
+ * by the session store, the memory_search and memory_get tools, the hook that keeps a version
+ * before and after every write of MEMORY.md, and `/memory` for the loop.
+ *
+ * On a Node without `node:sqlite` the tools are absent (one warning at start); versions, /memory
+ * and the archive of sessions ended by /new work all the same.
+ */
+import type { MemoryFiles } from "./agent/memory.js";
+import { createMemoryTools } from "./agent/tools/memory-search.js";
+import type { ToolRegistry } from "./agent/tools/registry.js";
+import type { InboundMessage } from "./bus/types.js";
+import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
+import { memoryIndexPath, memoryVersionsDir } from "./config/paths.js";
+import type { Config } from "./config/schema.js";
+import { logger } from "./log.js";
+import { memoryCommand } from "./recall/chat-command.js";
+import { MemoryRecall } from "./recall/service.js";
+import { MemoryVersions } from "./recall/versions.js";
+import type { SessionStore } from "./sessions/store.js";
+
+export interface RecallSetup {
+  /** Absent when this Node has no node:sqlite. */
+  recall: MemoryRecall | undefined;
+  /** The loop's `/memory` (AgentLoopDeps.memoryCommand). */
+  command: (msg: InboundMessage, args: string) => Promise<string>;
+}
+
+export function createRecall(opts: {
+  config: Config;
+  stateDir: string;
+  sessions: SessionStore;
+  memory: MemoryFiles;
+  tools: ToolRegistry;
+  allowFromOf: (channel: string) => readonly string[] | undefined;
+  adminsOf: (channel: string) => readonly string[];
+}): RecallSetup {
+  const { config, stateDir, sessions, memory, tools } = opts;
+  const log = logger("memory");
+  const versions = new MemoryVersions(memoryVersionsDir(stateDir));
+  memory.keepVersion = async (text, when) => {
+    try {
+      await versions.keep(text, when === "before" ? "edit" : "write");
+    } catch (err) {
+      log.warn(
+        { err },
+        "could not keep a version of MEMORY.md; the change cannot be undone with /memory undo",
+      );
+    }
+  };
+  const found = MemoryRecall.create({
+    indexPath: memoryIndexPath(stateDir),
+    sessionsDir: sessions.sessionsDir,
+    archiveDir: sessions.archiveDir ?? sessions.sessionsDir,
+    memoryFile: memory.paths.memory,
+    historyFile: memory.paths.history,
+    includeToolResults: config.memory.search.includeToolResults,
+    versions,
+    log,
+  });
+  let recall: MemoryRecall | undefined;
+  if ("missing" in found) {
+    log.warn(`${found.missing}: memory_search and memory_get are off`);
+    // No index to notice a hand edit at start: keep the file as it is now, as the index would.
+    void memory.readMemory().then(
+      (text) => memory.keepVersion?.(text, "after"),
+      () => undefined,
+    );
+  } else {
+    recall = found;
+    sessions.onAppended = (key, messages) => found.enqueue(key, messages);
+    found.start().catch((err: unknown) => log.error({ err }, "memory search could not open its index"));
+    for (const tool of createMemoryTools(found, config.memory.search.scope)) tools.register(tool);
+  }
+  return {
+    recall,
+    command: (msg, args) =>
+      memoryCommand(
+        { versions, read: () => memory.readMemory(), write: (text) => memory.writeMemory(text) },
+        args,
+        isOwner(msg, opts.allowFromOf, opts.adminsOf),
+      ),
+  };
+}
+
+/** An owner, as for /pairing: named in allowFrom or admins of the channel (the wildcard "*" makes nobody one). */
+function isOwner(
+  msg: InboundMessage,
+  allowFromOf: (channel: string) => readonly string[] | undefined,
+  adminsOf: (channel: string) => readonly string[],
+): boolean {
+  const owners = [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*");
+  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
+}

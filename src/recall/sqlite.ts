@@ -1,0 +1,36 @@
+/**
+ * Node's built-in SQLite (`node:sqlite`, Node >= 22.13): no native dependency to build. Loaded with
+ * `process.getBuiltinModule`, so on a Node without it palaver starts without memory search instead
+ * of failing to load. The types are the small part of its API palaver uses (@types/node 20 has none).
+ */
+
+export type SqlValue = string | number | bigint | null | Uint8Array;
+
+export interface Statement {
+  run(...params: SqlValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+  get(...params: SqlValue[]): Record<string, unknown> | undefined;
+  all(...params: SqlValue[]): Record<string, unknown>[];
+}
+
+export interface Database {
+  exec(sql: string): void;
+  prepare(sql: string): Statement;
+  close(): void;
+}
+
+interface SqliteModule {
+  DatabaseSync: new (path: string) => Database;
+}
+
+/** The module, or why there is none (said once in the log and by `palaver memory status`). */
+export function loadSqlite(): { sqlite: SqliteModule } | { missing: string } {
+  try {
+    const mod = process.getBuiltinModule("node:sqlite") as SqliteModule | undefined;
+    if (mod?.DatabaseSync) return { sqlite: mod };
+  } catch {
+    // an older Node throws for an unknown id instead of returning undefined
+  }
+  return {
+    missing: `memory search needs Node.js 22.13 or newer (node:sqlite); this is ${process.version}`,
+  };
+}
