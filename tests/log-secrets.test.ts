@@ -151,7 +151,7 @@ describe("channel errors shown by /healthz and /status", () => {
       const { lastError } = manager.status()[0]!;
       // The operator still learns what failed, and where.
       expect(lastError).toContain("cannot reach the Telegram Bot API");
-      expect(lastError).toContain("/bot[redacted]/getMe");
+      expect(lastError).toContain(`at ${fake.apiRoot} (`);
       expect(lastError).not.toContain(SHORT_TOKEN);
       expect(written.join("\n")).not.toContain(SHORT_TOKEN);
     } finally {
