@@ -54,6 +54,8 @@ export interface RecallStatus {
 const MAX_INDEXED_CHARS = 20_000;
 /** Session files between two progress lines of a first build. */
 const PROGRESS_EVERY = 500;
+/** After appends, how often MEMORY.md and HISTORY.md are looked at for changes (a search always looks). */
+const MEMORY_CHECK_MS = 2_000;
 
 export class MemoryRecall {
   private index: RecallIndex | undefined;
@@ -61,6 +63,7 @@ export class MemoryRecall {
   private flushScheduled = false;
   /** Memory file checks run one at a time. */
   private memorySync: Promise<void> = Promise.resolve();
+  private memoryCheckedAt = -Infinity;
   private started: Promise<void> | undefined;
 
   private constructor(
@@ -89,8 +92,13 @@ export class MemoryRecall {
       this.flushScheduled = false;
       if (!this.index) return; // start() flushes what came before it
       this.flush();
-      // A turn that wrote MEMORY.md (a tool, by hand meanwhile): indexed and kept as a version now.
-      void this.syncMemoryFiles("edit");
+      // A turn that wrote MEMORY.md (a tool, by hand meanwhile): indexed and kept as a version now;
+      // looked at once per MEMORY_CHECK_MS at most, so a busy bot stats no files per message.
+      const now = performance.now();
+      if (now - this.memoryCheckedAt >= MEMORY_CHECK_MS) {
+        this.memoryCheckedAt = now;
+        void this.syncMemoryFiles("edit");
+      }
     });
   }
 

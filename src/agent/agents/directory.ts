@@ -1,6 +1,8 @@
 /**
  * The named agents of a workspace: every `agents/*.md` file, read at the first use and again
- * when a file's inode, size or mtime moved (checked on use, like skills). A broken file is
+ * when a file's inode, size or mtime moved. Every turn asks for the catalog (the main agent's
+ * prompt lists the agents), so the folder is looked at again only once CATALOG_TTL_MS has passed:
+ * an edit shows within that time, and a busy chat costs no folder scan per message. A broken file is
  * reported (path and line, in the log once per version of the file, and to whoever asks:
  * `palaver agents check`, `palaver status`) and left out; the other agents still load.
  */
@@ -20,10 +22,13 @@ type Parsed = { agent: AgentDefinition } | { problems: AgentProblem[] };
 
 /** Files looked at: a bound, not a limit anyone should meet. */
 const MAX_AGENT_FILES = 200;
+/** How long a catalog is used before the folder is read again. */
+const CATALOG_TTL_MS = 2_000;
 
 export class AgentDirectory {
   private readonly cache = new Map<string, { version: string; parsed: Parsed }>();
   private readonly log: Logger;
+  private recent: { at: number; catalog: Promise<AgentCatalog> } | undefined;
 
   constructor(
     readonly workspace: string,
@@ -36,7 +41,15 @@ export class AgentDirectory {
     return join(this.workspace, "agents");
   }
 
-  async catalog(): Promise<AgentCatalog> {
+  catalog(): Promise<AgentCatalog> {
+    const now = performance.now();
+    if (!this.recent || now - this.recent.at >= CATALOG_TTL_MS) {
+      this.recent = { at: now, catalog: this.read() };
+    }
+    return this.recent.catalog;
+  }
+
+  private async read(): Promise<AgentCatalog> {
     let names: string[];
     try {
       names = (await readdir(this.dir)).filter((n) => n.endsWith(".md") && !n.startsWith(".")).sort();
