@@ -36,6 +36,11 @@ import { createDefaultTools, createWorkerTools } from "./agent/tools/index.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import { createSpawnTool } from "./agent/tools/spawn.js";
 import { secondsToTimerMs } from "./util/timers.js";
+import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
+import type { InboundMessage } from "./bus/types.js";
+import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
+import { meterUsage } from "./usage/metered.js";
+import type { UsageEntry, UsageKind } from "./usage/record.js";
 
 export interface Agent {
   loop: AgentLoop;
@@ -106,6 +111,10 @@ export interface CreateAgentOptions {
   pairing?: AgentLoopDeps["pairing"];
   /** Replaces the policy built from tools.approval (tests); mode "off" still means no gate. */
   approvalPolicy?: ApprovalPolicy;
+  /** Each LLM call's usage, after the ledger has it (the gateway's metrics). */
+  onUsage?: (entry: UsageEntry) => void;
+  /** The config as it is now, for prices (the gateway's follows SIGHUP). Default: the config given. */
+  currentConfig?: () => Pick<Config, "pricing" | "channels">;
 }
 
 export function createAgent({
@@ -125,9 +134,11 @@ export function createAgent({
   approvalMeter,
   approvalPolicy,
   pairing,
+  onUsage,
+  currentConfig = () => config,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
-  const llm = provider ?? createLlm(config);
+  const unmetered = provider ?? createLlm(config);
   const sessionsDir = sessionsDirOf(workspace);
   const sessions = new SessionStore(sessionsDir);
   const context = new ContextBuilder({
@@ -149,6 +160,11 @@ export function createAgent({
   // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
   const stateDir = configPath ? dirname(configPath) : dirname(dirname(cronStorePath));
   const approval = config.tools.approval;
+  // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
+  const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
+  const metered = (kind?: UsageKind): Provider =>
+    meterUsage(unmetered, usageMeterOptions(config, usageLedger, currentConfig, onUsage, kind));
+  const llm = metered();
   // Without a config file (tests, benchmarks) the same files under the folder that holds the cron store.
   const approvalFiles = configPath
     ? { rules: approvalRulesPath(configPath), open: openQuestionsPath(configPath) }
@@ -191,7 +207,7 @@ export function createAgent({
   // One budget per agent: the subagents count and fit their own prompts.
   const budget = budgetSettings(defaults, [llm.model, ...defaults.fallbackModels]);
   const subagents = new SubagentManager({
-    provider: llm,
+    provider: metered("subagent"),
     tools: createWorkerTools(config, workspace, exec),
     bus,
     workspace,
@@ -203,7 +219,7 @@ export function createAgent({
   });
   const agentBudget = new ContextBudget(budget, logger("agent"));
   const consolidator = new MemoryConsolidator({
-    provider: llm,
+    provider: metered("consolidation"),
     memory,
     sessions,
     memoryWindow: defaults.memoryWindow,
@@ -265,6 +281,7 @@ export function createAgent({
     ...(approve ? { approve } : {}),
     budget: agentBudget,
     ...(pairing ? { pairing } : {}),
+    usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
@@ -304,4 +321,38 @@ export function createAgent({
 function execStatusLine(sandbox: ExecSandbox): string {
   const state = sandbox.current;
   return `Shell commands (exec): ${state ? describeSandbox(state) : "sandbox check still running"}`;
+}
+
+/** The usage decorator's settings: the route's provider name, live prices, the ledger then `onUsage`. */
+function usageMeterOptions(
+  config: Config,
+  ledger: UsageLedger,
+  currentConfig: () => Pick<Config, "pricing" | "channels">,
+  onUsage: ((entry: UsageEntry) => void) | undefined,
+  kind: UsageKind | undefined,
+): Parameters<typeof meterUsage>[1] {
+  const choice = describeProviderChoice(config);
+  return {
+    providerName: "error" in choice ? "unknown" : choice.provider,
+    pricing: () => currentConfig().pricing,
+    record: (entry) => {
+      ledger.append(entry);
+      onUsage?.(entry);
+    },
+    ...(kind ? { kind } : {}),
+  };
+}
+
+/**
+ * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
+ * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
+ */
+function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean {
+  // The person at the terminal (palaver chat) can read the state folder anyway.
+  if (msg.channel === "cli") return true;
+  const owners = [
+    ...(configAllowFrom(config, msg.channel) ?? []),
+    ...configAdmins(config, msg.channel),
+  ].filter((id) => id !== "*");
+  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
 }

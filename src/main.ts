@@ -15,6 +15,7 @@ import { registerGatewayCommand } from "./cli/gateway.js";
 import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerPairingCommand } from "./cli/pairing.js";
 import { registerStatusCommand } from "./cli/status.js";
+import { registerUsageCommand } from "./cli/usage.js";
 import { packageRoot } from "./util/package-root.js";
 import { logger } from "./log.js";
 import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
@@ -50,6 +51,7 @@ registerApprovalsCommand(program);
 registerPairingCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
+registerUsageCommand(program);
 
 try {
   await program.parseAsync();

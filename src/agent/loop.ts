@@ -36,6 +36,8 @@ import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
+import { usageReply, type UsageCommandOptions } from "../usage/command.js";
+import { turnKindOf, withUsageScope } from "../usage/scope.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -77,6 +79,8 @@ export interface AgentLoopDeps {
   questions?: QuestionInbox;
   /** The owner's `/pairing` and the /status line about it (pairing/gate.ts); absent: no pairing here. */
   pairing?: PairingCommands;
+  /** `/usage`: the usage ledger and who sees the whole bot (usage/command.ts); absent: not recorded. */
+  usage?: UsageCommandOptions;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
@@ -241,7 +245,10 @@ export class AgentLoop {
         this.publishTurn(turn, "turnStart");
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
-          report = await this.handle(turn, controller.signal);
+          // Every LLM call of the turn, and of what it starts, is counted for its conversation (usage/).
+          report = await withUsageScope({ session: lane.key, kind: turnKindOf(msg) }, () =>
+            this.handle(turn, controller.signal),
+          );
         } catch (err) {
           // One bad message never stops the loop.
           this.log.error({ err, session: lane.key }, "message handling failed");
@@ -323,6 +330,14 @@ export class AgentLoop {
           turn,
           this.deps.pairing?.command(turn.msg, command.args) ??
             "Pairing codes are approved in the gateway's chats, or with `palaver pairing approve <code>`.",
+        );
+        return;
+      case "usage":
+        this.reply(
+          turn,
+          this.deps.usage
+            ? usageReply(turn.msg, sessionKeyOf(turn.msg), this.deps.usage)
+            : "Usage is not recorded here.",
         );
         return;
       case "stop":

@@ -191,8 +191,8 @@ describe("slash commands", () => {
     ...over,
   });
 
-  it("registers the four chat commands with short descriptions", () => {
-    expect(SLASH_COMMANDS.map((c) => c.name).sort()).toEqual(["help", "new", "status", "stop"]);
+  it("registers the chat commands with short descriptions", () => {
+    expect(SLASH_COMMANDS.map((c) => c.name).sort()).toEqual(["help", "new", "status", "stop", "usage"]);
     for (const c of SLASH_COMMANDS) expect(c.description.length).toBeGreaterThan(0);
     for (const c of SLASH_COMMANDS) expect(c.description.length).toBeLessThanOrEqual(100);
   });
