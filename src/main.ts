@@ -16,6 +16,7 @@ import { registerOnboardCommand } from "./cli/onboard.js";
 import { registerPairingCommand } from "./cli/pairing.js";
 import { registerStatusCommand } from "./cli/status.js";
 import { registerUsageCommand } from "./cli/usage.js";
+import { registerDoctorCommand } from "./cli/doctor.js";
 import { packageRoot } from "./util/package-root.js";
 import { logger } from "./log.js";
 import { ConfigError, EXIT_CONFIG } from "./util/errors.js";
@@ -52,6 +53,7 @@ registerPairingCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 registerUsageCommand(program);
+registerDoctorCommand(program);
 
 try {
   await program.parseAsync();

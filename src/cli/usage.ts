@@ -59,7 +59,7 @@ function groupingOf(text: string): UsageGrouping {
 }
 
 /** Pure: the table `palaver usage` prints. */
-export function formatUsage(rows: readonly UsageRow[], by: UsageGrouping, total: UsageSum): string {
+function formatUsage(rows: readonly UsageRow[], by: UsageGrouping, total: UsageSum): string {
   if (rows.length === 0) return "No LLM calls recorded yet.";
   const width = Math.max(...rows.map((r) => r.key.length), by.length);
   return [

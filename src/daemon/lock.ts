@@ -147,3 +147,9 @@ function startTimeOf(pid: number): string | undefined {
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
+
+/** The pid of the live gateway holding `stateDir`'s lock, or null (doctor, backup restore). */
+export function runningGatewayPid(stateDir: string): number | null {
+  const held = readLock(join(stateDir, "gateway.lock"));
+  return held && isAlive(held) ? held.pid : null;
+}

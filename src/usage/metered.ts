@@ -56,7 +56,7 @@ export function meterUsage(provider: Provider, opts: MeterOptions): Provider {
  * Counts for a provider that reports none (some local servers, some streams): about four
  * characters a token, marked `estimated` wherever it is shown.
  */
-export function estimateUsage(messages: readonly ChatMessage[], response: ChatResponse): Usage {
+function estimateUsage(messages: readonly ChatMessage[], response: ChatResponse): Usage {
   const chars = (value: unknown): number =>
     typeof value === "string" ? value.length : value ? JSON.stringify(value).length : 0;
   const prompt = messages.reduce((sum, m) => sum + chars(m.content) + chars(m.tool_calls), 0);

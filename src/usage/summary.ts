@@ -25,7 +25,7 @@ export interface UsageRow extends UsageSum {
   key: string;
 }
 
-export function emptySum(): UsageSum {
+function emptySum(): UsageSum {
   return {
     calls: 0,
     promptTokens: 0,
@@ -38,7 +38,7 @@ export function emptySum(): UsageSum {
   };
 }
 
-export function addEntry(sum: UsageSum, e: UsageEntry): UsageSum {
+function addEntry(sum: UsageSum, e: UsageEntry): UsageSum {
   sum.calls += 1;
   sum.promptTokens += e.promptTokens;
   sum.completionTokens += e.completionTokens;
