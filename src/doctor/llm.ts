@@ -3,7 +3,6 @@
  * the Date header of its answer also tells whether this machine's clock is off (TLS, cron times
  * and tokens with an expiry all suffer from a wrong clock).
  */
-import OpenAI from "openai";
 import type { Config } from "../config/schema.js";
 import { resolveProvider } from "../llm/providers.js";
 import { errorMessage } from "../util/errors.js";
@@ -26,6 +25,8 @@ export async function llmChecks(config: Config, now: () => number = Date.now): P
       ),
     ];
   }
+  // Imported here: every palaver command loads this file, and only doctor needs the SDK.
+  const { default: OpenAI } = await import("openai");
   const client = new OpenAI({
     baseURL: route.baseURL,
     apiKey: route.apiKey || "no-key",
