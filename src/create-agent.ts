@@ -46,6 +46,10 @@ import { secondsToTimerMs } from "./util/timers.js";
 import { createRecall } from "./create-recall.js";
 import { loadSqlite } from "./recall/sqlite.js";
 import type { MemoryRecall } from "./recall/service.js";
+import type { InboundMessage } from "./bus/types.js";
+import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
+import { meterUsage } from "./usage/metered.js";
+import type { UsageEntry, UsageKind } from "./usage/record.js";
 
 export interface Agent {
   loop: AgentLoop;
@@ -118,6 +122,10 @@ export interface CreateAgentOptions {
   pairing?: AgentLoopDeps["pairing"];
   /** Replaces the policy built from tools.approval (tests); mode "off" still means no gate. */
   approvalPolicy?: ApprovalPolicy;
+  /** Each LLM call's usage, after the ledger has it (the gateway's metrics). */
+  onUsage?: (entry: UsageEntry) => void;
+  /** The config as it is now, for prices (the gateway's follows SIGHUP). Default: the config given. */
+  currentConfig?: () => Pick<Config, "pricing" | "channels">;
 }
 
 export function createAgent({
@@ -137,9 +145,11 @@ export function createAgent({
   approvalMeter,
   approvalPolicy,
   pairing,
+  onUsage,
+  currentConfig = () => config,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
-  const llm = provider ?? createLlm(config);
+  const unmetered = provider ?? createLlm(config);
   const sessionsDir = sessionsDirOf(workspace);
   // Sessions ended by /new are moved to sessions/archive/ (memory search keeps finding them).
   const sessions = new SessionStore(sessionsDir, undefined, { archiveDir: join(sessionsDir, "archive") });
@@ -163,6 +173,11 @@ export function createAgent({
   // The cron store lives at <state folder>/cron/jobs.json (config/paths.ts).
   const stateDir = configPath ? dirname(configPath) : dirname(dirname(cronStorePath));
   const approval = config.tools.approval;
+  // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
+  const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
+  const metered = (kind?: UsageKind): Provider =>
+    meterUsage(unmetered, usageMeterOptions(config, usageLedger, currentConfig, onUsage, kind));
+  const llm = metered();
   // Without a config file (tests, benchmarks) the same files under the folder that holds the cron store.
   const approvalFiles = configPath
     ? { rules: approvalRulesPath(configPath), open: openQuestionsPath(configPath) }
@@ -212,10 +227,12 @@ export function createAgent({
       return model;
     }
   };
-  const utility = withModel(llm, defaults.models.utility ? modelName(defaults.models.utility) : undefined);
+  const utilityModel = defaults.models.utility ? modelName(defaults.models.utility) : undefined;
+  // Subagents and consolidation on the utility model, their calls counted under their own kind.
+  const utilityFor = (kind: UsageKind) => withModel(metered(kind), utilityModel);
   const workerTools = createWorkerTools(config, workspace, exec);
   const subagents = new SubagentManager({
-    provider: utility,
+    provider: utilityFor("subagent"),
     tools: workerTools,
     bus,
     workspace,
@@ -227,7 +244,7 @@ export function createAgent({
   });
   const agentBudget = new ContextBudget(budget, logger("agent"));
   const consolidator = new MemoryConsolidator({
-    provider: utility,
+    provider: utilityFor("consolidation"),
     memory,
     sessions,
     memoryWindow: defaults.memoryWindow,
@@ -324,6 +341,7 @@ export function createAgent({
     agents: conversationAgents,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
+    usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {
       workspace,
@@ -365,4 +383,38 @@ export function createAgent({
 function execStatusLine(sandbox: ExecSandbox): string {
   const state = sandbox.current;
   return `Shell commands (exec): ${state ? describeSandbox(state) : "sandbox check still running"}`;
+}
+
+/** The usage decorator's settings: the route's provider name, live prices, the ledger then `onUsage`. */
+function usageMeterOptions(
+  config: Config,
+  ledger: UsageLedger,
+  currentConfig: () => Pick<Config, "pricing" | "channels">,
+  onUsage: ((entry: UsageEntry) => void) | undefined,
+  kind: UsageKind | undefined,
+): Parameters<typeof meterUsage>[1] {
+  const choice = describeProviderChoice(config);
+  return {
+    providerName: "error" in choice ? "unknown" : choice.provider,
+    pricing: () => currentConfig().pricing,
+    record: (entry) => {
+      ledger.append(entry);
+      onUsage?.(entry);
+    },
+    ...(kind ? { kind } : {}),
+  };
+}
+
+/**
+ * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
+ * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
+ */
+function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean {
+  // The person at the terminal (palaver chat) can read the state folder anyway.
+  if (msg.channel === "cli") return true;
+  const owners = [
+    ...(configAllowFrom(config, msg.channel) ?? []),
+    ...configAdmins(config, msg.channel),
+  ].filter((id) => id !== "*");
+  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
 }

@@ -103,6 +103,8 @@ export class Gateway {
       adminsOf: (channel) => adminsOf(this.opts.loaded.config, channel),
       approvalMeter: this.metrics,
       provider: this.metrics.meter(llm),
+      onUsage: (entry) => this.metrics.usage(entry),
+      currentConfig: () => this.opts.loaded.config,
       toolJournal: this.toolJournal,
       onHandled: (msg, report) => {
         const id = msg.journalId;

@@ -37,6 +37,8 @@ import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
+import { usageReply, type UsageCommandOptions } from "../usage/command.js";
+import { turnKindOf, withUsageScope } from "../usage/scope.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -80,6 +82,8 @@ export interface AgentLoopDeps {
   pairing?: PairingCommands;
   /** `/memory` and `/memory undo` (recall/chat-command.ts); absent: the command says memory versions are off. */
   memoryCommand?: (msg: InboundMessage, args: string) => Promise<string>;
+  /** `/usage`: the usage ledger and who sees the whole bot (usage/command.ts); absent: not recorded. */
+  usage?: UsageCommandOptions;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
@@ -246,7 +250,10 @@ export class AgentLoop {
         this.publishTurn(turn, "turnStart");
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };
         try {
-          report = await this.handle(turn, controller.signal);
+          // Every LLM call of the turn, and of what it starts, is counted for its conversation (usage/).
+          report = await withUsageScope({ session: lane.key, kind: turnKindOf(msg) }, () =>
+            this.handle(turn, controller.signal),
+          );
         } catch (err) {
           // One bad message never stops the loop.
           this.log.error({ err, session: lane.key }, "message handling failed");
@@ -337,6 +344,14 @@ export class AgentLoop {
         this.reply(
           turn,
           (await this.deps.memoryCommand?.(turn.msg, command.args)) ?? "Memory versions are not kept here.",
+        );
+        return;
+      case "usage":
+        this.reply(
+          turn,
+          this.deps.usage
+            ? usageReply(turn.msg, sessionKeyOf(turn.msg), this.deps.usage)
+            : "Usage is not recorded here.",
         );
         return;
       case "stop":

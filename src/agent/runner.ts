@@ -254,5 +254,8 @@ function assistantMessage(response: ChatResponse): ChatMessage {
     }));
   }
   if (response.reasoning) message.reasoning_content = response.reasoning;
+  // Kept in the session file with the message (nanobot ignores the key; never sent to the model).
+  if (response.usage)
+    message.usage = { ...response.usage, ...(response.model ? { model: response.model } : {}) };
   return message;
 }

@@ -4,6 +4,7 @@ export const COMMANDS = {
   new: "save what this conversation taught into memory (MEMORY.md, HISTORY.md), then start fresh",
   stop: "cancel what is running in this chat",
   status: "show model, session and memory size",
+  usage: "tokens and cost of this conversation today and this month (the owner also sees the whole bot)",
   help: "list these commands",
   memory: "show recent changes to long-term memory; /memory undo restores the one before",
 } as const;

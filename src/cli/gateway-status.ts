@@ -38,7 +38,7 @@ export function removeGatewayStatus(stateDir: string): void {
 /** The gateway running on `stateDir`, or undefined when none does (its lock decides, not the file). */
 export function readGatewayStatus(stateDir: string): GatewayStatus | undefined {
   const pid = runningGatewayPid(stateDir);
-  if (pid === undefined) return undefined;
+  if (pid === null) return undefined;
   try {
     const status = JSON.parse(readFileSync(statusFileOf(stateDir), "utf8")) as GatewayStatus;
     // Another run's file (this one is still starting): only the pid is known for sure.

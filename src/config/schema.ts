@@ -375,6 +375,25 @@ const MemorySchema = z.object({
     .prefault({}),
 });
 
+// Usage and cost (src/usage/): US dollars per million tokens, per model name or glob.
+export const PricingSchema = z
+  .record(
+    z.string().min(1),
+    z.object({
+      input: z.number().min(0).describe("USD per million prompt tokens."),
+      output: z.number().min(0).describe("USD per million completion tokens (reasoning included)."),
+      cachedInput: z
+        .number()
+        .min(0)
+        .optional()
+        .describe("USD per million prompt tokens served from the provider's cache; default: input."),
+    }),
+  )
+  .default({})
+  .describe(
+    'Prices per model ("gpt-4o-mini") or glob ("claude-*"); a model without one is counted in tokens, "no price".',
+  );
+
 export const ConfigSchema = z.object({
   $schema: z.string().optional(),
   agents: AgentsSchema.prefault({}),
@@ -385,6 +404,7 @@ export const ConfigSchema = z.object({
   cron: CronSchema.prefault({}),
   transcription: TranscriptionSchema.prefault({}),
   memory: MemorySchema.prefault({}),
+  pricing: PricingSchema,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

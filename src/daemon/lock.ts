@@ -148,8 +148,8 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-/** The pid of the live gateway holding `stateDir`, or undefined when none runs (for `palaver status`). */
-export function runningGatewayPid(stateDir: string): number | undefined {
+/** The pid of the live gateway holding `stateDir`'s lock, or null (doctor, backup restore). */
+export function runningGatewayPid(stateDir: string): number | null {
   const held = readLock(join(stateDir, "gateway.lock"));
-  return held && isAlive(held) ? held.pid : undefined;
+  return held && isAlive(held) ? held.pid : null;
 }

@@ -10,6 +10,7 @@ import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import type { TurnReport } from "../agent/loop.js";
 import type { ApprovalMeter, ApprovalOutcome } from "../approvals/gate.js";
 import type { ChatRequest, ChatResponse, Provider } from "../llm/types.js";
+import type { UsageEntry } from "../usage/record.js";
 import { LlmError } from "../util/errors.js";
 
 export interface LiveCounts {
@@ -32,6 +33,8 @@ export class Metrics implements ApprovalMeter {
   private readonly toolErrors: Counter<"tool">;
   private readonly approvals: Counter<"decision">;
   private readonly approvalWait: Histogram<"decision">;
+  private readonly usageTokens: Counter<"model" | "kind" | "type">;
+  private readonly usageCost: Counter<"model" | "kind">;
   /** When the LLM last answered / last failed (ms since epoch), for /readyz. */
   lastLlmSuccessAt: number | undefined;
   lastLlmFailureAt: number | undefined;
@@ -117,6 +120,18 @@ export class Metrics implements ApprovalMeter {
       buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800],
       registers,
     });
+    this.usageTokens = new Counter({
+      name: "palaver_usage_tokens_total",
+      help: "Tokens of LLM calls by model, kind of work (chat, heartbeat, cron, subagent, consolidation, delegate) and type (prompt, completion, cached, reasoning)",
+      labelNames: ["model", "kind", "type"],
+      registers,
+    });
+    this.usageCost = new Counter({
+      name: "palaver_usage_cost_usd_total",
+      help: "Cost in US dollars of LLM calls by model and kind of work, from `pricing` (models without a price add nothing)",
+      labelNames: ["model", "kind"],
+      registers,
+    });
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,
@@ -157,6 +172,17 @@ export class Metrics implements ApprovalMeter {
   approval(outcome: ApprovalOutcome, waitedMs?: number): void {
     this.approvals.inc({ decision: outcome });
     if (waitedMs !== undefined) this.approvalWait.observe({ decision: outcome }, waitedMs / 1000);
+  }
+
+  /** One LLM call's usage, as the usage ledger records it. */
+  usage(entry: UsageEntry): void {
+    const labels = { model: entry.model, kind: entry.kind };
+    this.usageTokens.inc({ ...labels, type: "prompt" }, entry.promptTokens);
+    this.usageTokens.inc({ ...labels, type: "completion" }, entry.completionTokens);
+    this.usageTokens.inc({ ...labels, type: "cached" }, entry.cachedTokens);
+    this.usageTokens.inc({ ...labels, type: "reasoning" }, entry.reasoningTokens);
+    // Always touched, so a model without a price shows as 0 rather than missing.
+    this.usageCost.inc(labels, entry.costUsd ?? 0);
   }
 
   /** Wraps a provider so every call is counted. */

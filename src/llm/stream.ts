@@ -8,6 +8,7 @@
 import * as z from "zod";
 import { LlmError } from "../util/errors.js";
 import { ThinkFilter } from "./think-stream.js";
+import { WireUsage } from "./wire.js";
 
 const WireChunk = z.object({
   model: z.string().nullish(),
@@ -36,7 +37,7 @@ const WireChunk = z.object({
       }),
     )
     .nullish(),
-  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+  usage: WireUsage.nullish(),
 });
 
 interface AssembledCall {
@@ -51,7 +52,7 @@ export interface AssembledCompletion {
     message: { content: string; reasoning_content: string; tool_calls?: AssembledCall[] };
     finish_reason: string | null;
   }[];
-  usage?: { prompt_tokens?: number | null; completion_tokens?: number | null };
+  usage?: z.infer<typeof WireUsage>;
 }
 
 export class StreamAssembler {

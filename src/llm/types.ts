@@ -38,6 +38,8 @@ export interface ChatMessage {
   timestamp?: string;
   /** Tool names used in the turn (nanobot keeps this on assistant messages). */
   tools_used?: string[];
+  /** Assistant messages: the tokens and cost of the LLM call that wrote it (never sent). */
+  usage?: MessageUsage;
 }
 
 export interface ToolDefinition {
@@ -61,6 +63,19 @@ export interface ChatRequest {
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** Of promptTokens, served from the provider's prompt cache (`prompt_tokens_details.cached_tokens`). */
+  cachedTokens?: number;
+  /** Of completionTokens, spent on reasoning (`completion_tokens_details.reasoning_tokens`). */
+  reasoningTokens?: number;
+  /** The provider reported no usage: palaver estimated the counts (usage/metered.ts). */
+  estimated?: boolean;
+  /** USD from `pricing`; null: the model has no price. Set by usage/metered.ts. */
+  costUsd?: number | null;
+}
+
+/** An assistant message's `usage` in the session file (nanobot ignores the key): its LLM call. */
+export interface MessageUsage extends Usage {
+  model?: string;
 }
 
 export interface ChatResponse {

@@ -10,7 +10,7 @@ import * as z from "zod";
 import { LlmError, errorMessage } from "../util/errors.js";
 import { explainCutOffArguments } from "./cut-off.js";
 import { stripThink } from "./think.js";
-import type { ChatMessage, ChatResponse, ContentPart, ToolCall } from "./types.js";
+import type { ChatMessage, ChatResponse, ContentPart, ToolCall, Usage } from "./types.js";
 
 // ---------------------------------------------------------------- requests
 
@@ -65,6 +65,26 @@ const WireToolCall = z.object({
   }),
 });
 
+/** Usage as OpenAI reports it; the details are absent on many compatible servers. */
+export const WireUsage = z.object({
+  prompt_tokens: z.number().nullish(),
+  completion_tokens: z.number().nullish(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().nullish() }).nullish(),
+  completion_tokens_details: z.object({ reasoning_tokens: z.number().nullish() }).nullish(),
+});
+
+/** Wire usage → ours; the details only when reported. */
+function usageOf(usage: z.infer<typeof WireUsage>): Usage {
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  return {
+    promptTokens: usage.prompt_tokens ?? 0,
+    completionTokens: usage.completion_tokens ?? 0,
+    ...(typeof cached === "number" ? { cachedTokens: cached } : {}),
+    ...(typeof reasoning === "number" ? { reasoningTokens: reasoning } : {}),
+  };
+}
+
 const WireCompletion = z.object({
   model: z.string().nullish(),
   choices: z
@@ -80,7 +100,7 @@ const WireCompletion = z.object({
       }),
     )
     .nullish(),
-  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+  usage: WireUsage.nullish(),
 });
 
 /** Raw arguments → a tool call; never throws (a bad call goes back to the model as text). */
@@ -149,9 +169,7 @@ export function parseCompletion(body: unknown): ChatResponse {
     ),
     ...(reasoning ? { reasoning } : {}),
     finishReason,
-    ...(usage
-      ? { usage: { promptTokens: usage.prompt_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0 } }
-      : {}),
+    ...(usage ? { usage: usageOf(usage) } : {}),
     ...(parsed.data.model ? { model: parsed.data.model } : {}),
   };
 }

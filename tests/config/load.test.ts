@@ -453,6 +453,7 @@ describe("configJsonSchema", () => {
       "gateway",
       "cron",
       "transcription",
+      "pricing",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });

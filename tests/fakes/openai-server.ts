@@ -53,7 +53,7 @@ export interface FakeReply {
   finishReason?: string;
   /** Destroy the socket instead of answering (a network error for the client). */
   dropConnection?: boolean;
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  usage?: FakeUsage;
   /** Send this instead of a built completion: an object as JSON, a string verbatim (status default 200). */
   rawBody?: unknown;
   /** Model name reported back (default: the requested model). */
@@ -64,6 +64,14 @@ export interface FakeReply {
   pieceChars?: number;
   /** Streaming: the connection breaks after this many content pieces (a stream cut mid-way). */
   breakAfterPieces?: number;
+}
+
+/** Usage as OpenAI reports it, with the cache and reasoning details its newer models send. */
+export interface FakeUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 /** The request body as the SDK sent it; loosely typed on purpose. */
@@ -432,11 +440,7 @@ function finishOf(reply: FakeReply): string {
   return reply.finishReason ?? (reply.toolCalls?.length ? "tool_calls" : "stop");
 }
 
-function usageOf(reply: FakeReply): {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-} {
+function usageOf(reply: FakeReply): FakeUsage & { total_tokens: number } {
   const u = reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 };
   return { ...u, total_tokens: u.prompt_tokens + u.completion_tokens };
 }

@@ -192,7 +192,14 @@ describe("slash commands", () => {
   });
 
   it("registers the chat commands with short descriptions", () => {
-    expect(SLASH_COMMANDS.map((c) => c.name).sort()).toEqual(["help", "memory", "new", "status", "stop"]);
+    expect(SLASH_COMMANDS.map((c) => c.name).sort()).toEqual([
+      "help",
+      "memory",
+      "new",
+      "status",
+      "stop",
+      "usage",
+    ]);
     for (const c of SLASH_COMMANDS) expect(c.description.length).toBeGreaterThan(0);
     for (const c of SLASH_COMMANDS) expect(c.description.length).toBeLessThanOrEqual(100);
   });
