@@ -118,6 +118,8 @@ export interface CreateAgentOptions {
   pairing?: AgentLoopDeps["pairing"];
   /** Replaces the policy built from tools.approval (tests); mode "off" still means no gate. */
   approvalPolicy?: ApprovalPolicy;
+  /** More /status lines from the host (the gateway's replies held for channels that are not running). */
+  statusLines?: () => string[];
 }
 
 export function createAgent({
@@ -137,6 +139,7 @@ export function createAgent({
   approvalMeter,
   approvalPolicy,
   pairing,
+  statusLines,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const llm = provider ?? createLlm(config);
@@ -324,7 +327,12 @@ export function createAgent({
     agents: conversationAgents,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
-    statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
+    statusLines: () => [
+      ...llmStatus,
+      execStatusLine(execSandbox),
+      ...mcpStatusLines(mcp.status()),
+      ...(statusLines?.() ?? []),
+    ],
     settings: {
       workspace,
       model: llm.model,
