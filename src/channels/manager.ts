@@ -255,7 +255,10 @@ export class ChannelManager {
     this.opts.journal?.syncExternalDrops();
     const gone = this.held.discard((pending) => this.droppedMeanwhile(pending));
     for (const { msg } of gone) {
-      this.log.info({ channel: msg.channel, chatId: msg.chatId }, "held reply dropped by `palaver outbox drop`; not sent");
+      this.log.info(
+        { channel: msg.channel, chatId: msg.chatId },
+        "held reply dropped by `palaver outbox drop`; not sent",
+      );
     }
   }
 
@@ -424,7 +427,10 @@ export class ChannelManager {
         }
         this.opts.journal?.syncExternalDrops();
         if (this.droppedMeanwhile(pending)) {
-          this.log.info({ channel: msg.channel, chatId: msg.chatId }, "reply dropped by `palaver outbox drop`; not sent");
+          this.log.info(
+            { channel: msg.channel, chatId: msg.chatId },
+            "reply dropped by `palaver outbox drop`; not sent",
+          );
           return;
         }
       }

@@ -69,7 +69,11 @@ function journalOf(cmd: Command): string {
 }
 
 /** Pure: the entries `palaver outbox drop` means, or an error that says how to say it. */
-export function chooseEntries(entries: OutboxEntry[], ids: readonly string[], opts: DropOptions): OutboxEntry[] {
+export function chooseEntries(
+  entries: OutboxEntry[],
+  ids: readonly string[],
+  opts: DropOptions,
+): OutboxEntry[] {
   const ways = [ids.length > 0, opts.channel !== undefined, opts.all === true].filter(Boolean).length;
   if (ways !== 1) {
     throw new Error("say which replies to drop: their ids, or --channel NAME, or --all (one of them)");

@@ -285,7 +285,8 @@ export class Journal {
       return;
     }
     for (const id of droppedIds(text)) {
-      if (this.pendingOut.delete(id)) this.log.info({ id }, "journal: reply dropped by `palaver outbox drop`");
+      if (this.pendingOut.delete(id))
+        this.log.info({ id }, "journal: reply dropped by `palaver outbox drop`");
     }
   }
 

@@ -336,7 +336,9 @@ describe("ChannelManager: delivery", () => {
     const [stale] = readOutbox(journal.path);
     expect(stale!.msg.content).toBe("stale reminder");
 
-    expect(dropFromOutbox(journal.path, [stale!.id], "dropped with `palaver outbox drop`")).toEqual([stale!.id]);
+    expect(dropFromOutbox(journal.path, [stale!.id], "dropped with `palaver outbox drop`")).toEqual([
+      stale!.id,
+    ]);
     expect(manager!.heldCounts()).toEqual({ later: 1 });
 
     const later = new TestChannel("later");

@@ -178,7 +178,17 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
 
   it("refuses a platform that is not enabled without --force, off a terminal, and says where web reminders go", async () => {
     // Issue 35: such a job's replies would only wait in the outbox; a script must say --force.
-    const added = await cli(["add", "--message", "x", "--every", "3600", "--channel", "telegram", "--to", "42"]);
+    const added = await cli([
+      "add",
+      "--message",
+      "x",
+      "--every",
+      "3600",
+      "--channel",
+      "telegram",
+      "--to",
+      "42",
+    ]);
     expect(added.code).toBe(1);
     expect(added.stderr).toBe(
       "palaver: channels.telegram is not enabled, so this job's replies would only wait in the outbox: " +
