@@ -126,6 +126,8 @@ export interface CreateAgentOptions {
   onUsage?: (entry: UsageEntry) => void;
   /** The config as it is now, for prices (the gateway's follows SIGHUP). Default: the config given. */
   currentConfig?: () => Pick<Config, "pricing" | "channels">;
+  /** More /status lines from the host (the gateway's replies held for channels that are not running). */
+  statusLines?: () => string[];
 }
 
 export function createAgent({
@@ -147,6 +149,7 @@ export function createAgent({
   pairing,
   onUsage,
   currentConfig = () => config,
+  statusLines,
 }: CreateAgentOptions): Agent {
   const defaults = config.agents.defaults;
   const unmetered = provider ?? createLlm(config);
@@ -342,7 +345,12 @@ export function createAgent({
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
     usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
-    statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
+    statusLines: () => [
+      ...llmStatus,
+      execStatusLine(execSandbox),
+      ...mcpStatusLines(mcp.status()),
+      ...(statusLines?.() ?? []),
+    ],
     settings: {
       workspace,
       model: llm.model,

@@ -25,6 +25,7 @@ import type { Config } from "./config/schema.js";
 import { cronStorePath, stateDir } from "./config/paths.js";
 import { createWorkspace } from "./config/workspace.js";
 import { evaluateReadiness, HealthServer } from "./daemon/health.js";
+import { heldStatusLines, messageJournalPath } from "./daemon/outbox-file.js";
 import { Journal, type JournalIo } from "./daemon/journal.js";
 import { StateLock } from "./daemon/lock.js";
 import { Metrics } from "./daemon/metrics.js";
@@ -72,7 +73,7 @@ export class Gateway {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
     this.toolJournal = new ToolJournal(join(stateDir(path), "journal", "tools.jsonl"));
-    this.journal = new Journal(join(stateDir(path), "journal", "messages.jsonl"), {
+    this.journal = new Journal(messageJournalPath(stateDir(path)), {
       ...(opts.journalIo ? { io: opts.journalIo } : {}),
     });
     this.metrics = new Metrics({
@@ -99,6 +100,7 @@ export class Gateway {
         return listed && [...listed, ...this.pairing.approvedIds(channel)];
       },
       pairing: this.pairing,
+      statusLines: () => heldStatusLines(this.channels.heldCounts()),
       // Live too: who may answer approvals follows the reloaded config.
       adminsOf: (channel) => adminsOf(this.opts.loaded.config, channel),
       approvalMeter: this.metrics,

@@ -28,4 +28,21 @@ export class HeldReplies<T> {
   count(channel: string): number {
     return this.byChannel.get(channel)?.length ?? 0;
   }
+
+  /** How many wait, per channel that has any. */
+  counts(): Record<string, number> {
+    return Object.fromEntries([...this.byChannel].map(([channel, list]) => [channel, list.length]));
+  }
+
+  /** Forgets the replies `drop` says no longer wait (dropped elsewhere); returns them. */
+  discard(drop: (reply: T) => boolean): T[] {
+    const gone: T[] = [];
+    for (const [channel, list] of this.byChannel) {
+      const kept: T[] = [];
+      for (const reply of list) (drop(reply) ? gone : kept).push(reply);
+      if (kept.length) this.byChannel.set(channel, kept);
+      else this.byChannel.delete(channel);
+    }
+    return gone;
+  }
 }

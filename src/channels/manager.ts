@@ -238,6 +238,30 @@ export class ChannelManager {
     return this.held.count(name);
   }
 
+  /** Replies kept per channel that is not running, less those `palaver outbox drop` dropped (/status). */
+  heldCounts(): Record<string, number> {
+    this.forgetDroppedHeld();
+    return this.held.counts();
+  }
+
+  /** Whether a journaled reply was dropped (by `palaver outbox drop`) since it was queued. */
+  private droppedMeanwhile(pending: Pending): boolean {
+    const journal = this.opts.journal;
+    return pending.outboxId !== undefined && journal !== undefined && !journal.isPendingOut(pending.outboxId);
+  }
+
+  /** Re-reads the journal for replies dropped from outside and forgets the held ones among them. */
+  private forgetDroppedHeld(): void {
+    this.opts.journal?.syncExternalDrops();
+    const gone = this.held.discard((pending) => this.droppedMeanwhile(pending));
+    for (const { msg } of gone) {
+      this.log.info(
+        { channel: msg.channel, chatId: msg.chatId },
+        "held reply dropped by `palaver outbox drop`; not sent",
+      );
+    }
+  }
+
   private async keepStarting(entry: Entry, firstAttemptSettled: () => void): Promise<void> {
     const name = entry.channel.name;
     entry.stopRetrying = new AbortController();
@@ -401,6 +425,14 @@ export class ChannelManager {
         } catch {
           return; // shutting down: the journal keeps it for the next start
         }
+        this.opts.journal?.syncExternalDrops();
+        if (this.droppedMeanwhile(pending)) {
+          this.log.info(
+            { channel: msg.channel, chatId: msg.chatId },
+            "reply dropped by `palaver outbox drop`; not sent",
+          );
+          return;
+        }
       }
     }
   }
@@ -475,6 +507,7 @@ export class ChannelManager {
 
   /** The channel runs (again): what was kept for it goes out, oldest first. */
   private releaseHeld(name: string): void {
+    this.forgetDroppedHeld();
     const kept = this.held.take(name);
     if (kept.length)
       this.log.info(

@@ -5,6 +5,7 @@
  * read-modify-write of the file, so the gateway and this command never
  * overwrite each other's jobs.
  */
+import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { createAgent } from "../create-agent.js";
 import { MessageBus } from "../bus/bus.js";
@@ -14,7 +15,7 @@ import { cronStorePath } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
 import { CronService } from "../cron/service.js";
-import { checkTarget } from "../cron/targets.js";
+import { checkTarget, WEB_CHAT_HINT } from "../cron/targets.js";
 import { sessionsDirOf } from "../sessions/store.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
@@ -31,6 +32,7 @@ interface AddOptions {
   channel: string;
   to: string;
   name?: string;
+  force?: boolean;
 }
 
 export function registerCronCommand(program: Command): void {
@@ -63,10 +65,11 @@ export function registerCronCommand(program: Command): void {
     .option("--at <iso>", "once, at an ISO date-time such as 2026-02-12T10:30")
     .requiredOption(
       "--channel <name>",
-      "the channel of the chat to deliver to (telegram, slack, discord, or cli for a `palaver chat` session)",
+      "the channel of the chat to deliver to (telegram, slack, discord, web, or cli for a `palaver chat` session)",
     )
     .requiredOption("--to <chatId>", "the chat id to deliver to")
     .option("--name <name>", "a short label (default: the start of the message)")
+    .option("--force", "add it even for a platform that is not enabled (its replies wait until it is)")
     .action((opts: AddOptions) =>
       guarded(async () => {
         const { service, loaded } = open(add);
@@ -82,6 +85,10 @@ export function registerCronCommand(program: Command): void {
           service.now(),
           CLI_LABELS,
         );
+        // After the schedule is checked, so a question is asked only about a job that can be added.
+        if (target.notEnabled && !opts.force && !(await confirmNotEnabled(opts.channel))) {
+          throw new Error(notEnabledRefusal(opts.channel));
+        }
         const job = await service.add({
           name: opts.name,
           message: opts.message,
@@ -154,6 +161,29 @@ export function registerCronCommand(program: Command): void {
     );
 
   for (const cmd of [list, add, remove, run]) addCommonOptions(cmd);
+}
+
+/** Pure: why `cron add` refuses a platform that is not enabled, and what to do instead. */
+function notEnabledRefusal(channel: string): string {
+  return (
+    `channels.${channel} is not enabled, so this job's replies would only wait in the outbox: ` +
+    `enable it (channels.${channel}.enabled), or add --force to keep the job anyway; ${WEB_CHAT_HINT}`
+  );
+}
+
+/** On a terminal, asks whether to add the job all the same; elsewhere (a script) the answer is no. */
+async function confirmNotEnabled(channel: string): Promise<boolean> {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) return false;
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    const answer = await rl.question(
+      `channels.${channel} is not enabled: this job's replies will wait until it is.\n` +
+        `(${WEB_CHAT_HINT})\nAdd it anyway? [y/N] `,
+    );
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
 }
 
 /** Runs the job's turn with an agent in this process and prints what it answers. */

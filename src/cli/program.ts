@@ -11,6 +11,7 @@ import { registerCronCommand } from "./cron.js";
 import { registerMcpCommand } from "./mcp.js";
 import { registerServiceCommand } from "./service.js";
 import { registerGatewayCommand } from "./gateway.js";
+import { registerOutboxCommand } from "./outbox.js";
 import { registerOnboardCommand } from "./onboard.js";
 import { registerPairingCommand } from "./pairing.js";
 import { registerStatusCommand } from "./status.js";
@@ -57,6 +58,7 @@ registerConfigCommand(program);
 registerCronCommand(program);
 registerApprovalsCommand(program);
 registerPairingCommand(program);
+registerOutboxCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 

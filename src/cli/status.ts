@@ -8,6 +8,7 @@ import type { LoadedConfig } from "../config/load.js";
 import { stateDir } from "../config/paths.js";
 import { pairingPath, PairingStore } from "../pairing/store.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
+import { countByChannel, formatHeldCounts, messageJournalPath, readOutbox } from "../daemon/outbox-file.js";
 import { agentStatus } from "./agents.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { readGatewayStatus, webChatLink } from "./gateway-status.js";
@@ -32,6 +33,8 @@ export interface StatusReport {
   pairing: { approved: number; pending: number };
   /** Whether a gateway runs on this state folder: its pid, since when, its address and the web chat link. */
   gateway: GatewayReport;
+  /** Replies not yet delivered, per channel (the journal's outbox: held for a channel that is not running, or being retried). */
+  held: Record<string, number>;
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
   /** The named agents (<workspace>/agents/*.md) and their problems (palaver agents check). */
@@ -97,6 +100,7 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     sessions: countSessions(loaded.workspace),
     pairing: pairingCounts(loaded.path),
     gateway: gatewayReport(stateDir(loaded.path)),
+    held: countByChannel(readOutbox(messageJournalPath(stateDir(loaded.path)))),
     ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
 }
@@ -140,6 +144,12 @@ export function formatStatus(s: StatusReport): string {
       "pairing",
       `${s.pairing.approved} approved, ${s.pairing.pending} ${s.pairing.pending === 1 ? "code" : "codes"} waiting` +
         (s.pairing.pending ? " (palaver pairing list)" : ""),
+    ],
+    [
+      "held",
+      formatHeldCounts(s.held) === "none"
+        ? "no undelivered replies"
+        : `${formatHeldCounts(s.held)} undelivered (palaver outbox list)`,
     ],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
     ...(s.agents

@@ -8,7 +8,10 @@ import { TERMINAL_CHANNEL } from "../channels/cli/adapter.js";
 import type { Config } from "../config/schema.js";
 import { deliveryTarget, type CronJob } from "./types.js";
 
-export type TargetCheck = { ok: false; error: string } | { ok: true; note?: string };
+export type TargetCheck =
+  | { ok: false; error: string }
+  /** `notEnabled`: the platform is configured but off, so the replies would wait (the CLI asks first). */
+  | { ok: true; note?: string; notEnabled?: true };
 
 /** The chat platforms the config has a section for (telegram, slack, discord ...). */
 export function configuredPlatforms(config: Pick<Config, "channels">): string[] {
@@ -32,6 +35,7 @@ export function checkTarget(config: Pick<Config, "channels">, channel: string, c
   if (!section.enabled) {
     return {
       ok: true,
+      notEnabled: true,
       note:
         `warning: channels.${channel} is not enabled, so this job's replies wait (kept by the gateway) ` +
         `until it is (set channels.${channel}.enabled and reload the gateway)`,
@@ -39,6 +43,11 @@ export function checkTarget(config: Pick<Config, "channels">, channel: string, c
   }
   return { ok: true };
 }
+
+/** Where a web-chat user's reminders go instead, for whoever adds a job from the shell. */
+export const WEB_CHAT_HINT =
+  "for the web chat, use --channel web --to <conversation id> (the part after #c= in the web chat's address), " +
+  "or ask the assistant there to set the reminder";
 
 /** What the person who sets a reminder in the terminal is told about where it goes. */
 export function terminalNote(chatId: string): string {

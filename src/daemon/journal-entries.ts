@@ -35,6 +35,9 @@ export const OutboundSchema = z.object({
   metadata: metadata.optional(),
 });
 
+/** A reply given up (or dropped by `palaver outbox drop`), with why. */
+const Dropped = z.object({ t: z.literal("dropped"), id, reason: z.string() });
+
 export const JournalEntry = z.discriminatedUnion("t", [
   /** An admitted message; a later "in" line with the same id replaces it (a reservation finished). */
   z.object({
@@ -55,7 +58,7 @@ export const JournalEntry = z.discriminatedUnion("t", [
   /** A final reply to send. */
   z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema }),
   z.object({ t: z.literal("sent"), id }),
-  z.object({ t: z.literal("dropped"), id, reason: z.string() }),
+  Dropped,
   /** A platform message id already admitted (de-duplication of redeliveries). */
   z.object({ t: z.literal("seen"), key: z.string() }),
   /**
@@ -76,3 +79,21 @@ export const JournalEntry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("previewClosed"), id }),
 ]);
 export type JournalEntry = z.infer<typeof JournalEntry>;
+
+/**
+ * The ids of the "dropped" lines of journal text, other lines unparsed (cheap enough to re-read a
+ * file that compaction keeps small). A bad line is skipped without a word.
+ */
+export function droppedIds(text: string): string[] {
+  const ids: string[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.includes('"dropped"')) continue;
+    try {
+      const parsed = Dropped.safeParse(JSON.parse(line));
+      if (parsed.success) ids.push(parsed.data.id);
+    } catch {
+      // A torn or hand-edited line: reported by the next open, not here.
+    }
+  }
+  return ids;
+}

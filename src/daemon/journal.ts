@@ -37,7 +37,7 @@
  * the episode loses what was not written.
  */
 import { BoundedMap } from "../util/bounded-map.js";
-import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
 import { originOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
@@ -45,7 +45,7 @@ import { backoffDelay } from "../util/backoff.js";
 import { logger, type Logger } from "../log.js";
 import { ConfigError, errorMessage } from "../util/errors.js";
 import { readJsonl } from "../util/jsonl.js";
-import { JournalEntry } from "./journal-entries.js";
+import { droppedIds, JournalEntry } from "./journal-entries.js";
 
 export interface PendingInbound {
   id: string;
@@ -56,6 +56,8 @@ export interface PendingInbound {
 export interface PendingOutbound {
   id: string;
   msg: OutboundMessage;
+  /** When it was first recorded (ms since the epoch; kept across compactions). */
+  at?: number;
 }
 /** A live preview on screen (channels/live-preview.ts): where its messages are, not what they say. */
 export interface OpenPreview {
@@ -254,9 +256,38 @@ export class Journal {
 
   recordOutbound(msg: OutboundMessage): string {
     const id = randomUUID();
-    this.pendingOut.set(id, { id, msg });
-    this.append({ t: "out", id, at: Date.now(), msg });
+    const at = Date.now();
+    this.pendingOut.set(id, { id, msg, at });
+    this.append({ t: "out", id, at, msg });
     return id;
+  }
+
+  /** Whether reply `id` still waits to be sent (not sent, not dropped). */
+  isPendingOut(id: string): boolean {
+    return this.pendingOut.has(id);
+  }
+
+  /**
+   * Takes in the replies `palaver outbox drop` dropped while this process runs: that command appends
+   * "dropped" lines to the file (daemon/outbox-file.ts), which only this re-read brings into memory.
+   * Called before held replies are sent and before every compaction (which would otherwise write
+   * them back as pending). Only "dropped" lines are parsed, quietly: bad lines were reported at open.
+   */
+  syncExternalDrops(): void {
+    if (this.pendingOut.size === 0) return;
+    let text: string;
+    try {
+      text = readFileSync(this.path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
+        this.log.warn({ file: this.path, err }, "journal: could not re-read it for dropped replies");
+      }
+      return;
+    }
+    for (const id of droppedIds(text)) {
+      if (this.pendingOut.delete(id))
+        this.log.info({ id }, "journal: reply dropped by `palaver outbox drop`");
+    }
   }
 
   markSent(id: string): void {
@@ -324,7 +355,7 @@ export class Journal {
         this.pendingIn.delete(entry.id);
         return;
       case "out":
-        this.pendingOut.set(entry.id, { id: entry.id, msg: entry.msg });
+        this.pendingOut.set(entry.id, { id: entry.id, msg: entry.msg, at: entry.at });
         return;
       case "sent":
       case "dropped":
@@ -394,6 +425,7 @@ export class Journal {
 
   /** Rewrites the file with only what is still needed. */
   private compact(): void {
+    this.syncExternalDrops();
     const pendingKeys = new Set(
       [...this.pendingIn.values()].map((p) => dedupeKey(p.msg)).filter((k) => k !== undefined),
     );
@@ -404,7 +436,7 @@ export class Journal {
       const key = dedupeKey(msg);
       line({ t: "in", id, at: Date.now(), ...(key ? { key } : {}), ...(starts ? { starts } : {}), msg });
     }
-    for (const { id, msg } of this.pendingOut.values()) line({ t: "out", id, at: Date.now(), msg });
+    for (const { id, msg, at } of this.pendingOut.values()) line({ t: "out", id, at: at ?? Date.now(), msg });
     for (const preview of this.previews.values()) line({ t: "preview", ...preview });
     this.closeFile();
     this.io.replace(this.path, lines.length ? `${lines.join("\n")}\n` : "");

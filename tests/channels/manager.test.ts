@@ -7,6 +7,7 @@ import type { InboundMessage } from "../../src/bus/types.js";
 import { isAllowed, NoticeLimiter, refusalNotice } from "../../src/channels/access.js";
 import { ChannelManager, type ChannelManagerOptions } from "../../src/channels/manager.js";
 import { Journal } from "../../src/daemon/journal.js";
+import { dropFromOutbox, readOutbox } from "../../src/daemon/outbox-file.js";
 import { Metrics } from "../../src/daemon/metrics.js";
 import { ChannelError } from "../../src/util/errors.js";
 import { captureLog } from "../helpers/log.js";
@@ -323,6 +324,31 @@ describe("ChannelManager: delivery", () => {
     expect(later.sent.map((m) => m.content)).toEqual(["reminder 1", "reminder 2"]);
     expect(journal.pending.outbound).toBe(0);
     expect(delivered).toEqual(["reminder 1", "reminder 2"]);
+  });
+
+  it("never sends a held reply that `palaver outbox drop` dropped while it ran, and /status stops counting it", async () => {
+    // Issue 35: the CLI appends a "dropped" line to the journal the running manager owns.
+    const { bus, journal } = await deliverySetup(new TestChannel("tg"));
+    bus.publishOutbound({ channel: "later", chatId: "c", content: "stale reminder" });
+    bus.publishOutbound({ channel: "later", chatId: "c", content: "wanted reminder" });
+    await manager!.flush(1000);
+    expect(manager!.heldCounts()).toEqual({ later: 2 });
+    const [stale] = readOutbox(journal.path);
+    expect(stale!.msg.content).toBe("stale reminder");
+
+    expect(dropFromOutbox(journal.path, [stale!.id], "dropped with `palaver outbox drop`")).toEqual([
+      stale!.id,
+    ]);
+    expect(manager!.heldCounts()).toEqual({ later: 1 });
+
+    const later = new TestChannel("later");
+    await manager!.replace(later, { allowFrom: ["*"] });
+    // The wanted reply was queued behind the dropped one: once it is out, the dropped one had its turn.
+    await waitFor(() => later.sent.length === 1);
+    await manager!.flush(1000);
+    expect(later.sent.map((m) => m.content)).toEqual(["wanted reminder"]);
+    expect(journal.pending.outbound).toBe(0);
+    expect(readOutbox(journal.path)).toEqual([]);
   });
 
   it("keeps replies for a channel retrying its start and for a removed one, until it runs again", async () => {

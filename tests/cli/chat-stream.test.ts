@@ -94,6 +94,41 @@ describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
     }
   });
 
+  it("Ctrl+C during a reply prints one notice that it stopped", async () => {
+    // Issue 35: "(stopping…)", the /stop answer and the preview's own mark made three.
+    const configPath = await writeConfig();
+    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
+    const child = spawn("script", ["-qec", `stty cols 40 rows 24; exec ${chat}`, "/dev/null"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+    });
+    let screen = "";
+    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      fake.enqueue({ content: "word ".repeat(400), pieceChars: 5, pieceDelayMs: 50 });
+      const asked = screen.length;
+      child.stdin.write("hi\r");
+      await waitFor(() => screen.includes("word word", asked), CHILD_TIMEOUT_MS, "the reply streaming");
+      child.stdin.write("\u0003");
+      await waitFor(() => screen.includes("you › ", asked), CHILD_TIMEOUT_MS, "the prompt again");
+      // The next exchange proves every notice about the stop had its chance to be printed.
+      fake.enqueue({ content: "after" });
+      const next = screen.length;
+      child.stdin.write("again\r");
+      await waitFor(() => screen.includes("after", next), CHILD_TIMEOUT_MS, "the next reply");
+      const stopped = screen.slice(asked, next);
+      expect(stopped.match(/stop/gi)).toHaveLength(1);
+      child.stdin.write("exit\r");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
   it("a reply taller than the screen is printed once: each line rendered, no raw copy left", async () => {
     const configPath = await writeConfig();
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;

@@ -70,8 +70,9 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
       "telegram",
       "--to",
       "42",
+      "--force",
     ]);
-    // Issue 12: a job for a platform that is configured but not enabled is accepted with a warning.
+    // Issue 12: a job for a platform that is configured but not enabled is accepted (with --force) with a warning.
     expect(added.stderr).toBe(
       "warning: channels.telegram is not enabled, so this job's replies wait (kept by the gateway) until it is " +
         "(set channels.telegram.enabled and reload the gateway)\n",
@@ -95,6 +96,7 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
       "C1",
       "--name",
       "standup",
+      "--force",
     ]);
     expect(cronAdd.code).toBe(0);
 
@@ -172,6 +174,29 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
     expect(terminal.code).toBe(0);
     expect(terminal.stderr).toContain("fires in this terminal chat while `palaver chat` is open");
     expect((await jobsOnDisk()).map((j) => j.payload.channel)).toEqual(["telegram", "cli"]);
+  });
+
+  it("refuses a platform that is not enabled without --force, off a terminal, and says where web reminders go", async () => {
+    // Issue 35: such a job's replies would only wait in the outbox; a script must say --force.
+    const added = await cli([
+      "add",
+      "--message",
+      "x",
+      "--every",
+      "3600",
+      "--channel",
+      "telegram",
+      "--to",
+      "42",
+    ]);
+    expect(added.code).toBe(1);
+    expect(added.stderr).toBe(
+      "palaver: channels.telegram is not enabled, so this job's replies would only wait in the outbox: " +
+        "enable it (channels.telegram.enabled), or add --force to keep the job anyway; for the web chat, use " +
+        "--channel web --to <conversation id> (the part after #c= in the web chat's address), or ask the " +
+        "assistant there to set the reminder\n",
+    );
+    expect(await jobsOnDisk()).toEqual([]);
   });
 
   it("an empty list says how to add a job", async () => {
@@ -259,6 +284,7 @@ describe("palaver cron run", { timeout: 120_000 }, () => {
       "telegram",
       "--to",
       "42",
+      "--force",
     ]);
     const [job] = await jobsOnDisk();
     expect(added.code).toBe(0);

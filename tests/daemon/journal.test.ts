@@ -8,6 +8,7 @@ import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import { Journal } from "../../src/daemon/journal.js";
+import { dropFromOutbox, readOutbox } from "../../src/daemon/outbox-file.js";
 import { diskThatFills } from "../helpers/full-disk.js";
 import { ConfigError } from "../../src/util/errors.js";
 import { captureLog } from "../helpers/log.js";
@@ -109,6 +110,23 @@ describe("Journal", () => {
     const again = new Journal(path);
     expect(again.open().inbound.map((p) => p.msg.content)).toEqual(["still pending"]);
     again.close();
+  });
+});
+
+describe("Journal: replies dropped from outside (palaver outbox drop)", () => {
+  it("a compaction keeps them dropped instead of writing them back as pending, and keeps their age", () => {
+    const path = join(dir, "j.jsonl");
+    const journal = new Journal(path, { compactEvery: 1 });
+    journal.open();
+    const stale = journal.recordOutbound({ channel: "telegram", chatId: "10", content: "stale" });
+    const kept = journal.recordOutbound({ channel: "telegram", chatId: "10", content: "kept" });
+    const [, keptBefore] = readOutbox(path);
+    expect(dropFromOutbox(path, [stale], "dropped by hand")).toEqual([stale]);
+    // Another reply is sent: that compacts the file from memory.
+    journal.markSent(journal.recordOutbound({ channel: "telegram", chatId: "10", content: "other" }));
+    expect(journal.isPendingOut(stale)).toBe(false);
+    expect(readOutbox(path)).toEqual([{ id: kept, msg: keptBefore!.msg, at: keptBefore!.at }]);
+    journal.close();
   });
 });
 

@@ -65,6 +65,10 @@ export class TerminalChannel implements Channel {
   /** The input ended or the user asked to leave; onExit once the lines sent are answered. */
   private leaving = false;
   private exited = false;
+  /** Ctrl+C presses that sent /stop, to tell their answers apart. */
+  private ctrlCs = 0;
+  /** The /stop ids sent by Ctrl+C, and whether a reply was streaming then (its answer is then not printed). */
+  private readonly quietStops = new Map<string, boolean>();
   /** The reply being streamed here (channels.streaming), if any: other output goes around it. */
   private stream: TerminalStream | null = null;
 
@@ -87,8 +91,11 @@ export class TerminalChannel implements Channel {
     if (this.opts.output.isTTY) this.opts.input.on("keypress", () => this.stream?.interrupt());
     rl.on("SIGINT", () => {
       if (this.busy) {
-        this.print(dim("(stopping…)", this.opts.color));
-        this.publish("/stop");
+        // One notice, not three: no "(stopping…)" of its own, and when a reply was streaming its
+        // "⏹ stopped" mark says it, so the answer to this /stop is not printed (see send).
+        const id = `ctrl-c-${++this.ctrlCs}`;
+        this.quietStops.set(id, Boolean(this.stream && !this.stream.finished));
+        this.publish("/stop", { messageId: id });
       } else {
         rl.close();
       }
@@ -141,6 +148,10 @@ export class TerminalChannel implements Channel {
         // Streamed replies reach previewSurface (the channel manager's live preview), not send.
         break;
       case "final":
+        if (this.answersQuietStop(msg)) {
+          if (!this.busy) this.rl?.prompt();
+          break;
+        }
         if (this.opts.interactive ?? true) this.print(`\n${renderMarkdown(msg.content, { color })}\n`);
         else
           this.print(this.opts.renderPiped === false ? msg.content : renderMarkdown(msg.content, { color }));
@@ -236,13 +247,22 @@ export class TerminalChannel implements Channel {
     this.publish(text);
   }
 
-  private publish(content: string): void {
+  private publish(content: string, metadata?: Record<string, unknown>): void {
     this.bus?.publishInbound({
       channel: TERMINAL_CHANNEL,
       senderId: TERMINAL_SENDER,
       chatId: this.opts.chatId,
       content,
+      ...(metadata ? { metadata } : {}),
     });
+  }
+
+  /** Whether `msg` answers a Ctrl+C's /stop sent while a reply streamed (its stopped mark said it). */
+  private answersQuietStop(msg: OutboundMessage): boolean {
+    if (msg.replyTo === undefined || !this.quietStops.has(msg.replyTo)) return false;
+    const quiet = this.quietStops.get(msg.replyTo)!;
+    this.quietStops.delete(msg.replyTo);
+    return quiet;
   }
 
   private print(text: string): void {
