@@ -324,7 +324,12 @@ export function createAgent({
     agents: conversationAgents,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
-    statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
+    statusLines: () => [
+      ...llmStatus,
+      execStatusLine(execSandbox),
+      ...mcpStatusLines(mcp.status()),
+      recall.statusLine(),
+    ],
     settings: {
       workspace,
       model: llm.model,

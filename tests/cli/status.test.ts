@@ -60,6 +60,7 @@ describe("status", () => {
       sessions: 0,
       pairing: { approved: 0, pending: 0 },
       gateway: { running: false },
+      memory: { unavailable: "no index yet (built when the gateway starts)" },
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");
