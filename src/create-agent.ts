@@ -350,6 +350,7 @@ export function createAgent({
       execStatusLine(execSandbox),
       ...mcpStatusLines(mcp.status()),
       ...(statusLines?.() ?? []),
+      recall.statusLine(),
     ],
     settings: {
       workspace,

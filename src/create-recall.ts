@@ -13,9 +13,11 @@ import type { InboundMessage } from "./bus/types.js";
 import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
 import { memoryIndexPath, memoryVersionsDir } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
+import { embedderFor } from "./llm/embeddings.js";
 import { logger } from "./log.js";
 import { memoryCommand } from "./recall/chat-command.js";
 import { MemoryRecall } from "./recall/service.js";
+import { summaryLine } from "./recall/summary.js";
 import { MemoryVersions } from "./recall/versions.js";
 import type { SessionStore } from "./sessions/store.js";
 
@@ -24,6 +26,8 @@ export interface RecallSetup {
   recall: MemoryRecall | undefined;
   /** The loop's `/memory` (AgentLoopDeps.memoryCommand). */
   command: (msg: InboundMessage, args: string) => Promise<string>;
+  /** The /status line about memory search. */
+  statusLine: () => string;
 }
 
 export function createRecall(opts: {
@@ -56,9 +60,11 @@ export function createRecall(opts: {
     historyFile: memory.paths.history,
     includeToolResults: config.memory.search.includeToolResults,
     versions,
+    embedder: embedderFor(config, log),
     log,
   });
   let recall: MemoryRecall | undefined;
+  let statusLine = () => "Memory search: off (this Node.js has no node:sqlite)";
   if ("missing" in found) {
     log.warn(`${found.missing}: memory_search and memory_get are off`);
     // No index to notice a hand edit at start: keep the file as it is now, as the index would.
@@ -68,12 +74,17 @@ export function createRecall(opts: {
     );
   } else {
     recall = found;
+    statusLine = () => {
+      const summary = found.summary();
+      return `Memory search: ${summary ? summaryLine(summary) : "opening the index"}`;
+    };
     sessions.onAppended = (key, messages) => found.enqueue(key, messages);
     found.start().catch((err: unknown) => log.error({ err }, "memory search could not open its index"));
     for (const tool of createMemoryTools(found, config.memory.search.scope)) tools.register(tool);
   }
   return {
     recall,
+    statusLine: () => statusLine(),
     command: (msg, args) =>
       memoryCommand(
         { versions, read: () => memory.readMemory(), write: (text) => memory.writeMemory(text) },

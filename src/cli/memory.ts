@@ -9,8 +9,10 @@ import { join } from "node:path";
 import { MemoryFiles } from "../agent/memory.js";
 import { describeHit } from "../agent/tools/memory-search.js";
 import { memoryIndexPath, memoryVersionsDir, stateDir } from "../config/paths.js";
+import { embedderFor, type Embedder } from "../llm/embeddings.js";
 import { logger } from "../log.js";
 import { MemoryRecall } from "../recall/service.js";
+import { describeEmbeddings } from "../recall/summary.js";
 import { lineChanges, MemoryVersions } from "../recall/versions.js";
 import { sessionsDirOf } from "../sessions/store.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
@@ -53,7 +55,11 @@ export function registerMemoryCommand(program: Command): void {
               `Indexed: ${s.documents.session} messages, ${s.documents.memory} MEMORY.md sections, ` +
                 `${s.documents.history} HISTORY.md entries`,
               `Last update: ${s.updatedAt ?? "never"}`,
-              "Ranking: full text (BM25); embeddings: not configured",
+              `Ranking: ${s.embeddings.state === "off" ? "full text (BM25)" : "full text (BM25) and meaning, fused by rank"}; ` +
+                describeEmbeddings(
+                  s.embeddings,
+                  s.documents.session + s.documents.memory + s.documents.history,
+                ),
             ].join("\n") + "\n",
           );
         }),
@@ -121,6 +127,7 @@ function open(cmd: Command): {
   state: string;
   versions: MemoryVersions;
   includeToolResults: boolean;
+  embedder: Embedder | undefined;
 } {
   const loaded = loadForCli(cmd, { level: "warn" });
   const state = stateDir(loaded.path);
@@ -129,6 +136,7 @@ function open(cmd: Command): {
     state,
     versions: new MemoryVersions(memoryVersionsDir(state)),
     includeToolResults: loaded.config.memory.search.includeToolResults,
+    embedder: embedderFor(loaded.config, logger("memory")),
   };
 }
 
@@ -137,7 +145,7 @@ function versionsFor(cmd: Command): MemoryVersions {
 }
 
 async function withRecall(cmd: Command, work: (recall: MemoryRecall) => Promise<void>): Promise<void> {
-  const { workspace, state, versions, includeToolResults } = open(cmd);
+  const { workspace, state, versions, includeToolResults, embedder } = open(cmd);
   const sessionsDir = sessionsDirOf(workspace);
   const files = new MemoryFiles(workspace);
   const made = MemoryRecall.create({
@@ -148,6 +156,7 @@ async function withRecall(cmd: Command, work: (recall: MemoryRecall) => Promise<
     historyFile: files.paths.history,
     includeToolResults,
     versions,
+    embedder,
     log: logger("memory"),
   });
   if ("missing" in made) throw new Error(made.missing);

@@ -5,10 +5,12 @@ import type { Command } from "commander";
 import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
 import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
-import { stateDir } from "../config/paths.js";
+import { memoryIndexPath, stateDir } from "../config/paths.js";
 import { pairingPath, PairingStore } from "../pairing/store.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
 import { countByChannel, formatHeldCounts, messageJournalPath, readOutbox } from "../daemon/outbox-file.js";
+import { embedderModel } from "../llm/embeddings.js";
+import { readIndexSummary, summaryLine, type IndexSummary } from "../recall/summary.js";
 import { agentStatus } from "./agents.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { readGatewayStatus, webChatLink } from "./gateway-status.js";
@@ -37,6 +39,8 @@ export interface StatusReport {
   held: Record<string, number>;
   /** Whether shell commands run in the bubblewrap sandbox, and if not, why (probed by the status command). */
   exec?: { sandboxed: boolean; detail: string };
+  /** Memory search: what its index holds and the embeddings' state, or why there is no index. */
+  memory: IndexSummary | { unavailable: string };
   /** The named agents (<workspace>/agents/*.md) and their problems (palaver agents check). */
   agents?: { names: string[]; problems: string[] };
 }
@@ -101,8 +105,14 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     pairing: pairingCounts(loaded.path),
     gateway: gatewayReport(stateDir(loaded.path)),
     held: countByChannel(readOutbox(messageJournalPath(stateDir(loaded.path)))),
+    memory: memorySummary(loaded),
     ...(sandbox ? { exec: { sandboxed: sandbox.sandboxed, detail: describeSandbox(sandbox) } } : {}),
   };
+}
+
+function memorySummary(loaded: LoadedConfig): StatusReport["memory"] {
+  const summary = readIndexSummary(memoryIndexPath(stateDir(loaded.path)), embedderModel(loaded.config));
+  return typeof summary === "string" ? { unavailable: summary } : summary;
 }
 
 function pairingCounts(configPath: string): StatusReport["pairing"] {
@@ -151,6 +161,7 @@ export function formatStatus(s: StatusReport): string {
         ? "no undelivered replies"
         : `${formatHeldCounts(s.held)} undelivered (palaver outbox list)`,
     ],
+    ["memory", "unavailable" in s.memory ? s.memory.unavailable : summaryLine(s.memory)],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
     ...(s.agents
       ? ([

@@ -370,7 +370,24 @@ const MemorySchema = z.object({
       includeToolResults: z
         .boolean()
         .default(false)
-        .describe("Also index what tools returned (pages, command output): more to find, a bigger index."),
+        .describe(
+          "Also index what tools returned (pages, command output): more to find, a bigger index. A turn whose " +
+            "memory_search returns such a result is marked as having read untrusted content.",
+        ),
+      embeddings: z
+        .object({
+          model: z.string().trim().min(1).describe('The embedding model, e.g. "text-embedding-3-small".'),
+          provider: z
+            .string()
+            .trim()
+            .min(1)
+            .optional()
+            .describe("A key of providers whose API has /embeddings; absent: the chat model's provider."),
+        })
+        .optional()
+        .describe(
+          "Rank by meaning as well as by words: the provider's /embeddings endpoint, fused with full text. Absent: full text only.",
+        ),
     })
     .prefault({}),
 });

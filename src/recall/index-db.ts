@@ -15,6 +15,7 @@ import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { cjkTerms, ftsQuery, hasCjk } from "./chunks.js";
 import type { Database, SqlValue, loadSqlite } from "./sqlite.js";
+import { closestTo, fromBlob, MIN_COSINE, toBlob } from "./vectors.js";
 
 type Sqlite = Extract<ReturnType<typeof loadSqlite>, { sqlite: unknown }>["sqlite"];
 
@@ -62,6 +63,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, content='docs', content_
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_cjk USING fts5(text, content='docs', content_rowid='id',
   tokenize='trigram');
 CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS vecs(id INTEGER PRIMARY KEY, model TEXT NOT NULL, v BLOB NOT NULL);
 `;
 
 /** Characters of a hit shown around the words that matched. */
@@ -159,20 +161,13 @@ export class RecallIndex {
     this.add(docs);
   }
 
-  search(query: string, filter: SearchFilter): Hit[] {
-    const where: string[] = [];
-    const params: SqlValue[] = [];
-    if (filter.source) {
-      where.push("d.source = ?");
-      params.push(filter.source);
-    }
-    if (filter.sessionKeys) {
-      where.push(
-        `(d.source <> 'session' OR d.key IN (${filter.sessionKeys.map(() => "?").join(", ") || "NULL"}))`,
-      );
-      params.push(...filter.sessionKeys);
-    }
-    const extra = where.map((w) => ` AND ${w}`).join("");
+  /** Full-text hits, and when `byMeaning` is given (a query's vector), the nearest vectors' too, fused by rank. */
+  search(
+    query: string,
+    filter: SearchFilter,
+    byMeaning?: { model: string; vector: readonly number[] },
+  ): Hit[] {
+    const { extra, params } = whereOf(filter);
     const lists: Hit[][] = [];
     const words = ftsQuery(query);
     if (words) lists.push(this.match("fts", words, extra, params, filter.limit));
@@ -181,7 +176,53 @@ export class RecallIndex {
       if (trigram) lists.push(this.match("fts_cjk", trigram, extra, params, filter.limit));
       for (const term of short) lists.push(this.like(term, extra, params, filter.limit));
     }
-    return fuseByRank(lists, filter.limit);
+    if (byMeaning) lists.push(this.nearest(byMeaning.model, byMeaning.vector, extra, params, filter.limit));
+    return fuseByRank(
+      lists.filter((l) => l.length > 0),
+      filter.limit,
+    );
+  }
+
+  // ---- vectors: one per piece, of one model (a model change drops them all) ----
+
+  /** Forgets the vectors of any other model; returns how many. */
+  dropVectorsNotOf(model: string): number {
+    return Number(this.db.prepare("DELETE FROM vecs WHERE model <> ?").run(model).changes);
+  }
+
+  /** Up to `n` pieces after `afterId` that have no vector yet, oldest first. */
+  unembedded(afterId: number, n: number): { id: number; text: string }[] {
+    return this.db
+      .prepare(
+        "SELECT d.id, d.text FROM docs d LEFT JOIN vecs v ON v.id = d.id " +
+          "WHERE v.id IS NULL AND d.id > ? ORDER BY d.id LIMIT ?",
+      )
+      .all(afterId, n)
+      .map((row) => ({ id: Number(row.id), text: String(row.text) }));
+  }
+
+  /** Stores vectors; a piece removed meanwhile (MEMORY.md rewritten) gets none. */
+  putVectors(model: string, rows: readonly { id: number; vector: readonly number[] }[]): void {
+    const put = this.db.prepare(
+      "INSERT OR REPLACE INTO vecs(id, model, v) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?)",
+    );
+    this.transaction(() => {
+      for (const { id, vector } of rows) put.run(id, model, toBlob(vector), id);
+    });
+  }
+
+  vectorCount(model: string): number {
+    return Number(this.db.prepare("SELECT COUNT(*) AS n FROM vecs WHERE model = ?").get(model)?.n ?? 0);
+  }
+
+  getMeta(key: string): string | undefined {
+    const v = this.db.prepare("SELECT v FROM meta WHERE k = ?").get(key)?.v;
+    return typeof v === "string" ? v : undefined;
+  }
+
+  setMeta(key: string, value: string | undefined): void {
+    if (value === undefined) this.db.prepare("DELETE FROM meta WHERE k = ?").run(key);
+    else this.db.prepare("INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)").run(key, value);
   }
 
   get(id: number): Doc | undefined {
@@ -226,7 +267,7 @@ export class RecallIndex {
   clear(): void {
     this.transaction(() => {
       this.db.exec(
-        "DELETE FROM docs; DELETE FROM files; " +
+        "DELETE FROM docs; DELETE FROM files; DELETE FROM vecs; " +
           "INSERT INTO fts(fts) VALUES ('delete-all'); INSERT INTO fts_cjk(fts_cjk) VALUES ('delete-all');",
       );
     });
@@ -258,6 +299,36 @@ export class RecallIndex {
     return rows.map((row) => hitOf({ ...row, excerpt: excerpt.get(expr, BigInt(Number(row.id)))?.excerpt }));
   }
 
+  /**
+   * The pieces whose vectors are closest to `query` (cosine, at least MIN_COSINE), in scope. A scan
+   * row by row: nothing but the best few is held in memory, and under scope "chat" only the
+   * conversation's own messages are read.
+   */
+  private nearest(
+    model: string,
+    query: readonly number[],
+    extra: string,
+    params: SqlValue[],
+    limit: number,
+  ): Hit[] {
+    const rows = this.db
+      .prepare(`SELECT v.id, v.v FROM vecs v JOIN docs d ON d.id = v.id WHERE v.model = ?${extra}`)
+      .iterate(model, ...params);
+    const best = closestTo(
+      toBlobVector(query),
+      (function* () {
+        for (const row of rows) yield { id: Number(row.id), vector: fromBlob(row.v as Uint8Array) };
+      })(),
+      limit,
+      MIN_COSINE,
+    );
+    const get = this.db.prepare("SELECT d.*, substr(d.text, 1, 300) AS excerpt FROM docs d WHERE d.id = ?");
+    return best.flatMap(({ id }) => {
+      const row = get.get(id);
+      return row ? [hitOf(row)] : [];
+    });
+  }
+
   /** CJK words of one or two characters: no trigram to match, so a scan of the CJK pieces. */
   private like(term: string, extra: string, params: SqlValue[], limit: number): Hit[] {
     return this.db
@@ -275,6 +346,7 @@ export class RecallIndex {
     if (hasCjk(text))
       this.db.prepare("INSERT INTO fts_cjk(fts_cjk, rowid, text) VALUES ('delete', ?, ?)").run(rowid, text);
     this.db.prepare("DELETE FROM docs WHERE id = ?").run(id);
+    this.db.prepare("DELETE FROM vecs WHERE id = ?").run(id);
   }
 
   private touch(): void {
@@ -310,6 +382,28 @@ export function fuseByRank<T extends { id: number }>(lists: readonly T[][], limi
     .sort((a, b) => b.score - a.score)
     .slice(0, limit)
     .map((e) => e.item);
+}
+
+/** A query's vector in the stored form (normalised Float32), so both sides are compared alike. */
+function toBlobVector(vector: readonly number[]): Float32Array {
+  return fromBlob(toBlob(vector));
+}
+
+/** The filter as SQL over `docs d`. */
+function whereOf(filter: SearchFilter): { extra: string; params: SqlValue[] } {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.source) {
+    where.push("d.source = ?");
+    params.push(filter.source);
+  }
+  if (filter.sessionKeys) {
+    where.push(
+      `(d.source <> 'session' OR d.key IN (${filter.sessionKeys.map(() => "?").join(", ") || "NULL"}))`,
+    );
+    params.push(...filter.sessionKeys);
+  }
+  return { extra: where.map((w) => ` AND ${w}`).join(""), params };
 }
 
 function hashOf(doc: NewDoc): string {

@@ -9,16 +9,23 @@
  *   of the event loop, so a reply never waits for it.
  * - MEMORY.md and HISTORY.md are stat'ed before each search and after each turn's append: a
  *   change, a hand edit included, is indexed then, and a new MEMORY.md is kept as a version.
+ * - With memory.search.embeddings, pieces also get vectors in the background (embedding.ts) and a
+ *   search fuses the nearest vectors with the full-text hits; without them, or while the endpoint
+ *   fails, full text alone.
  */
+import { existsSync, statSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import type { Embedder } from "../llm/embeddings.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Logger } from "../log.js";
 import { readLines } from "../sessions/file-lines.js";
 import { errorMessage } from "../util/errors.js";
 import { isIndexed, historyEntries, memorySections, messageText } from "./chunks.js";
+import { Embeddings, type EmbeddingsState } from "./embedding.js";
 import { RecallIndex, type Doc, type DocSource, type Hit, type NewDoc } from "./index-db.js";
 import { loadSqlite } from "./sqlite.js";
+import type { IndexSummary } from "./summary.js";
 import type { MemoryVersions, VersionReason } from "./versions.js";
 
 export interface RecallOptions {
@@ -32,6 +39,8 @@ export interface RecallOptions {
   includeToolResults: boolean;
   /** Where a changed MEMORY.md is kept as a version. */
   versions?: MemoryVersions;
+  /** memory.search.embeddings: rank by meaning too. Absent: full text only. */
+  embedder?: Embedder;
   log: Logger;
 }
 
@@ -48,6 +57,7 @@ export interface RecallStatus {
   documents: { memory: number; history: number; session: number };
   updatedAt: string | undefined;
   bytesOnDisk: number;
+  embeddings: EmbeddingsState;
 }
 
 /** A message longer than this is indexed by its beginning (a pasted log must not bloat the index). */
@@ -65,11 +75,14 @@ export class MemoryRecall {
   private memorySync: Promise<void> = Promise.resolve();
   private memoryCheckedAt = -Infinity;
   private started: Promise<void> | undefined;
+  private readonly embeddings: Embeddings | undefined;
 
   private constructor(
     private readonly sqlite: Extract<ReturnType<typeof loadSqlite>, { sqlite: unknown }>["sqlite"],
     private readonly opts: RecallOptions,
-  ) {}
+  ) {
+    this.embeddings = opts.embedder ? new Embeddings(opts.embedder, () => this.index, opts.log) : undefined;
+  }
 
   /** The service, or why this Node cannot have it (logged once by the caller). */
   static create(opts: RecallOptions): MemoryRecall | { missing: string } {
@@ -105,11 +118,16 @@ export class MemoryRecall {
   async search(q: RecallQuery): Promise<Hit[]> {
     const index = await this.ready();
     await this.syncMemoryFiles("edit");
-    return index.search(q.query, {
-      limit: q.limit,
-      ...(q.source ? { source: q.source } : {}),
-      ...(q.sessionKeys ? { sessionKeys: q.sessionKeys } : {}),
-    });
+    const vector = await this.embeddings?.queryVector(q.query);
+    return index.search(
+      q.query,
+      {
+        limit: q.limit,
+        ...(q.source ? { source: q.source } : {}),
+        ...(q.sessionKeys ? { sessionKeys: q.sessionKeys } : {}),
+      },
+      vector && this.embeddings ? { model: this.embeddings.model, vector } : undefined,
+    );
   }
 
   /** A piece and, for a message, `around` messages either side; undefined when absent or out of scope. */
@@ -130,13 +148,37 @@ export class MemoryRecall {
         (s) => s.size,
         () => 0,
       );
-    return { indexPath: this.opts.indexPath, documents, updatedAt, bytesOnDisk };
+    return {
+      indexPath: this.opts.indexPath,
+      documents,
+      updatedAt,
+      bytesOnDisk,
+      embeddings: this.embeddings?.state(index) ?? { state: "off" },
+    };
+  }
+
+  /** The index now, for /status (synchronous); undefined while it opens. */
+  summary(): IndexSummary | undefined {
+    if (!this.index) return undefined;
+    const { updatedAt, memory, history, session } = this.index.counts();
+    let bytesOnDisk = 0;
+    for (const suffix of ["", "-wal"]) {
+      const path = this.opts.indexPath + suffix;
+      bytesOnDisk += existsSync(path) ? statSync(path).size : 0;
+    }
+    return {
+      pieces: memory + history + session,
+      bytesOnDisk,
+      updatedAt,
+      embeddings: this.embeddings?.state(this.index) ?? { state: "off" },
+    };
   }
 
   /** Forgets everything and indexes the files again (`palaver memory reindex`). */
   async reindex(): Promise<void> {
     const index = await this.ready();
     index.clear();
+    this.embeddings?.opened(index);
     await this.syncMemoryFiles("edit");
     await this.memorySync;
     await this.indexSessionFiles(index);
@@ -148,6 +190,7 @@ export class MemoryRecall {
     await this.started.catch(() => undefined);
     await this.memorySync;
     this.flush();
+    await this.embeddings?.close();
     this.index?.close();
     this.index = undefined;
     this.started = undefined;
@@ -165,6 +208,7 @@ export class MemoryRecall {
   private async open(): Promise<void> {
     const { index, fresh } = await RecallIndex.open(this.sqlite, this.opts.indexPath, this.opts.log);
     this.index = index;
+    this.embeddings?.opened(index);
     if (fresh)
       this.opts.log.info(
         { index: this.opts.indexPath },
@@ -173,6 +217,7 @@ export class MemoryRecall {
     await this.syncMemoryFiles("start");
     await this.indexSessionFiles(index);
     this.flush();
+    this.embeddings?.fill();
   }
 
   private flush(): void {
@@ -184,7 +229,7 @@ export class MemoryRecall {
         if (doc) docs.push(doc);
       }
     try {
-      this.index.add(docs);
+      if (this.index.add(docs) > 0) this.embeddings?.fill();
     } catch (err) {
       this.opts.log.warn(
         { err },
@@ -235,6 +280,7 @@ export class MemoryRecall {
       })),
     );
     index.setFileStamp(path, size, mtime);
+    this.embeddings?.fill();
     if (source === "memory" && st && this.opts.versions) await this.opts.versions.keep(text, reason);
   }
 

@@ -10,6 +10,8 @@ export interface Statement {
   run(...params: SqlValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   get(...params: SqlValue[]): Record<string, unknown> | undefined;
   all(...params: SqlValue[]): Record<string, unknown>[];
+  /** Row by row, for a scan that must not hold every row at once. */
+  iterate(...params: SqlValue[]): IterableIterator<Record<string, unknown>>;
 }
 
 export interface Database {

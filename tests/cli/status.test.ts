@@ -61,6 +61,7 @@ describe("status", () => {
       pairing: { approved: 0, pending: 0 },
       gateway: { running: false },
       held: {},
+      memory: { unavailable: "no index yet (built when the gateway starts)" },
     });
     const text = formatStatus(report);
     expect(text).toContain("providers  openrouter (key set), local (no key)");

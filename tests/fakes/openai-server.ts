@@ -16,6 +16,11 @@
  * `fake.limitContext({ maxTokens })` makes it refuse prompts over that many
  * tokens (o200k, as tests/fakes/context-limit.ts counts them) with a real
  * provider's 400 body, and report the count as usage.prompt_tokens.
+ *
+ * POST /embeddings answers deterministic vectors: each word (after `fake.embeddingSynonyms`, so
+ * "automobile" can mean "car") adds 1 to one of 256 dimensions chosen by its hash, so texts sharing
+ * words are close and synonyms mapped alike are too. `fake.failEmbeddings(500)` makes it fail,
+ * `failEmbeddings(null)` heals it; `embeddingInputs` records every text asked for.
  */
 import {
   createServer,
@@ -178,6 +183,17 @@ function pieces(text: string, size = 5): string[] {
   return out;
 }
 
+/** A text's fake embedding: one dimension per word (by an FNV-1a hash), synonyms first mapped alike. */
+function fakeEmbedding(text: string, synonyms: Record<string, string>): number[] {
+  const vector = new Array<number>(256).fill(0);
+  for (const word of text.toLowerCase().match(/\p{L}+/gu) ?? []) {
+    let hash = 0x811c9dc5;
+    for (const ch of synonyms[word] ?? word) hash = Math.imul(hash ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+    vector[hash % vector.length]! += 1;
+  }
+  return vector;
+}
+
 export class FakeOpenAI {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: FakeReply[] = [];
@@ -191,6 +207,10 @@ export class FakeOpenAI {
   private readonly closing = new AbortController();
   private seq = 0;
   private closed: Promise<void> | undefined;
+  /** Every text POST /embeddings was asked to embed, in order. */
+  readonly embeddingInputs: string[] = [];
+  private synonyms: Record<string, string> = {};
+  private embeddingFailure: number | null = null;
 
   private readonly server: Server;
   private port = 0;
@@ -244,6 +264,16 @@ export class FakeOpenAI {
     this.contextLimit = await ContextLimit.create(opts);
   }
 
+  /** Words embedded as another word ({ automobile: "car" }). */
+  embeddingSynonyms(map: Record<string, string>): void {
+    this.synonyms = { ...map };
+  }
+
+  /** POST /embeddings answers this status (null: answers again). */
+  failEmbeddings(status: number | null): void {
+    this.embeddingFailure = status;
+  }
+
   /** Used when the queue is empty. */
   setHandler(h: FakeHandler): void {
     this.handler = h;
@@ -269,6 +299,30 @@ export class FakeOpenAI {
     return this.closed;
   }
 
+  private embed(raw: string, res: ServerResponse): void {
+    if (this.embeddingFailure !== null) {
+      sendJson(res, this.embeddingFailure, errorBodyFor(this.embeddingFailure));
+      return;
+    }
+    const body = JSON.parse(raw) as { model: string; input: string | string[]; encoding_format?: string };
+    const inputs = typeof body.input === "string" ? [body.input] : body.input;
+    this.embeddingInputs.push(...inputs);
+    const data = inputs.map((text, index) => {
+      const vector = fakeEmbedding(text, this.synonyms);
+      const embedding =
+        body.encoding_format === "base64"
+          ? Buffer.from(new Float32Array(vector).buffer).toString("base64")
+          : vector;
+      return { object: "embedding", index, embedding };
+    });
+    sendJson(res, 200, {
+      object: "list",
+      data,
+      model: body.model,
+      usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+    });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const raw = await readBody(req);
@@ -277,6 +331,10 @@ export class FakeOpenAI {
         object: "list",
         data: [{ id: "fake-model", object: "model", created: 1_700_000_000, owned_by: "fake" }],
       });
+      return;
+    }
+    if (req.method === "POST" && path.endsWith("/embeddings")) {
+      this.embed(raw, res);
       return;
     }
     if (req.method !== "POST" || !path.endsWith("/chat/completions")) {

@@ -2,6 +2,11 @@
  * `memory_search` and `memory_get`: recall over MEMORY.md, HISTORY.md and past conversations
  * (recall/service.ts). Under scope "chat" a turn sees only its own conversation's sessions, past
  * (ended by /new) and present, besides the memory files; under "all" every session.
+ *
+ * With memory.search.includeToolResults, what tools returned is indexed too, and that may be a web
+ * page's or an MCP server's text: a turn that receives such a piece is marked as having read
+ * untrusted content (approvals/outward.ts), as if it had fetched the page itself. Pieces said by
+ * the user or the assistant do not mark it.
  */
 import * as z from "zod";
 import type { Doc, Hit } from "../../recall/index-db.js";
@@ -68,6 +73,7 @@ export function createMemoryTools(recall: Recall, scope: RecallScope): Tool[] {
         ...(keys ? { sessionKeys: keys } : {}),
       });
       if (hits.length === 0) return `No match in memory or past conversations for "${args.query}".`;
+      markIfToolResults(hits, ctx);
       return [RECALL_HEADER, "", ...hits.map((hit, i) => `${i + 1}. ${describeHit(hit)}`)].join("\n");
     },
   });
@@ -96,10 +102,23 @@ export function createMemoryTools(recall: Recall, scope: RecallScope): Tool[] {
       const keys = scopeKeys(scope, ctx);
       const docs = await recall.get(Number(id), args.around ?? 3, keys);
       if (!docs) return `Nothing found for ${args.ref} (it may have been removed from memory since).`;
+      markIfToolResults(docs, ctx);
       return [RECALL_HEADER, "", ...docs.map((d) => `${whereFrom(d)}:\n${d.text}`)].join("\n\n");
     },
   });
   return [search, get];
+}
+
+/** The untrusted read a recalled tool result counts as. */
+export const RECALLED_TOOL_RESULTS = "memory_search (tool results)";
+
+function markIfToolResults(docs: readonly Doc[], ctx: ToolContext): void {
+  if (!docs.some((d) => d.source === "session" && d.role === "tool")) return;
+  // A new array, as the runner marks a turn (runner.ts markIfUntrusted).
+  ctx.turn.untrusted = [
+    ...(ctx.turn.untrusted ?? []),
+    { tool: "memory_search", source: RECALLED_TOOL_RESULTS },
+  ];
 }
 
 /** One hit on one line: its ref, where it comes from, the matching excerpt. */
