@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { it, type TestContext } from "vitest";
 
 /** CI as the usual runners set it ("true", "1"); "false" or "0" turn it off again. */
-export function inCi(env: NodeJS.ProcessEnv = process.env): boolean {
+function inCi(env: NodeJS.ProcessEnv = process.env): boolean {
   const ci = env.CI?.trim().toLowerCase();
   return ci !== undefined && ci !== "" && ci !== "false" && ci !== "0";
 }
