@@ -5,7 +5,7 @@
  * below it; a reply taller than the screen is printed once, never raw and then again rendered;
  * `chat -m` prints the final alone, nothing of the stream.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,10 +14,13 @@ import { eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, MAIN, runCli } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
-const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
-if (!HAVE_SCRIPT)
-  console.warn("skipping the pseudo-terminal streaming test: util-linux `script` is not installed");
+const NO_SCRIPT = requireOrSkip(
+  haveCommand("script")
+    ? ""
+    : "the pseudo-terminal streaming test needs util-linux `script` (apt-get install bsdutils)",
+);
 
 // Two rows on a 40-column terminal, or three.
 const ANSWER = "Hello **there**, this is a streamed answer that wraps twice on a narrow terminal.";
@@ -48,7 +51,7 @@ async function writeConfig(): Promise<string> {
   return configPath;
 }
 
-describe.skipIf(!HAVE_SCRIPT)("palaver chat streaming on a terminal", () => {
+describe.skipIf(NO_SCRIPT)("palaver chat streaming on a terminal", () => {
   it("prints the reply as it arrives, then erases its raw rows and draws it rendered", async () => {
     const configPath = await writeConfig();
     const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;

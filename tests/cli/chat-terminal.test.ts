@@ -2,7 +2,7 @@
  * `palaver chat` on a real terminal (a pseudo-terminal from util-linux `script`): a background log
  * line must not be drawn over the prompt and what the user has typed so far.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,14 +10,17 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, MAIN } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
-const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
-if (!HAVE_SCRIPT)
-  console.warn("skipping the pseudo-terminal chat test: util-linux `script` is not installed");
+const NO_SCRIPT = requireOrSkip(
+  haveCommand("script")
+    ? ""
+    : "the pseudo-terminal chat test needs util-linux `script` (apt-get install bsdutils)",
+);
 
 const CLEAR_LINE = "\u001b[2K";
 
-describe.skipIf(!HAVE_SCRIPT)("palaver chat on a terminal", () => {
+describe.skipIf(NO_SCRIPT)("palaver chat on a terminal", () => {
   let dir: string;
   let fake: FakeOpenAI;
   beforeEach(async () => {

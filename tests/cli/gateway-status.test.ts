@@ -5,7 +5,7 @@
  * gateway (pid, address, since) and the same link; `palaver web` prints it again; once the gateway
  * stops, status says it is not running.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,14 +15,17 @@ import { CHILD_TIMEOUT_MS, runCli } from "../helpers/cli.js";
 import { DIST_MAIN } from "../helpers/dist.js";
 import { writeGatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
-const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
-if (!HAVE_SCRIPT)
-  console.warn("skipping the pseudo-terminal gateway test: util-linux `script` is not installed");
+const NO_SCRIPT = requireOrSkip(
+  haveCommand("script")
+    ? ""
+    : "the pseudo-terminal gateway test needs util-linux `script` (apt-get install bsdutils)",
+);
 
 const LINK = /^http:\/\/127\.0\.0\.1:\d+\/#token=[\w-]+$/m;
 
-describe.skipIf(!HAVE_SCRIPT)("palaver gateway on a terminal, palaver status and palaver web", () => {
+describe.skipIf(NO_SCRIPT)("palaver gateway on a terminal, palaver status and palaver web", () => {
   let dir: string;
   let fake: FakeOpenAI;
   beforeEach(async () => {

@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { parse as parseDotenv } from "dotenv";
@@ -22,12 +22,17 @@ import {
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
 import { CHILD_TIMEOUT_MS, MAIN, runCli, type CliResult } from "../helpers/cli.js";
+import { haveCommand, requireOrSkip, requireOrSkipNow } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
-const HAVE_SCRIPT = spawnSync("sh", ["-c", "command -v script"], { stdio: "ignore" }).status === 0;
+const NO_SCRIPT = requireOrSkip(
+  haveCommand("script")
+    ? ""
+    : "the service test on a terminal needs util-linux `script` (apt-get install bsdutils)",
+);
 
 const VALUES: UnitValues = {
   node: "/opt/node/bin/node",
@@ -261,8 +266,13 @@ describe("palaver service install (child process)", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  function cli(
+    args: string[],
+    extraEnv: Record<string, string> = {},
+    as?: { uid: number; gid: number },
+  ): Promise<CliResult> {
     return runCli(args, {
+      as,
       cwd: dir,
       env: {
         HOME: home,
@@ -452,7 +462,7 @@ describe("palaver service install (child process)", () => {
     expect(await readFile(stateEnv(), "utf8")).toBe(copied);
   });
 
-  it.skipIf(!HAVE_SCRIPT)("on a terminal it asks before copying, and copies only on yes", async () => {
+  it.skipIf(NO_SCRIPT)("on a terminal it asks before copying, and copies only on yes", async () => {
     await rm(stateEnv());
     await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd\n");
     const no = await onTerminal(["service", "install", "--user", "--config", configPath], "n");
@@ -546,27 +556,61 @@ describe("palaver service install (child process)", () => {
     expect(existsSync(userUnitPath())).toBe(false);
   });
 
-  it.skipIf(process.getuid?.() === 0)(
-    "says plainly that a system unit needs root when it cannot write",
-    async () => {
-      const target = join(dir, "readonly");
-      await mkdir(target);
-      await chmod(target, 0o555);
-      const run = await cli(["service", "install", "--run-as", ME, "--config", configPath], {
-        PALAVER_SYSTEMD_DIR: target,
+  it("says plainly that a system unit needs root when it cannot write", async (ctx) => {
+    // Root writes anywhere, so as root (CI) the command runs as `nobody`, who owns the test's folder.
+    let as: { uid: number; gid: number } | undefined;
+    let runAs = ME;
+    if (process.getuid?.() === 0) {
+      const id = (flag: string) => spawnSync("id", [flag, "nobody"], { encoding: "utf8" });
+      const [uid, gid] = [id("-u"), id("-g")];
+      if (uid.status !== 0 || gid.status !== 0) {
+        requireOrSkipNow(ctx, `the non-root service test needs a user "nobody": ${uid.stderr.trim()}`);
+      }
+      as = { uid: Number(uid.stdout), gid: Number(gid.stdout) };
+      const probe = spawnSync(process.execPath, ["-e", "require('fs').accessSync(process.argv[1])", MAIN], {
+        ...as,
+        encoding: "utf8",
       });
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(
-        /cannot write .*palaver\.service: permission denied; a system unit needs root/,
-      );
-      await chmod(target, 0o755);
-    },
-  );
+      if (probe.status !== 0) {
+        requireOrSkipNow(
+          ctx,
+          `"nobody" cannot run ${MAIN} with ${process.execPath} (make the clone readable to all): ` +
+            (probe.error?.message ?? probe.stderr.trim()),
+        );
+      }
+      runAs = "nobody";
+      await chownTree(dir, as);
+    }
+    const target = join(dir, "readonly");
+    await mkdir(target);
+    await chmod(target, 0o555);
+    if (as) await chown(target, as.uid, as.gid);
+    const run = await cli(
+      ["service", "install", "--run-as", runAs, "--config", configPath],
+      { PALAVER_SYSTEMD_DIR: target },
+      as,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /cannot write .*palaver\.service: permission denied; a system unit needs root/,
+    );
+    await chmod(target, 0o755);
+  });
 });
 
-const HAVE_ANALYZE = spawnSync("sh", ["-c", "command -v systemd-analyze"], { stdio: "ignore" }).status === 0;
+/** Gives `dir` and everything in it to `owner`. */
+async function chownTree(dir: string, owner: { uid: number; gid: number }): Promise<void> {
+  await chown(dir, owner.uid, owner.gid);
+  for (const entry of await readdir(dir, { recursive: true })) {
+    await chown(join(dir, entry), owner.uid, owner.gid);
+  }
+}
 
-describe.skipIf(!HAVE_ANALYZE)("systemd-analyze verify (skipped: systemd-analyze is not installed)", () => {
+const NO_ANALYZE = requireOrSkip(
+  haveCommand("systemd-analyze") ? "" : "verifying the unit needs systemd-analyze (apt-get install systemd)",
+);
+
+describe.skipIf(NO_ANALYZE)("systemd-analyze verify", () => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "palaver-verify-"));
@@ -600,7 +644,7 @@ describe.skipIf(!HAVE_ANALYZE)("systemd-analyze verify (skipped: systemd-analyze
         env: { ...process.env, XDG_RUNTIME_DIR: runtime, SYSTEMD_LOG_COLOR: "0" },
       });
       if (/Failed to initialize manager|Failed to lookup RuntimeDirectory/.test(run.stderr)) {
-        ctx.skip(`systemd-analyze cannot run a test manager here: ${run.stderr.trim()}`);
+        requireOrSkipNow(ctx, `systemd-analyze cannot run a test manager here: ${run.stderr.trim()}`);
       }
       // verify exits 0 even for unknown keys; its complaints name the file, so none may appear.
       const complaints = run.stderr.split("\n").filter((l) => l.includes(unitFile));

@@ -2,9 +2,9 @@
  * sd_notify: the notifier's logic against a recording transport (fake timers for the
  * watchdog), and the real transport (the systemd-notify tool) against a unix datagram socket
  * standing in for systemd's. Node cannot open a datagram socket, so a small python3 script
- * receives them; those tests skip when python3 or systemd-notify is missing.
+ * receives them; those tests skip when python3 or systemd-notify is missing (fail in CI).
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,6 +25,7 @@ import {
   type NotifyTransport,
 } from "../../src/daemon/systemd-notify.js";
 import { PalaverError } from "../../src/util/errors.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
@@ -238,10 +239,15 @@ describe("spawnSystemdNotify", () => {
   });
 });
 
-function have(command: string): boolean {
-  return spawnSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" }).status === 0;
-}
-const CAN_RECEIVE = have("python3") && have("systemd-notify");
+const CANNOT_RECEIVE = requireOrSkip(
+  ["python3", "systemd-notify"]
+    .filter((c) => !haveCommand(c))
+    .map(
+      (c) =>
+        `the real sd_notify transport tests need ${c} (apt-get install ${c === "python3" ? c : "systemd"})`,
+    )
+    .join("; "),
+);
 
 // Binds a unix datagram socket and prints each datagram as a JSON string, one per line.
 // recv() without room for ancillary data makes the kernel close any passed fds, which
@@ -255,7 +261,7 @@ while True:
     print(json.dumps(s.recv(65536).decode()), flush=True)
 `;
 
-describe.skipIf(!CAN_RECEIVE)(
+describe.skipIf(CANNOT_RECEIVE)(
   "through systemd-notify to a datagram socket (needs python3 and systemd-notify)",
   () => {
     let dir: string;

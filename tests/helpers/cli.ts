@@ -36,6 +36,8 @@ export interface CliOptions {
   timeoutMs?: number;
   /** Written to the child's stdin (runCli then closes it); default nothing. */
   stdin?: string;
+  /** Run the child as this user (only root may): a test of what an ordinary account sees. */
+  as?: { uid: number; gid: number };
 }
 
 export interface CliResult {
@@ -61,6 +63,7 @@ export function startCli(args: string[], opts: CliOptions): RunningCli {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH, NO_COLOR: "1", ...opts.env },
     stdio: ["pipe", "pipe", "pipe"],
+    ...opts.as,
   });
   let stdout = "";
   let stderr = "";

@@ -571,11 +571,9 @@ describe("parseCompletion", () => {
 
   it("throws a retryable invalid_response on a wrong shape", () => {
     expect(() => parseCompletion({ choices: "nope" })).toThrow(LlmError);
-    try {
-      parseCompletion({ choices: [] });
-    } catch (err) {
-      expect(err).toMatchObject({ kind: "invalid_response", retryable: true });
-    }
+    expect(() => parseCompletion({ choices: [] })).toThrow(
+      expect.objectContaining({ kind: "invalid_response", retryable: true }),
+    );
   });
 });
 

@@ -8,8 +8,13 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { lastUserText, toolCall, type RecordedRequest, type FakeReply } from "../fakes/openai-server.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
+import { requireOrSkip } from "../helpers/requires.js";
 
-const hasSqlite = process.getBuiltinModule("node:sqlite") !== undefined;
+const noSqlite = requireOrSkip(
+  process.getBuiltinModule("node:sqlite")
+    ? ""
+    : `memory search needs node:sqlite (Node >= 22.13; this is ${process.version})`,
+);
 
 /** What consolidation (on /new) writes into MEMORY.md; undefined: MEMORY.md left as it is. */
 let consolidatedMemory: string | undefined;
@@ -48,7 +53,7 @@ async function start(memory?: Record<string, unknown>): Promise<Harness> {
   return h;
 }
 
-describe.skipIf(!hasSqlite)("memory search through the agent", () => {
+describe.skipIf(noSqlite)("memory search through the agent", () => {
   it("finds a fact said before /new, after other conversations, and the answer holds it", async () => {
     const h = await start();
     await h.ask("c1", "My sister Zuzanna moved to Wrocław last spring.");

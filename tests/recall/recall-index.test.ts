@@ -6,8 +6,13 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MemoryRecall } from "../../src/recall/service.js";
 import { writeCorpus } from "../helpers/recall-corpus.js";
+import { requireOrSkip } from "../helpers/requires.js";
 
-const hasSqlite = process.getBuiltinModule("node:sqlite") !== undefined;
+const noSqlite = requireOrSkip(
+  process.getBuiltinModule("node:sqlite")
+    ? ""
+    : `memory search needs node:sqlite (Node >= 22.13; this is ${process.version})`,
+);
 
 let dir: string;
 let open: MemoryRecall[] = [];
@@ -49,7 +54,7 @@ async function session(
   await writeFile(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
 }
 
-describe.skipIf(!hasSqlite)("memory search index", () => {
+describe.skipIf(noSqlite)("memory search index", () => {
   it("rebuilds a damaged index from the files, archived sessions included, and keeps the damaged file aside", async () => {
     await session(join(dir, "ws", "sessions", "archive", "tg_1.1700000000000.jsonl"), "tg:1", [
       { role: "user", content: "Our wifi password hint is aubergine." },

@@ -18,6 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { SessionStore, formatTimestamp, parseTimestamp, safeKey } from "../../src/sessions/store.js";
 import { captureLog } from "../helpers/log.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
 const FIXTURE = join(
@@ -205,8 +206,10 @@ describe("SessionStore", () => {
     expect(parsed[1]!.timestamp).toMatch(PY_ISO);
   });
 
-  const python = spawnSync("python3", ["--version"]).status === 0;
-  it.skipIf(!python)("is read by nanobot's own loading rules (python3)", async () => {
+  const noPython = requireOrSkip(
+    haveCommand("python3") ? "" : "nanobot's loader check needs python3 (apt-get install python3)",
+  );
+  it.skipIf(noPython)("is read by nanobot's own loading rules (python3)", async () => {
     const store = new SessionStore(sessionsDir);
     const s = await store.get("telegram:777");
     await store.append(s, [

@@ -3,10 +3,11 @@
  * `palaver gateway` child process (web channel on) and the streaming fake LLM. One gateway for
  * the file; each test opens a fresh browser context and starts a new chat.
  *
- * Skipped, with the reason printed, when Chromium is not installed (`apt-get install chromium`;
- * .ci/run does it). Screenshots at desktop and phone width go to test-results/web/; with
+ * Skipped, with the reason printed, when Chromium is not installed (`apt-get install chromium`);
+ * in CI that fails instead (.ci/run installs it). Screenshots at desktop and phone width go to test-results/web/; with
  * PALAVER_UPDATE_SCREENSHOT=1 the desktop one also replaces docs/web-chat.png (the README's).
  */
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -17,17 +18,31 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { lastUserText, toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
 import { ROOT, type RunningCli } from "../helpers/cli.js";
 import { GatewayHarness, writeGatewayConfig } from "../helpers/gateway-process.js";
+import { requireOrSkip } from "../helpers/requires.js";
 import { MIN_WAIT_MS, waitFor } from "../helpers/wait.js";
 import { ensureWebBuilt } from "./build.js";
 
-const CHROMIUM = process.env.PALAVER_CHROMIUM ?? "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  console.log(
-    `tests/web/browser.test.ts skipped: no Chromium at ${CHROMIUM} ` +
-      "(apt-get install chromium, or set PALAVER_CHROMIUM to its path)",
-  );
+/** PALAVER_CHROMIUM, else a Chromium or Chrome on PATH (Debian, Ubuntu, Google's), else playwright's own download. */
+function findChromium(): { path?: string; missing: string } {
+  const given = process.env.PALAVER_CHROMIUM;
+  if (given)
+    return existsSync(given)
+      ? { path: given, missing: "" }
+      : { missing: `the web chat's browser tests need Chromium: PALAVER_CHROMIUM=${given} does not exist` };
+  for (const name of ["chromium", "chromium-browser", "google-chrome-stable", "google-chrome"]) {
+    const found = spawnSync("sh", ["-c", 'command -v "$0"', name], { encoding: "utf8" }).stdout.trim();
+    if (found) return { path: found, missing: "" };
+  }
+  const own = chromium.executablePath();
+  if (own && existsSync(own)) return { path: own, missing: "" };
+  return {
+    missing:
+      "the web chat's browser tests need Chromium: none on PATH (chromium, chromium-browser, " +
+      "google-chrome) nor playwright's (apt-get install chromium, or set PALAVER_CHROMIUM to its path)",
+  };
 }
+const CHROMIUM = findChromium();
+const NO_CHROMIUM = requireOrSkip(CHROMIUM.missing);
 
 const ARTIFACTS = join(ROOT, "test-results", "web");
 /** expect.poll with the suite's patience (its default second is nothing on a busy machine). */
@@ -87,7 +102,7 @@ async function chatUrlOf(run: RunningCli, harness: GatewayHarness): Promise<stri
   return find()!;
 }
 
-describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
+describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
   const harness = new GatewayHarness({ prefix: "palaver-web-browser-", telegram: false });
   let browser: Browser;
   let chatUrl = "";
@@ -119,7 +134,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the web chat in Chromium", () => {
       },
     );
     chatUrl = await chatUrlOf(harness.spawnGateway({ configPath }), harness);
-    browser = await chromium.launch({ executablePath: CHROMIUM });
+    browser = await chromium.launch({ executablePath: CHROMIUM.path });
   });
 
   afterEach(async () => {

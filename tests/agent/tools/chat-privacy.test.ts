@@ -13,6 +13,7 @@ import { ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
 import { createFilesystemTools } from "../../../src/agent/tools/filesystem.js";
 import { createMessageTool } from "../../../src/agent/tools/message.js";
 import type { Tool } from "../../../src/agent/tools/types.js";
+import { requireOrSkip } from "../../helpers/requires.js";
 import { TempDirs, makeContext } from "./helpers.js";
 
 const OTHER_SESSION = "alice told bob a secret 4711";
@@ -22,8 +23,9 @@ const FLAT_MEDIA = "an attachment of the old flat layout 1337";
 const OWN_MEDIA = "my own attachment 9999";
 
 const probe = await new ExecSandbox({ mode: "auto", network: false }).state();
-const skipReason = probe.sandboxed ? "" : `sandboxed chat-privacy tests skipped: ${probe.reason}`;
-if (skipReason) console.warn(skipReason);
+const noSandbox = requireOrSkip(
+  probe.sandboxed ? "" : `the sandboxed chat-privacy test needs bwrap: ${probe.reason}`,
+);
 
 const temps = new TempDirs();
 let ws: string;
@@ -184,7 +186,7 @@ describe("exec", () => {
       .execute({ command, ...(working_dir ? { working_dir } : {}) }, turn().ctx)
       .catch((err: unknown) => `Error: ${(err as Error).message}`);
 
-  it.skipIf(Boolean(skipReason))(
+  it.skipIf(noSandbox)(
     "in the sandbox sees no session and no other chat's media, and its own chat's media",
     async () => {
       const tool = exec(new ExecSandbox({ mode: "require", network: false }));

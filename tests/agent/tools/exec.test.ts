@@ -1,6 +1,5 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CappedText,
@@ -13,6 +12,7 @@ import { findOutsidePath } from "../../../src/agent/tools/exec-paths.js";
 import { describeSandbox, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
 import { ConfigError } from "../../../src/util/errors.js";
 import { TempDirs, makeContext, writeUnconfinedBwrap } from "./helpers.js";
+import { MIN_WAIT_MS, waitFor } from "../../helpers/wait.js";
 
 const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.warn("exec tests of a bwrap that keeps root skipped: they need root (as CI runs)");
@@ -32,23 +32,20 @@ async function isAlive(pid: number): Promise<boolean> {
   }
 }
 
-async function waitForDeath(pid: number, ms = 3000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (!(await isAlive(pid))) return true;
-    await sleep(50);
-  }
-  return !(await isAlive(pid));
+/** Waits (the suite's patience: only a hang ends it) until `pid` is gone. */
+async function waitForDeath(pid: number): Promise<boolean> {
+  await waitFor(async () => !(await isAlive(pid)), MIN_WAIT_MS, `process ${pid} to end`);
+  return true;
 }
 
-async function waitForFile(path: string, ms = 3000): Promise<string> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const text = await readFile(path, "utf8").catch(() => "");
-    if (text.trim()) return text.trim();
-    await sleep(20);
-  }
-  throw new Error(`${path} never appeared`);
+async function waitForFile(path: string): Promise<string> {
+  let text = "";
+  await waitFor(
+    async () => (text = (await readFile(path, "utf8").catch(() => "")).trim()) !== "",
+    MIN_WAIT_MS,
+    `${path} to be written`,
+  );
+  return text;
 }
 
 /**

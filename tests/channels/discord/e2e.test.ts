@@ -35,9 +35,11 @@ describe("Discord end to end", () => {
     fake.userMessage({ channelId: dm.id, author: alice, content: "hello there" });
     await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the DM reply");
     expect(world.sentTo(dm.id)).toEqual(["re: hello there"]);
-    // The echo of its own reply came back over the gateway and was not taken as a message.
-    await sleep(100);
-    expect(llm.requests).toHaveLength(1);
+    // The echo of its own reply came back over the gateway before a later message, which is
+    // answered only after it: still one request per user message, so the echo was not one.
+    fake.userMessage({ channelId: dm.id, author: alice, content: "and again" });
+    await fake.waitFor(() => world!.sentTo(dm.id).length === 2, 5000, "the later reply");
+    expect(llm.requests.map(lastUserText)).toEqual(["hello there", "and again"]);
     const session = await readFile(join(world.workspace, "sessions", `discord_${dm.id}.jsonl`), "utf8");
     expect(session).toContain("re: hello there");
   });
@@ -169,11 +171,13 @@ describe("Discord end to end", () => {
     expect(reply.length).toBeGreaterThan(4400);
     expect(reply.length).toBeLessThan(4700);
     llm.enqueue({ content: reply });
+    llm.enqueue({ content: "the next answer" });
     const dm = fake.dmChannel(alice);
     fake.userMessage({ channelId: dm.id, author: alice, content: "write a script" });
-    await fake.waitFor(() => world!.sentTo(dm.id).length >= 3, 5000, "the chunks");
-    await sleep(100);
-    const chunks = world.sentTo(dm.id);
+    // The chat's next answer comes only after every chunk of this one went out.
+    fake.userMessage({ channelId: dm.id, author: alice, content: "next" });
+    await fake.waitFor(() => world!.sentTo(dm.id).includes("the next answer"), 5000, "the next answer");
+    const chunks = world.sentTo(dm.id).slice(0, -1);
     expect(chunks).toHaveLength(3);
     for (const chunk of chunks) {
       expect(chunk.length).toBeLessThanOrEqual(2000);
@@ -197,17 +201,16 @@ describe("Discord end to end", () => {
     const dm = fake.dmChannel(alice);
     const typingPosts = () => fake.calls("POST", `/channels/${dm.id}/typing`).length;
     // The LLM answers once three typing signals went out: a condition, not a clock.
-    llm.setHandler(async () => {
+    const clock = typingClock(world);
+    llm.setHandler(async (req) => {
+      if (lastUserText(req) !== "think hard") return clock.turn();
       await fake.waitFor(() => typingPosts() >= 3, 30_000, "three typing signals");
       return { content: "done thinking" };
     });
     fake.userMessage({ channelId: dm.id, author: alice, content: "think hard" });
     await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 30_000, "the reply");
     expect(typingPosts()).toBeGreaterThanOrEqual(3); // at once, then every 100 ms here (8 s in production)
-    await sleep(50); // a signal already on its way when the reply went out may still land
-    const after = typingPosts();
-    await sleep(350);
-    expect(typingPosts()).toBe(after);
+    await clock.expectStill(typingPosts);
   });
 
   it("tells a refused user its id once, and never runs the model for it", async () => {
@@ -310,11 +313,11 @@ describe("Discord end to end", () => {
     fake.userMessage({ channelId: dm.id, author: alice, content: "/stop" });
     await fake.waitFor(() => world!.sentTo(dm.id).length === 1, 5000, "the /stop answer");
     expect(world.sentTo(dm.id)).toEqual(["Stopped the running reply."]);
-    await sleep(50);
-    const typing = fake.calls("POST", `/channels/${dm.id}/typing`).length;
-    expect(typing).toBeGreaterThanOrEqual(1);
-    await sleep(300);
-    expect(fake.calls("POST", `/channels/${dm.id}/typing`).length).toBe(typing);
+    const typing = () => fake.calls("POST", `/channels/${dm.id}/typing`).length;
+    expect(typing()).toBeGreaterThanOrEqual(1);
+    const clock = typingClock(world);
+    llm.setHandler(() => clock.turn());
+    await clock.expectStill(typing);
     expect(world.sentTo(dm.id)).toHaveLength(1);
   });
 
@@ -374,3 +377,36 @@ describe("Discord end to end", () => {
     expect(world.sentTo(general.id)[1]).toContain("/new — save what this conversation taught into memory");
   });
 });
+
+/**
+ * Another chat's typing loop as the clock for "this one stopped typing": a slow turn in the
+ * guild channel, whose typing signals (every 100 ms, as the watched chat's were) prove that
+ * intervals passed. `turn()` is that turn's LLM answer; it ends when the check is done.
+ */
+function typingClock(world: World) {
+  const { fake, alice, general, mention } = world;
+  const ticks = () => fake.calls("POST", `/channels/${general.id}/typing`).length;
+  let done = false;
+  return {
+    async turn() {
+      await fake.waitFor(() => done, 30_000, "the typing check");
+      return { content: "clock stopped" };
+    },
+    /** Two of the clock's intervals pass without a signal from `watched` (after one for any in flight). */
+    async expectStill(watched: () => number) {
+      fake.userMessage({
+        channelId: general.id,
+        author: alice,
+        content: `${mention} tick`,
+        mentions: [fake.bot],
+      });
+      await fake.waitFor(() => ticks() >= 2, 30_000, "the clock's first interval");
+      const before = watched();
+      const start = ticks();
+      await fake.waitFor(() => ticks() >= start + 2, 30_000, "two more of the clock's intervals");
+      expect(watched()).toBe(before);
+      done = true;
+      await fake.waitFor(() => world.sentTo(general.id).includes("clock stopped"), 30_000, "the clock's end");
+    },
+  };
+}

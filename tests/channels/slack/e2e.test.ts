@@ -13,6 +13,7 @@ import { createProvider } from "../../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
 import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
 import { FAST, slackSection } from "./helpers.js";
+import { MIN_WAIT_MS, waitFor } from "../../helpers/wait.js";
 
 let dir: string;
 let llm: FakeOpenAI;
@@ -61,13 +62,8 @@ afterEach(async () => {
 
 /** Waits until the fake has seen a post matching `pred`, and returns it. */
 async function postMatching(pred: (p: { channel: string; text: string; thread_ts?: string }) => boolean) {
-  const deadline = Date.now() + 30_000; // only ends a hung test
-  for (;;) {
-    const found = slack.posted().find(pred);
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no such post; posted: ${JSON.stringify(slack.posted())}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(() => slack.posted().some(pred), MIN_WAIT_MS, "the post");
+  return slack.posted().find(pred)!;
 }
 
 describe("Slack end to end", () => {
@@ -129,7 +125,10 @@ describe("Slack end to end", () => {
       text: "Stopped the running reply.",
       thread_ts: String(mention.ts),
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // The thread's next answer comes only after the stopped turn ended: it said nothing.
+    llm.setHandler(() => ({ content: "after the stop" }));
+    await slack.pushEvent(channelMessage(`<@${BOT_USER_ID}> still there?`, { thread_ts: mention.ts }));
+    await postMatching((p) => p.text === "after the stop");
     expect(slack.posted().some((p) => p.text === "too late")).toBe(false);
   });
 
@@ -158,11 +157,3 @@ describe("Slack end to end", () => {
       expect(joined.indexOf(`Paragraph ${i}:`)).toBeLessThan(joined.indexOf(`Paragraph ${i + 1}:`));
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
