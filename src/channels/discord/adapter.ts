@@ -45,7 +45,7 @@ import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { incomingFiles } from "./attachments.js";
-import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "./config.js";
+import { discordProblems, NANOBOT_GATEWAY_URL, type DiscordConfig } from "../../config/platforms/discord.js";
 import { closeConnection, connect, openConnection, type DiscordConnection } from "./connection.js";
 import { describeConnectError, intentWarnings } from "./diagnostics.js";
 import { discordChunks, outgoingMessages } from "./format.js";

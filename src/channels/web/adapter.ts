@@ -13,7 +13,7 @@ import { fileKindOf, InboundPath, type IncomingFile } from "../inbound.js";
 import { transcriberFor } from "../transcription.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { loadToken, WebAuth } from "./auth.js";
-import { WEB_SENDER_ID, type WebConfig } from "./config.js";
+import { WEB_SENDER_ID, type WebConfig } from "../../config/platforms/web.js";
 import { EventHub } from "./events.js";
 import { HttpError } from "../../util/http-body.js";
 import { isLoopbackName } from "./http.js";
