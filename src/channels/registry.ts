@@ -10,58 +10,18 @@
  * adapter (and so the SDK) with a dynamic import, only when the channel is
  * enabled and its config has no problems: a disabled platform costs nothing.
  */
-import type { z } from "zod";
 import type { Config } from "../config/schema.js";
 import { PLATFORM_SECTIONS, type PlatformName, type PlatformSections } from "../config/platforms/index.js";
-import type { HttpMount } from "../daemon/health.js";
-import type { Logger } from "../log.js";
-import type { SessionStore } from "../sessions/store.js";
 import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
 import { web } from "./web/index.js";
 import { dmPolicyProblems, type DmPolicy } from "../config/platforms/common.js";
+import type { ChannelFactory, ChannelFactoryContext, GatewayServices, Platform } from "./platform.js";
 import type { Channel } from "./types.js";
 import type { ChannelOptions } from "./manager.js";
 
-export interface ChannelFactoryContext {
-  config: Config;
-  workspace: string;
-  log: Logger;
-  /** What the gateway lends a channel served from its own process (the web chat); absent elsewhere. */
-  gateway?: GatewayServices;
-}
-
-export interface GatewayServices {
-  /** The gateway's HTTP server (daemon/health.ts): the paths health does not serve. */
-  http: HttpMount;
-  /** The agent's sessions, read for a conversation's history. */
-  sessions: SessionStore;
-  /** The state folder (beside the config): where the web chat keeps its token. */
-  stateDir: string;
-  /** The model answering, for the page's header. */
-  model: string;
-}
-
-export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;
-
-/** What a platform folder exports from its index.ts. */
-export interface Platform<Name extends string = string, Section extends z.ZodType = z.ZodType> {
-  /** The key under `channels` in the config, and the channel's name on the bus. */
-  readonly name: Name;
-  /** Its config section (the shape nanobot's config.json has). */
-  readonly configSchema: Section;
-  /**
-   * What cannot work in an enabled section, in plain words starting with the
-   * config path (empty: nothing known to be wrong). A platform with problems
-   * is not started; `config check` and `status` report them.
-   */
-  problems(section: z.output<Section>): string[];
-  /** Builds the channel; imports the adapter lazily so an unused SDK is never loaded. */
-  create: ChannelFactory;
-}
-
-export type { PlatformName };
+export type { ChannelFactory, GatewayServices, PlatformName };
 
 /** Every platform of the config's list with its channel, the schema the same: a missing one does not compile. */
 const BY_NAME: { [N in PlatformName]: Platform<N, PlatformSections[N]> } = { telegram, slack, discord, web };

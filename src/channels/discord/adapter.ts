@@ -40,7 +40,7 @@ import { TaskSet } from "../../util/task-set.js";
 import { ChannelError } from "../../util/errors.js";
 import { withTimeout } from "../../util/timeout.js";
 import { InboundPath } from "../inbound.js";
-import type { ChannelFactoryContext } from "../registry.js";
+import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";

@@ -1,5 +1,5 @@
 /** The Discord platform as the registry lists it; importing this file loads no SDK. */
-import type { Platform } from "../registry.js";
+import type { Platform } from "../platform.js";
 import { DiscordConfigSchema, discordProblems } from "../../config/platforms/discord.js";
 
 export const discord: Platform<"discord", typeof DiscordConfigSchema> = {

@@ -23,7 +23,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { platformConnections } from "../../config/platforms/common.js";
 import { InboundPath } from "../inbound.js";
-import type { ChannelFactoryContext } from "../registry.js";
+import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import type {
   Channel,

@@ -27,7 +27,7 @@ import { ChannelError, ConfigError } from "../../util/errors.js";
 import { withTimeout, TimeoutError } from "../../util/timeout.js";
 import { platformConnections } from "../../config/platforms/common.js";
 import { InboundPath } from "../inbound.js";
-import type { ChannelFactoryContext } from "../registry.js";
+import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";

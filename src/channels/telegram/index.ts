@@ -1,5 +1,5 @@
 /** The Telegram platform as the registry lists it; importing this file loads no SDK. */
-import type { Platform } from "../registry.js";
+import type { Platform } from "../platform.js";
 import { TelegramConfigSchema, telegramProblems } from "../../config/platforms/telegram.js";
 
 export const telegram: Platform<"telegram", typeof TelegramConfigSchema> = {

@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
-import type { ChannelFactoryContext, GatewayServices } from "../registry.js";
+import type { ChannelFactoryContext, GatewayServices } from "../platform.js";
 import { fileKindOf, InboundPath, type IncomingFile } from "../inbound.js";
 import { transcriberFor } from "../transcription.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
