@@ -1,9 +1,42 @@
 /**
- * Import rules checked by `npm run lint` (dependency-cruiser): no module cycles
- * and no folder cycles (agent → mcp → agent). A folder's subfolders count as
- * the folder: channels/registry.ts may list channels/telegram/, which uses
- * channels/inbound.ts. Type-only imports do not count (they vanish at run time).
+ * Import rules checked by `npm run lint:imports` (dependency-cruiser). Type-only
+ * imports count (`tsPreCompilationDeps`): a type that points up the layers ties
+ * the code together as much as a value does, even if it vanishes at run time.
+ * Root files count too: src/log.ts is a layer of its own (util/ never imports it).
+ *
+ * - no module cycles and no folder cycles (agent → mcp → agent). A folder's
+ *   subfolders count as the folder: channels/registry.ts may list
+ *   channels/telegram/, which uses channels/inbound.ts.
+ * - the bottom layers (docs/architecture.md, "Rules of the house") import only
+ *   their own layer and the ones below; approvals/ uses agent/tools/ only
+ *   through its contract (types.ts); agent/ never imports channels/ or daemon/.
  */
+
+/**
+ * Folders tied in a circle by type-only imports when these rules began to count
+ * them (agent/tools/ask-human.ts → approvals/questions.ts, cron/service.ts →
+ * agent/extensions.ts, daemon/metrics.ts → approvals/gate.ts and agent/loop.ts,
+ * channels/ → daemon/journal.ts, approvals/questions.ts → channels/): a cycle
+ * among only these five folders is not reported yet (module cycles still are,
+ * types counted); any folder cycle that takes in another folder is.
+ */
+const KNOT = "^src/(agent|approvals|cron|daemon|channels)(/|$)";
+
+/** The bottom layers, lowest first; each may import its own and those below. */
+const LAYERS = [["util"], ["log.ts"], ["bus", "config", "workspace"], ["llm"], ["sessions"], ["recall"]];
+
+const modulesOf = (names) => `^src/(${names.map((n) => n.replace(".", "\\.")).join("|")})(/|$)`;
+const allNames = (layers) => layers.flat();
+
+/** Anything in src/ that is not in this layer or below it. */
+const layerRules = LAYERS.map((layer, i) => ({
+  name: `layer-${layer.join("-").replace(".ts", "")}`,
+  severity: "error",
+  comment: `${layer.join(", ")} may import only ${allNames(LAYERS.slice(0, i + 1)).join(", ")} (the layers in docs/architecture.md): move the shared part down.`,
+  from: { path: modulesOf(layer) },
+  to: { path: "^src/", pathNot: modulesOf(allNames(LAYERS.slice(0, i + 1))) },
+}));
+
 export default {
   forbidden: [
     {
@@ -20,13 +53,31 @@ export default {
       comment:
         "A top folder of src/ that imports one that imports it back: the layers have lost their order.",
       scope: "folder",
-      from: { path: "^src/([^/]+)" },
+      from: { path: "^src/([^/]+)", pathNot: KNOT },
       to: { circular: true, pathNot: "^src/$1(/|$)" },
+    },
+    ...layerRules,
+    {
+      name: "approvals-not-tool-internals",
+      severity: "error",
+      comment:
+        "approvals/ sees the tools only through their contract (agent/tools/types.ts); what both need lives in workspace/ or util/.",
+      from: { path: "^src/approvals/" },
+      to: { path: "^src/agent/tools/", pathNot: "^src/agent/tools/types\\.ts$" },
+    },
+    {
+      name: "agent-not-channels-or-daemon",
+      severity: "error",
+      comment:
+        "The agent never calls a channel or the daemon: they implement the agent's interfaces (agent/extensions.ts, agent/tool-replay.ts).",
+      from: { path: "^src/agent/" },
+      to: { path: "^src/(channels|daemon)/" },
     },
   ],
   options: {
     doNotFollow: { path: "node_modules" },
     tsConfig: { fileName: "tsconfig.json" },
+    tsPreCompilationDeps: true,
     exclude: { path: "^(node_modules|dist)/" },
   },
 };

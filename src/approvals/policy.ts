@@ -15,8 +15,8 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
-import { findDestructive } from "../agent/tools/exec-guard.js";
-import { isInside } from "../agent/tools/workspace-paths.js";
+import { findDestructive } from "../workspace/exec-guard.js";
+import { isInside } from "../workspace/paths.js";
 import { resolveConfigPath, stateDir as stateDirOf } from "../config/paths.js";
 import type { ApprovalRuleSchema, ApprovalSchema } from "../config/schema.js";
 import { formatPath } from "../config/schema-walk.js";

@@ -1,70 +1,37 @@
 /**
- * The chat platforms palaver knows: ONE list of descriptors. The channels
- * config schema, the factories the gateway starts and the checks of
- * `palaver config check` / `palaver status` are all derived from it, so a new
- * platform is one folder under src/channels/ (with its index.ts descriptor)
- * plus one line in PLATFORM_LIST.
+ * The chat platforms palaver knows, as channels: each name of the config's
+ * platform list (config/platforms/index.ts) with its descriptor. The factories
+ * the gateway starts and the checks of `palaver config check` / `palaver
+ * status` are derived from it, so a new platform is one folder under
+ * src/channels/ (with its index.ts descriptor), its config section in
+ * config/platforms/, one line in that list and its descriptor here.
  *
- * A descriptor imports only its platform's config.ts; `create` loads the
+ * A descriptor imports only its platform's config section; `create` loads the
  * adapter (and so the SDK) with a dynamic import, only when the channel is
  * enabled and its config has no problems: a disabled platform costs nothing.
  */
-import type { z } from "zod";
 import type { Config } from "../config/schema.js";
-import type { HttpMount } from "../daemon/health.js";
-import type { Logger } from "../log.js";
-import type { SessionStore } from "../sessions/store.js";
+import { PLATFORM_SECTIONS, type PlatformName, type PlatformSections } from "../config/platforms/index.js";
 import { discord } from "./discord/index.js";
 import { slack } from "./slack/index.js";
 import { telegram } from "./telegram/index.js";
 import { web } from "./web/index.js";
-import { dmPolicyProblems, type DmPolicy } from "./config-common.js";
+import { dmPolicyProblems, type DmPolicy } from "../config/platforms/common.js";
+import type { ChannelFactory, ChannelFactoryContext, GatewayServices, Platform } from "./platform.js";
 import type { Channel } from "./types.js";
 import type { ChannelOptions } from "./manager.js";
 
-export interface ChannelFactoryContext {
-  config: Config;
-  workspace: string;
-  log: Logger;
-  /** What the gateway lends a channel served from its own process (the web chat); absent elsewhere. */
-  gateway?: GatewayServices;
-}
+export type { ChannelFactory, GatewayServices, PlatformName };
 
-export interface GatewayServices {
-  /** The gateway's HTTP server (daemon/health.ts): the paths health does not serve. */
-  http: HttpMount;
-  /** The agent's sessions, read for a conversation's history. */
-  sessions: SessionStore;
-  /** The state folder (beside the config): where the web chat keeps its token. */
-  stateDir: string;
-  /** The model answering, for the page's header. */
-  model: string;
-}
+/** Every platform of the config's list with its channel, the schema the same: a missing one does not compile. */
+const BY_NAME: { [N in PlatformName]: Platform<N, PlatformSections[N]> } = { telegram, slack, discord, web };
 
-export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;
+export const PLATFORM_NAMES = Object.keys(PLATFORM_SECTIONS) as PlatformName[];
 
-/** What a platform folder exports from its index.ts. */
-export interface Platform<Name extends string = string, Section extends z.ZodType = z.ZodType> {
-  /** The key under `channels` in the config, and the channel's name on the bus. */
-  readonly name: Name;
-  /** Its config section (the shape nanobot's config.json has). */
-  readonly configSchema: Section;
-  /**
-   * What cannot work in an enabled section, in plain words starting with the
-   * config path (empty: nothing known to be wrong). A platform with problems
-   * is not started; `config check` and `status` report them.
-   */
-  problems(section: z.output<Section>): string[];
-  /** Builds the channel; imports the adapter lazily so an unused SDK is never loaded. */
-  create: ChannelFactory;
-}
-
-/** The one list. Its order is the order of the config sections and of startup. */
-export const PLATFORM_LIST = [telegram, slack, discord, web] as const;
-
-export type PlatformName = (typeof PLATFORM_LIST)[number]["name"];
-
-export const PLATFORM_NAMES: readonly PlatformName[] = PLATFORM_LIST.map((p) => p.name);
+/** The platforms in the config's order, which is the order of startup. */
+export const PLATFORM_LIST: readonly Platform<PlatformName>[] = PLATFORM_NAMES.map(
+  (name) => BY_NAME[name] as Platform<PlatformName>,
+);
 
 /**
  * What createEnabledChannels starts, by platform name. Tests replace it with
@@ -74,14 +41,14 @@ export const PLATFORM_NAMES: readonly PlatformName[] = PLATFORM_LIST.map((p) => 
 export type PlatformTable = Partial<Record<string, Pick<Platform, "create" | "problems"> | ChannelFactory>>;
 
 /** The same platforms by name: the gateway's default table. */
-export const PLATFORMS = Object.fromEntries(PLATFORM_LIST.map((p) => [p.name, p as Platform])) as Record<
+export const PLATFORMS = Object.fromEntries(PLATFORM_LIST.map((p) => [p.name, p])) as Record<
   PlatformName,
   Platform
 >;
 
 /** The problems of every enabled platform, in list order (for `config check`, `status`). */
 export function platformProblems(config: Pick<Config, "channels">): string[] {
-  return PLATFORM_LIST.flatMap((p) => sectionProblems(p.name, p as Platform, config.channels[p.name]));
+  return PLATFORM_NAMES.flatMap((name) => sectionProblems(name, PLATFORMS[name], config.channels[name]));
 }
 
 function sectionProblems(

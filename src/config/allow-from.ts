@@ -4,7 +4,7 @@
  * manager checks live messages itself). Undefined when the config has no
  * section of that name (the terminal's "cli", a typo in a tool call).
  */
-import { DM_POLICIES, type DmPolicy } from "../channels/config-common.js";
+import { DM_POLICIES, type DmPolicy } from "./platforms/common.js";
 import type { Config } from "./schema.js";
 
 export function allowFromOf(

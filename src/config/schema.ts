@@ -5,10 +5,10 @@
  * and a test keeps the two equal.
  */
 import * as z from "zod";
-import { PLATFORM_LIST } from "../channels/registry.js";
-import { withWebDefault } from "../channels/web/config.js";
 import { MAX_TIMER_SECONDS } from "../util/timers.js";
 import { hasUrlCredentials } from "../util/url-credentials.js";
+import { PLATFORM_SECTIONS } from "./platforms/index.js";
+import { withWebDefault } from "./platforms/web.js";
 import { apiBaseProblem, isPlaceholderKey } from "./value-checks.js";
 
 /** A duration in seconds; at most what a Node timer can hold (longer ones fire after 1 ms). */
@@ -302,13 +302,13 @@ export const ToolsSchema = z.object({
   mcpServers: z.record(z.string(), McpServerSchema).default({}),
 });
 
-/** One section per platform of the registry's list, each defaulted whole (so `enabled` is false). */
-type PlatformSections = {
-  [P in (typeof PLATFORM_LIST)[number] as P["name"]]: z.ZodPrefault<P["configSchema"]>;
+/** One section per platform of the list, each defaulted whole (so `enabled` is false). */
+type DefaultedSections = {
+  [N in keyof typeof PLATFORM_SECTIONS]: z.ZodPrefault<(typeof PLATFORM_SECTIONS)[N]>;
 };
 const platformSections = Object.fromEntries(
-  PLATFORM_LIST.map((p) => [p.name, (p.configSchema as z.ZodType).prefault({})]),
-) as PlatformSections;
+  Object.entries(PLATFORM_SECTIONS).map(([name, schema]) => [name, (schema as z.ZodType).prefault({})]),
+) as DefaultedSections;
 
 export const ChannelsSchema = z.object({
   sendProgress: z.boolean().default(true),

@@ -13,7 +13,19 @@
  */
 import { Cron } from "croner";
 import { PalaverError } from "../util/errors.js";
-import type { CronSchedule } from "./types.js";
+
+/**
+ * A job's schedule as jobs.json holds it (cron/types.ts `CronScheduleSchema`, which checks it
+ * with checkSchedule): spelled out here so that schema can import this file.
+ */
+type CronSchedule = {
+  kind: "at" | "every" | "cron";
+  atMs?: number | null | undefined;
+  everyMs?: number | null | undefined;
+  expr?: string | null | undefined;
+  tz?: string | null | undefined;
+  [key: string]: unknown;
+};
 
 /** A schedule the user or the model asked for is not valid; the message says why. */
 export class ScheduleError extends PalaverError {}

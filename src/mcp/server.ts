@@ -15,7 +15,7 @@ import {
   type CallToolResult,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { expandPath } from "../agent/tools/workspace-paths.js";
+import { expandPath } from "../workspace/paths.js";
 import type { ToolsConfig } from "../config/schema.js";
 import { backoffDelay } from "../util/backoff.js";
 import { logger, registerSecrets, type Logger } from "../log.js";

@@ -17,7 +17,7 @@
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import { isAllowed, isSenderAllowed, senderAliasesOf } from "../channels/access.js";
 import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
-import type { DmPolicy } from "../channels/config-common.js";
+import type { DmPolicy } from "../config/platforms/common.js";
 import type { Config } from "../config/schema.js";
 import { logger, type Logger } from "../log.js";
 import { CODE_TTL_MS, type PairingStore } from "./store.js";
@@ -74,7 +74,7 @@ export class PairingGate {
       case "pairing":
         return isAllowed(msg, allowFrom) || this.opts.store.isApproved(channel, msg.senderId);
       case "allowlist":
-      case "open": // "open" is allowFrom ["*"] (config-common.ts dmPolicyProblems)
+      case "open": // "open" is allowFrom ["*"] (config/platforms/common.ts dmPolicyProblems)
         return isAllowed(msg, allowFrom);
     }
   }

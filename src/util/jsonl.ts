@@ -13,12 +13,13 @@
  * start.
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import type { Logger } from "pino";
 import type { z } from "zod";
-import { logger, type Logger } from "../log.js";
 import { errorMessage } from "./errors.js";
 
 export interface ReadJsonlOptions {
-  log?: Logger;
+  /** Where skipped lines are reported (util/ sits below log.ts, so the caller hands its logger). */
+  log: Logger;
   /** Where skipped lines are kept; default `<path>.corrupt`. */
   corruptPath?: string;
   /** What the file is, for log lines ("journal", "session"); default "file". */
@@ -47,7 +48,7 @@ const MAX_LINE_WARNINGS = 5;
 export function readJsonl<S extends z.ZodType>(
   path: string,
   schema: S,
-  opts: ReadJsonlOptions = {},
+  opts: ReadJsonlOptions,
 ): JsonlResult<z.output<S>> {
   if (!existsSync(path)) return { values: [], skipped: 0 };
   return parseJsonl(readFileSync(path, "utf8"), schema, { ...opts, source: path });
@@ -59,7 +60,7 @@ export function parseJsonl<S extends z.ZodType>(
   schema: S,
   opts: ReadJsonlOptions & { source: string },
 ): JsonlResult<z.output<S>> {
-  const log = opts.log ?? logger("jsonl");
+  const log = opts.log;
   const what = opts.what ?? "file";
   const values: z.output<S>[] = [];
   const bad: string[] = [];

@@ -24,7 +24,7 @@ import {
 } from "node:fs";
 import { dirname } from "node:path";
 import type { z } from "zod";
-import type { Logger } from "../log.js";
+import type { Logger } from "pino";
 import { errorMessage } from "./errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "./private-fs.js";
 

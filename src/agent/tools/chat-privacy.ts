@@ -11,7 +11,7 @@
 import { join, relative } from "node:path";
 import { chatMediaDir, MEDIA_DIR, SESSIONS_DIR, type ChatRef } from "../../util/chat-folders.js";
 import { ToolError } from "../../util/errors.js";
-import { expandPath, isInside, realPathLoose } from "./workspace-paths.js";
+import { expandPath, isInside, realPathLoose } from "../../workspace/paths.js";
 
 /** The per-chat folders of a workspace as real paths, and the one the turn may use. */
 export interface ChatFolders {

@@ -5,11 +5,13 @@
  * cycle and depth guard) and which agents its file lets it call.
  */
 import * as z from "zod";
-import type { NamedAgents } from "../agents/named-agents.js";
-import { defineTool, type Tool } from "./types.js";
+import { defineTool, type Tool, type ToolContext } from "./types.js";
 
 export interface DelegateToolOptions {
-  agents: Pick<NamedAgents, "delegate">;
+  /** agents/named-agents.ts `NamedAgents`, which builds this tool (so it is named here by shape). */
+  agents: {
+    delegate(name: string, task: string, parent: ToolContext, stack: readonly string[]): Promise<string>;
+  };
   /** The agents already working on this request, the caller last (empty for the main agent). */
   stack: readonly string[];
   /** Whether the caller's `tools` let it call this agent. */

@@ -20,7 +20,7 @@ import { constants, existsSync, lstatSync, readdirSync, readlinkSync, realpathSy
 import { access } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { ConfigError, errorMessage } from "../../util/errors.js";
-import { isInside } from "./workspace-paths.js";
+import { isInside } from "../../workspace/paths.js";
 
 export type SandboxMode = "auto" | "require" | "off";
 

@@ -2,7 +2,7 @@
  * The `exec` tool: one shell command, with a timeout, a bounded output, an
  * allow-listed environment and, where bubblewrap works, a sandbox that shows
  * it only the workspace (exec-sandbox.ts). Before anything runs, the guard
- * (exec-guard.ts, a seatbelt) refuses the obviously destructive and, without
+ * (workspace/exec-guard.ts, a seatbelt) refuses the obviously destructive and, without
  * the sandbox, restrictToWorkspace refuses commands naming paths outside the
  * workspace (exec-paths.ts, best effort). Other chats' data (the sessions
  * folder, other chats' media) is hidden in the sandbox and, without it,
@@ -18,13 +18,13 @@ import { expandEnvRecord } from "../../util/expand-env.js";
 import { childEnv } from "../../util/child-env.js";
 import { mkdirPrivate } from "../../util/private-fs.js";
 import { ConfigError, ToolError } from "../../util/errors.js";
-import { findDestructive } from "./exec-guard.js";
+import { findDestructive } from "../../workspace/exec-guard.js";
 import { chatFolders, privateChatReason, type ChatFolders } from "./chat-privacy.js";
 import { findOutsidePath, findPrivatePath } from "./exec-paths.js";
 import { runCommand, type RunResult } from "./exec-run.js";
 import { bwrapArgs, ExecSandbox, INSTALL_HINT, type SandboxState } from "./exec-sandbox.js";
 import { defineTool, type Tool } from "./types.js";
-import { isInside, realPathLoose, resolveToolPath, type PathPolicy } from "./workspace-paths.js";
+import { isInside, realPathLoose, resolveToolPath, type PathPolicy } from "../../workspace/paths.js";
 
 export { CappedText } from "./exec-run.js";
 

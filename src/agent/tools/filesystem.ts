@@ -1,7 +1,7 @@
 /**
  * The file tools the model sees: read_file, write_file, edit_file, list_dir
  * (names and parameters as in nanobot). Paths are relative to the workspace
- * and, when restricted, must stay inside it (see workspace-paths.ts); other
+ * and, when restricted, must stay inside it (see workspace/paths.ts); other
  * chats' data is never reachable (chat-privacy.ts).
  */
 import { open, readdir, stat, writeFile } from "node:fs/promises";
@@ -11,7 +11,7 @@ import * as z from "zod";
 import { ToolError, errorMessage } from "../../util/errors.js";
 import { refuseOtherChats } from "./chat-privacy.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
-import { resolveToolPath, type PathPolicy } from "./workspace-paths.js";
+import { resolveToolPath, type PathPolicy } from "../../workspace/paths.js";
 
 export interface FilesystemToolOptions {
   workspace: string;

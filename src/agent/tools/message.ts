@@ -15,7 +15,7 @@ import * as z from "zod";
 import { ToolError } from "../../util/errors.js";
 import { refuseOtherChats } from "./chat-privacy.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
-import { resolveNonSecretPath, type SecretPaths } from "./workspace-paths.js";
+import { resolveNonSecretPath, type SecretPaths } from "../../workspace/paths.js";
 
 /** What the tool may know about chats other than the turn's own. */
 export interface MessageTargets {

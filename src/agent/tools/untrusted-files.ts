@@ -10,7 +10,7 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Tool, ToolContext } from "./types.js";
-import { isInside } from "./workspace-paths.js";
+import { isInside } from "../../workspace/paths.js";
 
 /** The attachment's path when `path` is a file in media/ other than this turn's own attachments, else null. */
 export function othersAttachment(path: string, ctx: Pick<ToolContext, "workspace" | "media">): string | null {

@@ -1,6 +1,6 @@
 /** The Discord platform as the registry lists it; importing this file loads no SDK. */
-import type { Platform } from "../registry.js";
-import { DiscordConfigSchema, discordProblems } from "./config.js";
+import type { Platform } from "../platform.js";
+import { DiscordConfigSchema, discordProblems } from "../../config/platforms/discord.js";
 
 export const discord: Platform<"discord", typeof DiscordConfigSchema> = {
   name: "discord",

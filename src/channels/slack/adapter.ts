@@ -21,9 +21,9 @@ import type { Logger } from "../../log.js";
 import { sleep } from "../../util/backoff.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
-import { platformConnections } from "../config-common.js";
+import { platformConnections } from "../../config/platforms/common.js";
 import { InboundPath } from "../inbound.js";
-import type { ChannelFactoryContext } from "../registry.js";
+import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import type {
   Channel,
@@ -34,7 +34,7 @@ import type {
   SentMessage,
 } from "../types.js";
 import { TypingIndicator } from "../typing.js";
-import { slackProblems, type SlackConfig } from "./config.js";
+import { slackProblems, type SlackConfig } from "../../config/platforms/slack.js";
 import { slackChannelError } from "./errors.js";
 import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";

@@ -1,6 +1,6 @@
 /** The Slack platform as the registry lists it; importing this file loads no SDK. */
-import type { Platform } from "../registry.js";
-import { SlackConfigSchema, slackProblems } from "./config.js";
+import type { Platform } from "../platform.js";
+import { SlackConfigSchema, slackProblems } from "../../config/platforms/slack.js";
 
 export const slack: Platform<"slack", typeof SlackConfigSchema> = {
   name: "slack",

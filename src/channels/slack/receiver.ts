@@ -23,7 +23,7 @@ import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
 import { untilAborted } from "../../util/timeout.js";
 import type { ChoiceClick } from "../types.js";
-import type { SlackConfig } from "./config.js";
+import type { SlackConfig } from "../../config/platforms/slack.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
 import { SlackHttpServer } from "./http-server.js";
 import type { SlackLogger } from "./logger.js";

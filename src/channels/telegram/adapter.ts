@@ -25,15 +25,15 @@ import { logger, type Logger } from "../../log.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, ConfigError } from "../../util/errors.js";
 import { withTimeout, TimeoutError } from "../../util/timeout.js";
-import { platformConnections } from "../config-common.js";
+import { platformConnections } from "../../config/platforms/common.js";
 import { InboundPath } from "../inbound.js";
-import type { ChannelFactoryContext } from "../registry.js";
+import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget, SentMessage } from "../types.js";
 import { chatIdParam, createBot, createPreviewApi, gs, telegramAgent } from "./api.js";
 import { AlbumCollector, incomingFiles, type DownloadContext } from "./attachments.js";
-import { telegramProblems, type TelegramConfig } from "./config.js";
+import { telegramProblems, type TelegramConfig } from "../../config/platforms/telegram.js";
 import { describeTelegramError } from "./errors.js";
 import {
   CHANNEL,
@@ -121,7 +121,7 @@ export class TelegramChannel implements Channel {
 
   constructor(private readonly opts: TelegramChannelOptions) {
     this.cfg = opts.config;
-    // The same problems config check and the gateway report (config.ts), in case the channel is built directly.
+    // The same problems config check and the gateway report (config/platforms/telegram.ts), in case the channel is built directly.
     const problems = telegramProblems(this.cfg);
     if (problems.length > 0) throw new ConfigError(problems.join("; "), problems);
     this.apiRoot = this.cfg.apiRoot.replace(/\/+$/, "");

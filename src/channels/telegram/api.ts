@@ -16,7 +16,7 @@ import type { Logger } from "../../log.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { ConfigError, errorMessage } from "../../util/errors.js";
 import { deadlineSignal } from "../../util/timeout.js";
-import type { TelegramConfig } from "./config.js";
+import type { TelegramConfig } from "../../config/platforms/telegram.js";
 import type { TelegramTuning } from "./tuning.js";
 
 export interface BotOptions {

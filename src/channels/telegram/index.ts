@@ -1,6 +1,6 @@
 /** The Telegram platform as the registry lists it; importing this file loads no SDK. */
-import type { Platform } from "../registry.js";
-import { TelegramConfigSchema, telegramProblems } from "./config.js";
+import type { Platform } from "../platform.js";
+import { TelegramConfigSchema, telegramProblems } from "../../config/platforms/telegram.js";
 
 export const telegram: Platform<"telegram", typeof TelegramConfigSchema> = {
   name: "telegram",

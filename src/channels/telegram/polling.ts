@@ -9,7 +9,7 @@ import type { Logger } from "../../log.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { settleWithin } from "../../util/timeout.js";
 import { gs } from "./api.js";
-import type { TelegramConfig } from "./config.js";
+import type { TelegramConfig } from "../../config/platforms/telegram.js";
 import type { TelegramTuning } from "./tuning.js";
 
 /** What palaver asks Telegram for: messages, and presses on the buttons under its questions. */

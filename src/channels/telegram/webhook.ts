@@ -14,7 +14,7 @@ import { ChannelError, errorMessage } from "../../util/errors.js";
 import { HttpError, readBody } from "../../util/http-body.js";
 import { settleWithin } from "../../util/timeout.js";
 import { gs } from "./api.js";
-import type { TelegramConfig } from "./config.js";
+import type { TelegramConfig } from "../../config/platforms/telegram.js";
 import { ALLOWED_UPDATES } from "./polling.js";
 
 const MAX_BODY = 1024 * 1024;

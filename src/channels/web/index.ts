@@ -1,6 +1,6 @@
 /** The web chat as the registry lists it; importing this file loads nothing but its config. */
-import type { Platform } from "../registry.js";
-import { WebConfigSchema, webProblems } from "./config.js";
+import type { Platform } from "../platform.js";
+import { WebConfigSchema, webProblems } from "../../config/platforms/web.js";
 
 export const web: Platform<"web", typeof WebConfigSchema> = {
   name: "web",

@@ -7,7 +7,7 @@ import {
   createExecTool,
   type ExecToolOptions,
 } from "../../../src/agent/tools/exec.js";
-import { findDestructive, type GuardContext } from "../../../src/agent/tools/exec-guard.js";
+import { findDestructive, type GuardContext } from "../../../src/workspace/exec-guard.js";
 import { findOutsidePath } from "../../../src/agent/tools/exec-paths.js";
 import { describeSandbox, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
 import { ConfigError } from "../../../src/util/errors.js";

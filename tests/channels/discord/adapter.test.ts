@@ -16,7 +16,7 @@ import {
   type DiscordChannelOptions,
 } from "../../../src/channels/discord/adapter.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
-import { DiscordConfigSchema } from "../../../src/channels/discord/config.js";
+import { DiscordConfigSchema } from "../../../src/config/platforms/discord.js";
 import { isAllowed } from "../../../src/channels/access.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
 import { createTranscriber } from "../../../src/channels/transcription.js";

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage, Question } from "../../../src/bus/types.js";
 import { DiscordChannel } from "../../../src/channels/discord/adapter.js";
-import { DiscordConfigSchema } from "../../../src/channels/discord/config.js";
+import { DiscordConfigSchema } from "../../../src/config/platforms/discord.js";
 import { questionComponents } from "../../../src/channels/discord/questions.js";
 import { ChannelManager } from "../../../src/channels/manager.js";
 import type { ChoiceClick, ChoiceOutcome, InboundSink } from "../../../src/channels/types.js";

@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { DiscordChannel } from "../../../src/channels/discord/adapter.js";
-import { DiscordConfigSchema } from "../../../src/channels/discord/config.js";
+import { DiscordConfigSchema } from "../../../src/config/platforms/discord.js";
 import { discordChunks } from "../../../src/channels/discord/format.js";
 import { editedMessageId } from "../../../src/channels/discord/preview.js";
 import { ChannelManager } from "../../../src/channels/manager.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
-import { SlackConfigSchema } from "../../../src/channels/slack/config.js";
+import { SlackConfigSchema } from "../../../src/config/platforms/slack.js";
 import { loadConfig } from "../../../src/config/load.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 

@@ -8,7 +8,7 @@ import { isAllowed } from "../../../src/channels/access.js";
 import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
 import type { InboundSink } from "../../../src/channels/types.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
-import { SlackConfigSchema } from "../../../src/channels/slack/config.js";
+import { SlackConfigSchema } from "../../../src/config/platforms/slack.js";
 import { FakeSlack } from "../../fakes/slack-server.js";
 
 /** Fast enough for tests: reconnects after ~150 ms, Web API retries after ~10 ms. */

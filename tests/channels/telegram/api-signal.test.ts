@@ -5,7 +5,7 @@
 import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createPreviewApi, telegramAgent } from "../../../src/channels/telegram/api.js";
-import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
+import { TelegramConfigSchema } from "../../../src/config/platforms/telegram.js";
 import { DEFAULT_TUNING } from "../../../src/channels/telegram/tuning.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";
 import { captureLog } from "../../helpers/log.js";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
-import { TelegramConfigSchema } from "../../../src/channels/telegram/config.js";
+import { TelegramConfigSchema } from "../../../src/config/platforms/telegram.js";
 import { isAllowed } from "../../../src/channels/access.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { FakeTelegram } from "../../fakes/telegram-server.js";

@@ -1,4 +1,4 @@
-/** Config pieces every chat platform shares. Each platform's own schema lives in its folder (config.ts). */
+/** Config pieces every chat platform shares. Each platform's own section is its file beside this one. */
 import * as z from "zod";
 
 /**

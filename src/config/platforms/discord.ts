@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { channelBase, idList } from "../config-common.js";
+import { channelBase, idList } from "./common.js";
 
 /** Guilds (1) | GuildMessages (512) | DirectMessages (4096) | MessageContent (32768): nanobot's default. */
 export const DEFAULT_INTENTS = 37377;

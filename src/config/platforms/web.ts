@@ -3,7 +3,7 @@
  * credential, so whoever holds it talks as one fixed sender, WEB_SENDER_ID.
  */
 import * as z from "zod";
-import { channelBase, idList } from "../config-common.js";
+import { channelBase, idList } from "./common.js";
 
 /** The sender id of every message from the page: the token holder is the owner. */
 export const WEB_SENDER_ID = "owner";
@@ -48,7 +48,7 @@ export const WebConfigSchema = z
       ),
   })
   .transform((c) => ({
-    // undefined until the channels section resolves it (config/schema.ts resolveAutoEnabled).
+    // undefined until the channels section resolves it (withWebDefault, below).
     enabled: c.enabled,
     allowFrom: c.allowFrom,
     admins: c.admins,

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { channelBase, groupPolicy, idList } from "../config-common.js";
+import { channelBase, groupPolicy, idList } from "./common.js";
 
 export const DEFAULT_SLACK_PATH = "/slack/events";
 

@@ -2,14 +2,14 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ToolError } from "../../../src/util/errors.js";
+import { ToolError } from "../../src/util/errors.js";
 import {
   expandPath,
   isInside,
   realPathLoose,
   resolveToolPath,
-} from "../../../src/agent/tools/workspace-paths.js";
-import { TempDirs } from "./helpers.js";
+} from "../../src/workspace/paths.js";
+import { TempDirs } from "../agent/tools/helpers.js";
 
 describe("workspace paths", () => {
   const temps = new TempDirs();

@@ -7,7 +7,7 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve, sep } from "node:path";
-import { ToolError } from "../../util/errors.js";
+import { ToolError } from "../util/errors.js";
 
 export interface PathPolicy {
   /** The workspace folder (absolute, or starting with `~`). */

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { channelBase, groupPolicy, idList } from "../config-common.js";
+import { channelBase, groupPolicy, idList } from "./common.js";
 
 /** Telegram accepts 1-256 of these characters as a webhook secret token. */
 const SECRET_TOKEN = /^[A-Za-z0-9_-]{0,256}$/;
