@@ -42,6 +42,8 @@ export interface AgentSettings {
   model: string;
   memoryWindow: number;
   maxToolIterations: number;
+  /** A reply cut off at the output token limit is continued this many times (agents.defaults.maxContinuations). */
+  maxContinuations?: number;
   maxConcurrentTurns: number;
   toolResultMaxChars: number;
   /** Publish each reply as it is written ("delta"s) for channels that show it live (channels.streaming). */
@@ -438,6 +440,7 @@ export class AgentLoop {
         tools,
         messages: prompt,
         maxIterations: settings.maxToolIterations,
+        maxContinuations: settings.maxContinuations ?? 0,
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),

@@ -12,6 +12,7 @@ import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { formatToolHint, truncateToolResult } from "./format.js";
 import { runOnce, type TurnCallRecord } from "./tool-replay.js";
+import { CONTINUE_REQUEST, finalAnswerRequest, stoppedText } from "./loop-rules.js";
 
 /** The same call (name + arguments) this many times in one turn is refused. */
 export const MAX_IDENTICAL_CALLS = 3;
@@ -44,6 +45,8 @@ export interface RunTurnOptions {
   budget?: ContextBudget;
   /** How many trailing messages of `messages` are this turn's own (never left out); default 1. */
   turnMessages?: number;
+  /** An answer cut off at the output token limit is continued this many times at most; default 0. */
+  maxContinuations?: number;
 }
 
 /** The approval check of one tool call: null to run it, or the text the model gets instead. */
@@ -83,14 +86,16 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     promptTokens = call.promptTokens;
 
     if (response.toolCalls.length === 0) {
-      const final = assistantMessage(response);
-      produced.push(final);
+      const answer = await continueCutOff(response, prompt, definitions, keepFrom, opts);
+      produced.push(assistantMessage(answer.response));
       return {
-        content: answerForUser(response),
+        content: answerForUser(answer.response),
         messages: produced,
         toolsUsed,
         hitIterationLimit: false,
-        ...(promptTokens !== undefined ? { promptTokens } : {}),
+        ...((answer.promptTokens ?? promptTokens) !== undefined
+          ? { promptTokens: answer.promptTokens ?? promptTokens }
+          : {}),
       };
     }
 
@@ -116,16 +121,58 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     }
   }
 
-  const content =
-    `I stopped after ${opts.maxIterations} tool steps without finishing this request. ` +
-    `Here is where I got to: ${toolsUsed.length} tool calls (${[...new Set(toolsUsed)].join(", ")}). ` +
-    `You can ask me to continue, or break the task into smaller steps.`;
-  produced.push({ role: "assistant", content });
+  // Out of tool steps: one last call without tools writes the answer from what was gathered.
+  ctx.signal.throwIfAborted();
+  const closing = [...prompt, finalAnswerRequest(opts.maxIterations)];
+  const last = await callModel(closing, undefined, keepFrom, opts);
+  const answer = await continueCutOff(last.response, closing, undefined, keepFrom, opts);
+  promptTokens = answer.promptTokens ?? last.promptTokens;
+  const written = answer.response.content?.trim() ? answerForUser(answer.response) : null;
+  const content = written ?? stoppedText(opts.maxIterations, toolsUsed);
+  produced.push(written ? assistantMessage(answer.response) : { role: "assistant", content });
   return {
     content,
     messages: produced,
     toolsUsed,
     hitIterationLimit: true,
+    ...(promptTokens !== undefined ? { promptTokens } : {}),
+  };
+}
+
+/**
+ * An answer cut off at the output token limit (finish_reason "length") is continued: the model is
+ * shown its part and asked to go on, up to maxContinuations times, and the parts are joined into
+ * one answer. Still cut off after the last, the joined answer keeps its "length" finish reason, so
+ * answerForUser marks it. Tool calls in a continuation are ignored: it was asked for text.
+ */
+async function continueCutOff(
+  first: ChatResponse,
+  prompt: readonly ChatMessage[],
+  definitions: readonly ToolDefinition[] | undefined,
+  keepFrom: number,
+  opts: RunTurnOptions,
+): Promise<{ response: ChatResponse; promptTokens?: number }> {
+  let response = first;
+  let text = first.content ?? "";
+  let promptTokens: number | undefined;
+  const conversation = [...prompt];
+  for (let n = 0; n < (opts.maxContinuations ?? 0); n++) {
+    if (response.finishReason !== "length" || !response.content?.trim()) break;
+    opts.ctx.signal.throwIfAborted();
+    conversation.push({ role: "assistant", content: response.content }, CONTINUE_REQUEST);
+    const before = text;
+    const onText = opts.onText;
+    const call = await callModel(conversation, definitions, keepFrom, {
+      ...opts,
+      // The live preview shows the whole answer, not only the part being written.
+      ...(onText ? { onText: (more: string) => onText(before + more) } : {}),
+    });
+    response = call.response;
+    promptTokens = call.promptTokens;
+    text += response.content ?? "";
+  }
+  return {
+    response: { ...response, content: text || response.content, toolCalls: [] },
     ...(promptTokens !== undefined ? { promptTokens } : {}),
   };
 }

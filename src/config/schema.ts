@@ -47,6 +47,15 @@ export const AgentDefaultsSchema = z.object({
   maxTokens: z.number().int().positive().default(8192),
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(40),
+  maxContinuations: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(3)
+    .describe(
+      'An answer cut off at maxTokens (finish_reason "length") is continued this many times and delivered as one.',
+    ),
   memoryWindow: z
     .number()
     .int()
