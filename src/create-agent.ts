@@ -26,6 +26,7 @@ import { MemoryConsolidator } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
+import { createTodoTools } from "./agent/tools/todo.js";
 import { ContextBudget } from "./agent/budget/budget.js";
 import { budgetSettings } from "./agent/budget/windows.js";
 import { logger } from "./log.js";
@@ -230,6 +231,7 @@ export function createAgent({
     },
   });
   tools.register(createSpawnTool(subagents));
+  for (const tool of createTodoTools(sessions)) tools.register(tool);
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));

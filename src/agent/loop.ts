@@ -36,6 +36,7 @@ import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
+import { planOf, withPlanReminder } from "./plan.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -441,6 +442,8 @@ export class AgentLoop {
         messages: prompt,
         maxIterations: settings.maxToolIterations,
         maxContinuations: settings.maxContinuations ?? 0,
+        // Read at each call: a todo_write earlier in the turn is in the next call's reminder.
+        prepare: (messages) => withPlanReminder(messages, planOf(session.metadata).items),
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),

@@ -45,6 +45,8 @@ export interface RunTurnOptions {
   budget?: ContextBudget;
   /** How many trailing messages of `messages` are this turn's own (never left out); default 1. */
   turnMessages?: number;
+  /** Adds what each call must carry but the session must not keep (the plan reminder): a copy. */
+  prepare?: (messages: readonly ChatMessage[]) => ChatMessage[];
   /** An answer cut off at the output token limit is continued this many times at most; default 0. */
   maxContinuations?: number;
 }
@@ -184,11 +186,12 @@ async function continueCutOff(
  * (the chat is told plainly). Never more than two sends.
  */
 async function callModel(
-  prompt: readonly ChatMessage[],
+  turnPrompt: readonly ChatMessage[],
   definitions: readonly ToolDefinition[] | undefined,
   keepFrom: number,
-  { provider, ctx, onText, budget }: RunTurnOptions,
+  { provider, ctx, onText, budget, prepare }: RunTurnOptions,
 ): Promise<{ response: ChatResponse; promptTokens: number | undefined }> {
+  const prompt = prepare ? prepare(turnPrompt) : turnPrompt;
   const send = async (messages: ChatMessage[], estimate?: number) => {
     const response = await provider.chat(
       { messages, tools: definitions, ...(onText ? { onText } : {}) },
