@@ -27,6 +27,8 @@ import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
 import { createTodoTools } from "./agent/tools/todo.js";
+import { createLoadToolsTool } from "./agent/tools/load-tools.js";
+import { ToolTiers } from "./agent/tool-tiers.js";
 import { ContextBudget } from "./agent/budget/budget.js";
 import { budgetSettings } from "./agent/budget/windows.js";
 import { logger } from "./log.js";
@@ -232,6 +234,11 @@ export function createAgent({
   });
   tools.register(createSpawnTool(subagents));
   for (const tool of createTodoTools(sessions)) tools.register(tool);
+  const tiers = new ToolTiers(tools, config.tools.tiers, (definitions) =>
+    agentBudget.counter.tools(definitions),
+  );
+  tools.register(createLoadToolsTool(tiers, sessions));
+  tools.unknownToolHelp = () => tiers.directory();
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
@@ -267,6 +274,7 @@ export function createAgent({
     questions,
     ...(approve ? { approve } : {}),
     budget: agentBudget,
+    tiers,
     ...(pairing ? { pairing } : {}),
     statusLines: () => [...llmStatus, execStatusLine(execSandbox), ...mcpStatusLines(mcp.status())],
     settings: {

@@ -37,6 +37,7 @@ import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
 import { planOf, withPlanReminder } from "./plan.js";
+import { withToolDirectory, type ToolTiers } from "./tool-tiers.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -84,6 +85,8 @@ export interface AgentLoopDeps {
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
   budget?: ContextBudget;
+  /** Tool tiers (tools.tiers): which schemas each call sends, and the directory of the rest. */
+  tiers?: ToolTiers;
   log?: Logger;
 }
 
@@ -412,13 +415,15 @@ export class AgentLoop {
     const session = await sessions.get(sessionKeyOf(msg));
     // Background work runs its turn for the chat it came from: tools and replies target that chat.
     const origin = originOf(msg);
-    const prompt = await context.buildMessages({
+    const tiers = this.deps.tiers;
+    const built = await context.buildMessages({
       history: session.history(settings.memoryWindow),
       content: msg.content,
       media: msg.media,
       channel: origin.channel,
       chatId: origin.chatId,
     });
+    const prompt = withToolDirectory(built, tiers?.directory() ?? null);
     const userMessage = prompt[prompt.length - 1]!;
     const ctx: ToolContext = {
       workspace: settings.workspace,
@@ -444,6 +449,15 @@ export class AgentLoop {
         maxContinuations: settings.maxContinuations ?? 0,
         // Read at each call: a todo_write earlier in the turn is in the next call's reminder.
         prepare: (messages) => withPlanReminder(messages, planOf(session.metadata).items),
+        ...(tiers
+          ? {
+              definitions: () => tiers.definitions(session.metadata),
+              // A call to a known tool not loaded yet runs, and loads it for the calls after.
+              onCall: (name: string) => {
+                if (tiers.load(session.metadata, [name])) void sessions.saveMetadata(session);
+              },
+            }
+          : {}),
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),

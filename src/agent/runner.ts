@@ -45,6 +45,13 @@ export interface RunTurnOptions {
   budget?: ContextBudget;
   /** How many trailing messages of `messages` are this turn's own (never left out); default 1. */
   turnMessages?: number;
+  /**
+   * The tool definitions of each call, asked before every call (tool tiers: a tool loaded during the
+   * turn is sent from the next call on). Absent: all of `tools`.
+   */
+  definitions?: () => readonly ToolDefinition[];
+  /** Told of each tool call before it runs (tool tiers: calling an unloaded tool loads it). */
+  onCall?: (name: string) => void;
   /** Adds what each call must carry but the session must not keep (the plan reminder): a copy. */
   prepare?: (messages: readonly ChatMessage[]) => ChatMessage[];
   /** An answer cut off at the output token limit is continued this many times at most; default 0. */
@@ -76,13 +83,16 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
   const produced: ChatMessage[] = [];
   const toolsUsed: string[] = [];
   const callCounts = new Map<string, number>();
-  const all = tools.definitions();
-  const definitions = all.length ? all : undefined;
+  const definitionsNow = () => {
+    const all = opts.definitions?.() ?? tools.definitions();
+    return all.length ? all : undefined;
+  };
   const keepFrom = Math.max(0, prompt.length - (opts.turnMessages ?? 1));
   let promptTokens: number | undefined;
 
   for (let iteration = 0; iteration < opts.maxIterations; iteration++) {
     ctx.signal.throwIfAborted();
+    const definitions = definitionsNow();
     const call = await callModel(prompt, definitions, keepFrom, opts);
     const response = call.response;
     promptTokens = call.promptTokens;
@@ -111,6 +121,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     for (const call of response.toolCalls) {
       ctx.signal.throwIfAborted();
       toolsUsed.push(call.name);
+      opts.onCall?.(call.name);
       const result = await runCall(call, callCounts, opts);
       const toolMessage: ChatMessage = {
         role: "tool",

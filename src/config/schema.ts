@@ -197,6 +197,18 @@ export const ApprovalSchema = z
 
 export const ToolsSchema = z.object({
   approval: ApprovalSchema,
+  tiers: z
+    .object({
+      mode: z
+        .enum(["auto", "off"])
+        .default("auto")
+        .describe(
+          '"auto": only the core tools\' schemas go with every call; the rest (MCP, cron, spawn ...) are listed ' +
+            'by name and loaded on demand (load_tools), when their schemas would cost more than minDeferredTokens. "off": all sent.',
+        ),
+      minDeferredTokens: z.number().int().min(0).default(2000),
+    })
+    .prefault({}),
   restrictToWorkspace: z
     .boolean()
     .default(true)

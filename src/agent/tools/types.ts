@@ -62,6 +62,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * recorded and their results reused on replay (agent/tool-replay.ts).
    */
   readonly readOnly?: boolean;
+  /** The MCP server the tool comes from: the tool directory groups by it (agent/tool-tiers.ts). */
+  readonly group?: string;
   /** Appended to a result reused on replay, when the call's effect did not survive the restart. */
   readonly replayNote?: string;
   /**
