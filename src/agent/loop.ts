@@ -36,8 +36,8 @@ import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
-import { planOf, withPlanReminder } from "./plan.js";
-import { withToolDirectory, type ToolTiers } from "./tool-tiers.js";
+import { forgetPlan, planOf, withPlanReminder } from "./plan.js";
+import { forgetLoadedTools, withToolDirectory, type ToolTiers } from "./tool-tiers.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -355,6 +355,9 @@ export class AgentLoop {
         return;
       }
     }
+    // The plan and the loaded tools belong to the conversation that ends here.
+    forgetPlan(session.metadata);
+    forgetLoadedTools(session.metadata);
     await this.deps.sessions.clear(session);
     this.reply(turn, "New conversation started. What we talked about is saved in memory.");
   }

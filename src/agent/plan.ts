@@ -46,6 +46,11 @@ export function planOf(metadata: Record<string, unknown>): Plan {
   return { items: valid, repeats: typeof repeats === "number" ? repeats : 0 };
 }
 
+/** Drops the plan (/new: it belonged to the conversation that ended). */
+export function forgetPlan(metadata: Record<string, unknown>): void {
+  delete metadata[PLAN_METADATA_KEY];
+}
+
 /** The plan after a todo_write: ids given to new items, and the repeat count carried on or reset. */
 export function writePlan(
   previous: Plan,

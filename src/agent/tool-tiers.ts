@@ -115,6 +115,11 @@ export function loadedTools(metadata: Record<string, unknown>): string[] {
   return Array.isArray(raw) ? raw.filter((n): n is string => typeof n === "string") : [];
 }
 
+/** Drops the session's loaded tools (/new: a new conversation starts with the core ones). */
+export function forgetLoadedTools(metadata: Record<string, unknown>): void {
+  delete metadata[LOADED_KEY];
+}
+
 /** The prompt with the directory added to its system message (a copy); unchanged without one. */
 export function withToolDirectory(messages: ChatMessage[], directory: string | null): ChatMessage[] {
   const system = messages[0];

@@ -68,6 +68,27 @@ describe("the plan", () => {
     });
   });
 
+  it("is dropped by /new", async () => {
+    h = await startHarness();
+    h.fake!.enqueue({ toolCalls: [toolCall("todo_write", { items: PLAN })] }, { content: "planned" });
+    await h.ask("chat", "plan it");
+    // /new archives the conversation into memory first.
+    h.fake!.enqueue({
+      toolCalls: [
+        toolCall("save_memory", {
+          history_entry: "[2026-01-01 10:00] Planned a report.",
+          memory_update: "# Memory",
+        }),
+      ],
+    });
+    expect((await h.ask("chat", "/new")).content).toMatch(/^New conversation started/);
+    h.fake!.enqueue({ toolCalls: [toolCall("todo_read")] }, { content: "fresh" });
+    await h.ask("chat", "hello again");
+    const [first, second] = h.fake!.requests.slice(-2) as [RecordedRequest, RecordedRequest];
+    expect(runtimeContext(first)).not.toContain("Now:");
+    expect(toolResults(second).at(-1)).toBe("No plan yet.");
+  });
+
   it("stops riding once every item is done", async () => {
     h = await startHarness();
     const done = PLAN.map((item) => ({ ...item, status: "done" }));

@@ -75,6 +75,29 @@ describe("tool tiers", () => {
     expect(file).toContain('"palaver_loaded_tools":["mcp_gh_issue","mcp_gh_pr"]');
   });
 
+  it("starts a new conversation (/new) with the core tools only", async () => {
+    const h = await start();
+    h.fake!.enqueue(
+      { toolCalls: [toolCall("load_tools", { names: ["mcp_fs_read"] })] },
+      { content: "loaded" },
+    );
+    await h.ask("chat", "load it");
+    // /new archives the conversation into memory first.
+    h.fake!.enqueue({
+      toolCalls: [
+        toolCall("save_memory", {
+          history_entry: "[2026-01-01 10:00] Loaded a tool.",
+          memory_update: "# Memory",
+        }),
+      ],
+    });
+    expect((await h.ask("chat", "/new")).content).toMatch(/^New conversation started/);
+    h.fake!.enqueue({ content: "fresh" });
+    await h.ask("chat", "hello again");
+    expect(names(h.fake!.requests[1]!)).toContain("mcp_fs_read");
+    expect(names(h.fake!.requests.at(-1)!)).not.toContain("mcp_fs_read");
+  });
+
   it("runs a known tool that was not loaded, and loads it for the next calls", async () => {
     const h = await start();
     h.fake!.enqueue({ toolCalls: [toolCall("mcp_fs_read", { id: "1" })] }, { content: "done" });
