@@ -41,6 +41,10 @@ export interface TierSettings {
 }
 
 export class ToolTiers {
+  /** The last answers, while the registry's definitions stay the same array (its tools unchanged). */
+  private memo:
+    { all: readonly ToolDefinition[]; deferred: string[]; sent: Map<string, ToolDefinition[]> } | undefined;
+
   constructor(
     private readonly tools: ToolRegistry,
     private readonly settings: TierSettings,
@@ -50,21 +54,41 @@ export class ToolTiers {
 
   /** The deferred tools' names, sorted; empty when tiers are off or not worth it now. */
   deferred(): string[] {
+    return this.current().deferred;
+  }
+
+  private current(): NonNullable<ToolTiers["memo"]> {
+    const all = this.tools.definitions();
+    if (this.memo?.all === all) return this.memo;
+    this.memo = { all, deferred: this.computeDeferred(all), sent: new Map() };
+    return this.memo;
+  }
+
+  private computeDeferred(all: readonly ToolDefinition[]): string[] {
     if (this.settings.mode === "off") return [];
-    const deferred = this.tools.definitions().filter((d) => !CORE_TOOLS.has(d.function.name));
+    const deferred = all.filter((d) => !CORE_TOOLS.has(d.function.name));
     if (deferred.length === 0 || this.countTokens(deferred) <= this.settings.minDeferredTokens) return [];
     return deferred.map((d) => d.function.name).sort();
   }
 
   /** What one call sends: every core (or not deferred) tool in registry order, then the loaded ones in load order. */
-  definitions(metadata: Record<string, unknown>): ToolDefinition[] {
-    const deferred = new Set(this.deferred());
-    const all = this.tools.definitions();
-    const byName = new Map(all.map((d) => [d.function.name, d]));
-    const loaded = loadedTools(metadata)
-      .filter((name) => deferred.has(name))
-      .map((name) => byName.get(name)!);
-    return [...all.filter((d) => !deferred.has(d.function.name)), ...loaded];
+  definitions(metadata: Record<string, unknown>): readonly ToolDefinition[] {
+    const memo = this.current();
+    const deferred = new Set(memo.deferred);
+    const loadedNames = loadedTools(metadata).filter((name) => deferred.has(name));
+    // One array per loaded set, so the budget's token count of it is cached (by identity).
+    const key = loadedNames.join("\n");
+    const known = memo.sent.get(key);
+    if (known) return known;
+    const byName = new Map(memo.all.map((d) => [d.function.name, d]));
+    const sent = [
+      ...memo.all.filter((d) => !deferred.has(d.function.name)),
+      ...loadedNames.map((name) => byName.get(name)!),
+    ];
+    // Bounded: many chats with different loaded sets only cost a recount now and then.
+    if (memo.sent.size >= 100) memo.sent.clear();
+    memo.sent.set(key, sent);
+    return sent;
   }
 
   /** The deferred tools matching the globs (`mcp_github_*`), sorted. */
