@@ -20,6 +20,9 @@ export type OnPlan = (sessionKey: string, plan: Plan) => void;
 export function createTodoTools(sessions: PlanSessions, onPlan?: OnPlan): Tool[] {
   const write = defineTool({
     name: "todo_write",
+    // It changes only this conversation's own plan: never worth an approval question, and writing
+    // the same plan again when a turn is replayed after a crash is harmless.
+    readOnly: true,
     description:
       "Write your plan for a task of several steps as a checklist the user sees. Send the whole list each " +
       "time; mark one item in_progress while you work on it and done when it is. Skip it for simple requests.",
