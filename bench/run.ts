@@ -16,6 +16,7 @@ import { benchSessionLoad } from "./session-load.js";
 import { benchStartup } from "./startup.js";
 import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
+import { benchTools } from "./tools.js";
 import type { BenchResult } from "./types.js";
 import { benchWeb } from "./web.js";
 
@@ -33,6 +34,7 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchContextBudget,
   benchWeb,
   benchMemory,
+  benchTools,
 ];
 
 const words = process.argv.slice(2).map((w) => w.toLowerCase());

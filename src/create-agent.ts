@@ -33,6 +33,9 @@ import { createDelegateTool } from "./agent/tools/delegate.js";
 import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
 import { normalizeModel, resolveProvider } from "./llm/providers.js";
 import { withModel } from "./llm/with-model.js";
+import { createTodoTools } from "./agent/tools/todo.js";
+import { createLoadToolsTool } from "./agent/tools/load-tools.js";
+import { ToolTiers } from "./agent/tool-tiers.js";
 import { ContextBudget } from "./agent/budget/budget.js";
 import { budgetSettings } from "./agent/budget/windows.js";
 import { logger } from "./log.js";
@@ -241,6 +244,7 @@ export function createAgent({
     workspace,
     maxConcurrent: defaults.maxSubagents,
     maxIterations: defaults.subagentMaxIterations,
+    maxContinuations: defaults.maxContinuations,
     toolResultMaxChars: config.tools.toolResultMaxChars,
     ...(approve ? { approve } : {}),
     budget: new ContextBudget(budget, logger("subagents")),
@@ -305,6 +309,12 @@ export function createAgent({
       ? { visionModel: modelName(defaults.models.vision) }
       : {}),
   });
+  for (const tool of createTodoTools(sessions)) tools.register(tool);
+  const tiers = new ToolTiers(tools, config.tools.tiers, (definitions) =>
+    agentBudget.counter.tools(definitions),
+  );
+  tools.register(createLoadToolsTool(tiers, sessions));
+  tools.unknownToolHelp = () => tiers.directory();
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
@@ -342,6 +352,7 @@ export function createAgent({
     ...(approve ? { approve } : {}),
     budget: agentBudget,
     agents: conversationAgents,
+    tiers,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
     usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
@@ -357,6 +368,7 @@ export function createAgent({
       model: llm.model,
       memoryWindow: defaults.memoryWindow,
       maxToolIterations: defaults.maxToolIterations,
+      maxContinuations: defaults.maxContinuations,
       maxConcurrentTurns: defaults.maxConcurrentTurns,
       toolResultMaxChars: config.tools.toolResultMaxChars,
       streaming: config.channels.streaming,

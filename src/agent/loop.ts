@@ -39,12 +39,16 @@ import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
 import { usageReply, type UsageCommandOptions } from "../usage/command.js";
 import { turnKindOf, withUsageScope } from "../usage/scope.js";
+import { forgetPlan, planOf, withPlanReminder } from "./plan.js";
+import { forgetLoadedTools, withToolDirectory, type ToolTiers } from "./tool-tiers.js";
 
 export interface AgentSettings {
   workspace: string;
   model: string;
   memoryWindow: number;
   maxToolIterations: number;
+  /** A reply cut off at the output token limit is continued this many times (agents.defaults.maxContinuations). */
+  maxContinuations?: number;
   maxConcurrentTurns: number;
   toolResultMaxChars: number;
   /** Publish each reply as it is written ("delta"s) for channels that show it live (channels.streaming). */
@@ -90,6 +94,8 @@ export interface AgentLoopDeps {
   budget?: ContextBudget;
   /** Named agents: which one runs a conversation (bindings, /agent) and the vision slot (agent/agents/). */
   agents?: Pick<ConversationAgents, "forTurn" | "nameFor" | "command">;
+  /** Tool tiers (tools.tiers): which schemas each call sends, and the directory of the rest. */
+  tiers?: ToolTiers;
   log?: Logger;
 }
 
@@ -387,6 +393,9 @@ export class AgentLoop {
         return;
       }
     }
+    // The plan and the loaded tools belong to the conversation that ends here.
+    forgetPlan(session.metadata);
+    forgetLoadedTools(session.metadata);
     await this.deps.sessions.clear(session);
     this.reply(turn, "New conversation started. What we talked about is saved in memory.");
   }
@@ -458,7 +467,12 @@ export class AgentLoop {
     const userMessage = built[built.length - 1]!;
     // A named agent's instructions follow the workspace's bootstrap files; its model and tools replace ours.
     const agent = await this.deps.agents?.forTurn(msg, session.metadata, hasImages(userMessage));
-    const prompt = agent ? withSystemText(built, agent.prompt) : built;
+    // Tool tiers shape the default tool set; an agent with its own tools sends all of them.
+    const tiers = agent?.tools ? undefined : this.deps.tiers;
+    const prompt = withToolDirectory(
+      agent ? withSystemText(built, agent.prompt) : built,
+      tiers?.directory() ?? null,
+    );
     const ctx: ToolContext = {
       workspace: settings.workspace,
       channel: origin.channel,
@@ -480,6 +494,18 @@ export class AgentLoop {
         tools: agent?.tools ?? tools,
         messages: prompt,
         maxIterations: agent?.maxIterations ?? settings.maxToolIterations,
+        maxContinuations: settings.maxContinuations ?? 0,
+        // Read at each call: a todo_write earlier in the turn is in the next call's reminder.
+        prepare: (messages) => withPlanReminder(messages, planOf(session.metadata).items),
+        ...(tiers
+          ? {
+              definitions: () => tiers.definitions(session.metadata),
+              // A call to a known tool not loaded yet runs, and loads it for the calls after.
+              onCall: (name: string) => {
+                if (tiers.load(session.metadata, [name])) void sessions.saveMetadata(session);
+              },
+            }
+          : {}),
         toolResultMaxChars: settings.toolResultMaxChars,
         ctx,
         onProgress: (text) => this.reply(turn, text, "progress"),

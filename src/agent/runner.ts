@@ -12,6 +12,7 @@ import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { formatToolHint, truncateToolResult } from "./format.js";
 import { runOnce, type TurnCallRecord } from "./tool-replay.js";
+import { CONTINUE_REQUEST, finalAnswerRequest, stoppedText } from "./loop-rules.js";
 
 /** The same call (name + arguments) this many times in one turn is refused. */
 export const MAX_IDENTICAL_CALLS = 3;
@@ -44,6 +45,17 @@ export interface RunTurnOptions {
   budget?: ContextBudget;
   /** How many trailing messages of `messages` are this turn's own (never left out); default 1. */
   turnMessages?: number;
+  /**
+   * The tool definitions of each call, asked before every call (tool tiers: a tool loaded during the
+   * turn is sent from the next call on). Absent: all of `tools`.
+   */
+  definitions?: () => readonly ToolDefinition[];
+  /** Told of each tool call before it runs (tool tiers: calling an unloaded tool loads it). */
+  onCall?: (name: string) => void;
+  /** Adds what each call must carry but the session must not keep (the plan reminder): a copy. */
+  prepare?: (messages: readonly ChatMessage[]) => ChatMessage[];
+  /** An answer cut off at the output token limit is continued this many times at most; default 0. */
+  maxContinuations?: number;
 }
 
 /** The approval check of one tool call: null to run it, or the text the model gets instead. */
@@ -71,26 +83,31 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
   const produced: ChatMessage[] = [];
   const toolsUsed: string[] = [];
   const callCounts = new Map<string, number>();
-  const all = tools.definitions();
-  const definitions = all.length ? all : undefined;
+  const definitionsNow = () => {
+    const all = opts.definitions?.() ?? tools.definitions();
+    return all.length ? all : undefined;
+  };
   const keepFrom = Math.max(0, prompt.length - (opts.turnMessages ?? 1));
   let promptTokens: number | undefined;
 
   for (let iteration = 0; iteration < opts.maxIterations; iteration++) {
     ctx.signal.throwIfAborted();
+    const definitions = definitionsNow();
     const call = await callModel(prompt, definitions, keepFrom, opts);
     const response = call.response;
     promptTokens = call.promptTokens;
 
     if (response.toolCalls.length === 0) {
-      const final = assistantMessage(response);
-      produced.push(final);
+      const answer = await continueCutOff(response, prompt, definitions, keepFrom, opts);
+      produced.push(assistantMessage(answer.response));
       return {
-        content: answerForUser(response),
+        content: answerForUser(answer.response),
         messages: produced,
         toolsUsed,
         hitIterationLimit: false,
-        ...(promptTokens !== undefined ? { promptTokens } : {}),
+        ...((answer.promptTokens ?? promptTokens) !== undefined
+          ? { promptTokens: answer.promptTokens ?? promptTokens }
+          : {}),
       };
     }
 
@@ -104,6 +121,7 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     for (const batch of callBatches(response.toolCalls, tools)) {
       ctx.signal.throwIfAborted();
       toolsUsed.push(...batch.map((call) => call.name));
+      for (const call of batch) opts.onCall?.(call.name);
       // One call at a time, except a run of parallel tools (delegate), which start together;
       // either way the results go back in the order the model made the calls.
       const results = await Promise.all(batch.map((call) => runCall(call, callCounts, opts)));
@@ -120,16 +138,58 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
     }
   }
 
-  const content =
-    `I stopped after ${opts.maxIterations} tool steps without finishing this request. ` +
-    `Here is where I got to: ${toolsUsed.length} tool calls (${[...new Set(toolsUsed)].join(", ")}). ` +
-    `You can ask me to continue, or break the task into smaller steps.`;
-  produced.push({ role: "assistant", content });
+  // Out of tool steps: one last call without tools writes the answer from what was gathered.
+  ctx.signal.throwIfAborted();
+  const closing = [...prompt, finalAnswerRequest(opts.maxIterations)];
+  const last = await callModel(closing, undefined, keepFrom, opts);
+  const answer = await continueCutOff(last.response, closing, undefined, keepFrom, opts);
+  promptTokens = answer.promptTokens ?? last.promptTokens;
+  const written = answer.response.content?.trim() ? answerForUser(answer.response) : null;
+  const content = written ?? stoppedText(opts.maxIterations, toolsUsed);
+  produced.push(written ? assistantMessage(answer.response) : { role: "assistant", content });
   return {
     content,
     messages: produced,
     toolsUsed,
     hitIterationLimit: true,
+    ...(promptTokens !== undefined ? { promptTokens } : {}),
+  };
+}
+
+/**
+ * An answer cut off at the output token limit (finish_reason "length") is continued: the model is
+ * shown its part and asked to go on, up to maxContinuations times, and the parts are joined into
+ * one answer. Still cut off after the last, the joined answer keeps its "length" finish reason, so
+ * answerForUser marks it. Tool calls in a continuation are ignored: it was asked for text.
+ */
+async function continueCutOff(
+  first: ChatResponse,
+  prompt: readonly ChatMessage[],
+  definitions: readonly ToolDefinition[] | undefined,
+  keepFrom: number,
+  opts: RunTurnOptions,
+): Promise<{ response: ChatResponse; promptTokens?: number }> {
+  let response = first;
+  let text = first.content ?? "";
+  let promptTokens: number | undefined;
+  const conversation = [...prompt];
+  for (let n = 0; n < (opts.maxContinuations ?? 0); n++) {
+    if (response.finishReason !== "length" || !response.content?.trim()) break;
+    opts.ctx.signal.throwIfAborted();
+    conversation.push({ role: "assistant", content: response.content }, CONTINUE_REQUEST);
+    const before = text;
+    const onText = opts.onText;
+    const call = await callModel(conversation, definitions, keepFrom, {
+      ...opts,
+      // The live preview shows the whole answer, not only the part being written.
+      ...(onText ? { onText: (more: string) => onText(before + more) } : {}),
+    });
+    response = call.response;
+    promptTokens = call.promptTokens;
+    text += response.content ?? "";
+  }
+  return {
+    response: { ...response, content: text || response.content, toolCalls: [] },
     ...(promptTokens !== undefined ? { promptTokens } : {}),
   };
 }
@@ -141,11 +201,12 @@ export async function runTurn(opts: RunTurnOptions): Promise<TurnResult> {
  * (the chat is told plainly). Never more than two sends.
  */
 async function callModel(
-  prompt: readonly ChatMessage[],
+  turnPrompt: readonly ChatMessage[],
   definitions: readonly ToolDefinition[] | undefined,
   keepFrom: number,
-  { provider, ctx, onText, budget }: RunTurnOptions,
+  { provider, ctx, onText, budget, prepare }: RunTurnOptions,
 ): Promise<{ response: ChatResponse; promptTokens: number | undefined }> {
+  const prompt = prepare ? prepare(turnPrompt) : turnPrompt;
   const send = async (messages: ChatMessage[], estimate?: number) => {
     const response = await provider.chat(
       { messages, tools: definitions, ...(onText ? { onText } : {}) },

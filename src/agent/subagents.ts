@@ -37,6 +37,8 @@ export interface SubagentManagerOptions {
   /** Subagents running at once; the rest wait in order. */
   maxConcurrent: number;
   maxIterations: number;
+  /** A result cut off at the output token limit is continued this many times (agents.defaults.maxContinuations). */
+  maxContinuations?: number;
   toolResultMaxChars: number;
   /**
    * The approval check of each tool call (approvals/gate.ts). A subagent's questions go to the chat
@@ -233,18 +235,30 @@ export class SubagentManager implements SubagentControl {
       },
       { role: "user", content: entry.task },
     ];
-    try {
-      const turn = await runTurn({
+    const run = (prompt: ChatMessage[]) =>
+      runTurn({
         provider,
         tools,
-        messages,
+        messages: prompt,
         maxIterations: entry.agent?.maxIterations ?? this.opts.maxIterations,
+        maxContinuations: this.opts.maxContinuations ?? 0,
         toolResultMaxChars: this.opts.toolResultMaxChars,
         ctx,
         onToolHint: (hint) => log.debug({ hint }, "subagent tool call"),
         ...(this.opts.approve ? { approve: this.opts.approve } : {}),
         ...(this.opts.budget ? { budget: this.opts.budget } : {}),
       });
+    try {
+      let turn = await run(messages);
+      if (!turn.hitIterationLimit && isTooShort(turn.content)) {
+        // "Done." tells the user nothing: one follow-up asks for what was done and found.
+        log.info(
+          { chars: turn.content?.trim().length ?? 0 },
+          "subagent result too short; asking for details",
+        );
+        const followUp = await run([...messages, ...turn.messages, detailsRequest()]);
+        if (followUp.content?.trim()) turn = followUp;
+      }
       const untrusted = ctx.turn.untrusted ?? [];
       if (turn.hitIterationLimit) return { ok: false, result: turn.content ?? NO_RESULT, untrusted };
       return { ok: true, result: turn.content?.trim() || NO_RESULT, untrusted };
@@ -255,6 +269,22 @@ export class SubagentManager implements SubagentControl {
       return { ok: false, result, untrusted: ctx.turn.untrusted ?? [] };
     }
   }
+}
+
+/** A result shorter than this gets one follow-up asking for the details. */
+const SHORT_RESULT_CHARS = 200;
+
+function isTooShort(content: string | null): boolean {
+  return (content?.trim().length ?? 0) < SHORT_RESULT_CHARS;
+}
+
+function detailsRequest(): ChatMessage {
+  return {
+    role: "user",
+    content:
+      "Your result is very short. Give the details the main assistant needs to tell the user: " +
+      "what you did, what you found (the facts and numbers themselves), and the paths of any files you wrote.",
+  };
 }
 
 /** The first ~30 characters of the task, on one line. */

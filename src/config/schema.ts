@@ -64,6 +64,15 @@ export const AgentDefaultsSchema = z.object({
   maxTokens: z.number().int().positive().default(8192),
   temperature: z.number().min(0).max(2).default(0.1),
   maxToolIterations: z.number().int().positive().default(40),
+  maxContinuations: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(3)
+    .describe(
+      'An answer cut off at maxTokens (finish_reason "length") is continued this many times and delivered as one.',
+    ),
   memoryWindow: z
     .number()
     .int()
@@ -249,6 +258,18 @@ export const ApprovalSchema = z
 
 export const ToolsSchema = z.object({
   approval: ApprovalSchema,
+  tiers: z
+    .object({
+      mode: z
+        .enum(["auto", "off"])
+        .default("auto")
+        .describe(
+          '"auto": only the core tools\' schemas go with every call; the rest (MCP, cron, spawn ...) are listed ' +
+            'by name and loaded on demand (load_tools), when their schemas would cost more than minDeferredTokens. "off": all sent.',
+        ),
+      minDeferredTokens: z.number().int().min(0).default(2000),
+    })
+    .prefault({}),
   restrictToWorkspace: z
     .boolean()
     .default(true)

@@ -153,6 +153,7 @@ export class McpManager {
     const workspace = this.opts.workspace;
     return {
       name: exposed,
+      group: server,
       description:
         tool.description?.trim() || tool.title || `The "${tool.name}" tool of the MCP server "${server}".`,
       parameters: inputParameters(tool.inputSchema),

@@ -124,15 +124,63 @@ describe("agent loop, end to end through the openai SDK", () => {
     expect(await messagesOf()).toEqual([]);
   });
 
-  it("stops at maxToolIterations with an honest message", async () => {
+  it("at maxToolIterations, one final call without tools writes the answer", async () => {
     h = await startHarness({ config: { agents: { defaults: { maxToolIterations: 3 } } } });
-    let n = 0;
-    h.fake!.setHandler(() => ({
-      toolCalls: [{ name: "list_dir", arguments: { path: `.${"/.".repeat(n++)}` } }],
+    h.fake!.setHandler((req, n) =>
+      req.body.tools
+        ? { toolCalls: [{ name: "list_dir", arguments: { path: `.${"/.".repeat(n)}` } }] }
+        : { content: "From the three listings: the folder is empty." },
+    );
+    const reply = await h.ask("chat", "loop forever");
+    expect(reply.content).toBe("From the three listings: the folder is empty.");
+    expect(h.fake!.requests).toHaveLength(4);
+    const last = h.fake!.requests[3]!.body;
+    expect(last.tools).toBeUndefined();
+    expect(last.messages.filter((m) => m.role === "tool")).toHaveLength(3);
+    expect(lastUserText(h.fake!.requests[3]!)).toMatch(/used all 3 tool steps/);
+    // The request to answer is not saved; the answer is.
+    const saved = await messagesOf();
+    expect(saved.at(-1)).toMatchObject({ role: "assistant", content: reply.content });
+    expect(JSON.stringify(saved)).not.toMatch(/used all 3 tool steps/);
+  });
+
+  it("says plainly where it stopped when the final call writes nothing either", async () => {
+    h = await startHarness({ config: { agents: { defaults: { maxToolIterations: 2 } } } });
+    h.fake!.setHandler((_req, n) => ({
+      toolCalls: [{ name: "list_dir", arguments: { path: `.${"/.".repeat(n)}` } }],
     }));
     const reply = await h.ask("chat", "loop forever");
-    expect(reply.content).toMatch(/stopped after 3 tool steps/);
+    expect(reply.content).toMatch(/stopped after 2 tool steps/);
     expect(h.fake!.requests).toHaveLength(3);
+  });
+
+  it('continues a reply cut off by finish_reason "length" and delivers one answer', async () => {
+    h = await startHarness();
+    h.fake!.enqueue(
+      { content: "Part one, ", finishReason: "length" },
+      { content: "part two, ", finishReason: "length" },
+      { content: "part three.", finishReason: "stop" },
+    );
+    const reply = await h.ask("chat", "write a lot");
+    expect(reply.content).toBe("Part one, part two, part three.");
+    expect(h.fake!.requests).toHaveLength(3);
+    const third = h.fake!.requests[2]!.body.messages;
+    expect(third.filter((m) => m.role === "assistant").map((m) => m.content)).toEqual([
+      "Part one, ",
+      "part two, ",
+    ]);
+    expect(lastUserText(h.fake!.requests[2]!)).toMatch(/cut off.*Continue exactly where it stopped/);
+    const saved = await messagesOf();
+    expect(saved.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(saved[1]!.content).toBe("Part one, part two, part three.");
+  });
+
+  it("marks the answer as cut off once maxContinuations is used up", async () => {
+    h = await startHarness({ config: { agents: { defaults: { maxContinuations: 1 } } } });
+    h.fake!.setHandler(() => ({ content: "more ", finishReason: "length" }));
+    const reply = await h.ask("chat", "write forever");
+    expect(reply.content).toMatch(/^more more \n\n\(Cut off: .*maxTokens/);
+    expect(h.fake!.requests).toHaveLength(2);
   });
 
   it(`refuses the same tool call repeated ${MAX_IDENTICAL_CALLS} times in a turn`, async () => {

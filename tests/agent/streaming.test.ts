@@ -32,6 +32,19 @@ describe("streamed turns", () => {
     expect(session.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 
+  it("a reply continued after a cut-off streams as one growing text", async () => {
+    h = await startHarness({ config: { channels: { streaming: true } } });
+    h.fake!.enqueue(
+      { content: "First part, ", finishReason: "length", pieceChars: 4 },
+      { content: "second part.", pieceChars: 4 },
+    );
+    const final = await h.ask("c1", "write a lot");
+    expect(final.content).toBe("First part, second part.");
+    const deltas = h.outbound.filter((m) => m.kind === "delta").map((m) => m.content);
+    for (let i = 1; i < deltas.length; i++) expect(deltas[i]!.startsWith(deltas[i - 1]!)).toBe(true);
+    expect(deltas.at(-1)).toBe("First part, second part.");
+  });
+
   it("a tool-calling turn streams its progress text, then the answer", async () => {
     h = await startHarness({ config: { channels: { streaming: true } } });
     h.fake!.enqueue(

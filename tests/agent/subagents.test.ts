@@ -26,6 +26,9 @@ let bus: MessageBus;
 let inbound: InboundMessage[];
 let managers: SubagentManager[];
 
+/** Makes a result long enough (200+ characters) that it is announced without a follow-up. */
+const detailed = (text: string) => `${text} ${"With the details the user needs. ".repeat(7)}`.trimEnd();
+
 const origin: Origin = {
   channel: "telegram",
   chatId: "42",
@@ -70,7 +73,8 @@ function manager(overrides: Partial<SubagentManagerOptions> = {}): SubagentManag
 
 describe("SubagentManager", () => {
   it("runs the task with a fresh context and reports the result as a system message for the origin chat", async () => {
-    fake.enqueue({ content: "The answer is 4." });
+    const answer = detailed("The answer is 4.");
+    fake.enqueue({ content: answer });
     const m = manager();
     const { id, label, queued } = m.spawn({ task: "Work out 2 + 2", label: "sum", origin });
     expect(queued).toBe(false);
@@ -85,10 +89,11 @@ describe("SubagentManager", () => {
     expect(msg.metadata?.origin).toEqual(origin);
     expect(msg.metadata?.subagentId).toBe(id);
     expect(msg.content).toBe(
-      announcement({ label: "sum", task: "Work out 2 + 2", ok: true, result: "The answer is 4." }),
+      announcement({ label: "sum", task: "Work out 2 + 2", ok: true, result: answer }),
     );
     expect(msg.content).toContain('[Subagent "sum" completed successfully]');
     expect(msg.content).toContain("Result:\nThe answer is 4.");
+    expect(fake.requests).toHaveLength(1);
     expect(m.listForSession(origin.sessionKey!)).toEqual([]);
 
     // A fresh context: system prompt about the task, the task as the only user message, worker tools only.
@@ -109,7 +114,7 @@ describe("SubagentManager", () => {
   });
 
   it("returns from spawn at once while the LLM is still working", async () => {
-    fake.enqueue({ content: "slow result", delayMs: 300 });
+    fake.enqueue({ content: detailed("slow result"), delayMs: 300 });
     const m = manager();
     // spawn is synchronous: it returns before the LLM is even asked.
     const { id } = m.spawn({ task: "something slow", origin });
@@ -127,7 +132,7 @@ describe("SubagentManager", () => {
   it("uses the worker tools in the workspace", async () => {
     fake.enqueue(
       { toolCalls: [toolCall("write_file", { path: "notes/out.txt", content: "hello from a subagent" })] },
-      { content: "Wrote notes/out.txt." },
+      { content: detailed("Wrote notes/out.txt.") },
     );
     const m = manager();
     m.spawn({ task: "Write a greeting to notes/out.txt", origin });
@@ -213,7 +218,7 @@ describe("SubagentManager", () => {
   });
 
   it("a queued subagent that is cancelled never starts", async () => {
-    fake.setHandler((req) => ({ content: `done ${lastUserText(req)}`, delayMs: 200 }));
+    fake.setHandler((req) => ({ content: detailed(`done ${lastUserText(req)}`), delayMs: 200 }));
     const m = manager({ maxConcurrent: 1 });
     m.spawn({ task: "first", origin });
     const waiting: Origin = { channel: "discord", chatId: "9", sessionKey: "discord:9" };
@@ -246,6 +251,24 @@ describe("SubagentManager", () => {
     expect(inbound).toEqual([]);
     expect(fake.requests).toHaveLength(2);
     expect(() => m.spawn({ task: "late", origin })).toThrow(/shutting down/);
+  });
+
+  it("asks once for the details when the result is shorter than about 200 characters", async () => {
+    const short = "Done. The report is written and checked.";
+    expect(short).toHaveLength(40);
+    const details =
+      "I read data.csv, summed the amounts per month and wrote the totals to report.md " +
+      "(January 120, February 95).";
+    fake.enqueue({ content: short }, { content: details }, { content: "an unwanted third call" });
+    const m = manager();
+    m.spawn({ task: "Write the monthly report", label: "report", origin });
+    await waitFor(() => inbound.length === 1);
+    expect(fake.requests).toHaveLength(2);
+    const followUp = fake.requests[1]!.body.messages;
+    expect(followUp.find((msg) => msg.role === "assistant")?.content).toBe(short);
+    expect(lastUserText(fake.requests[1]!)).toMatch(/very short.*details/);
+    // The details (still under 200 characters) are announced: no second follow-up.
+    expect(inbound[0]!.content).toContain(details);
   });
 
   it("says when the model hit the iteration limit", async () => {

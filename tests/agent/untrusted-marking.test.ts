@@ -72,7 +72,9 @@ describe("marking a turn that read untrusted content", { timeout: 60_000 }, () =
     agent.fake!.setHandler((req) => {
       const tools = turnTools(req);
       if (isSubagent(req))
-        return tools === 0 ? { toolCalls: [toolCall("list_dir", { path: "." })] } : { content: "sub done" };
+        return tools === 0
+          ? { toolCalls: [toolCall("list_dir", { path: "." })] }
+          : { content: `sub done: ${"what was found, at length. ".repeat(8)}` };
       if (String(req.body.messages.findLast((m) => m.role === "user")?.content).includes("[Subagent")) {
         return tools === 0 ? { toolCalls: [toolCall("list_dir", { path: "." })] } : { content: "reported" };
       }

@@ -8,8 +8,8 @@ describe('finish_reason "length" through the agent', () => {
     await h.cleanup();
   });
 
-  it("marks a cut-off answer as cut off for the user", async () => {
-    h = await startHarness();
+  it("marks a cut-off answer as cut off for the user (with continuations off)", async () => {
+    h = await startHarness({ config: { agents: { defaults: { maxContinuations: 0 } } } });
     h.fake!.enqueue({ content: "The three reasons are: first, the", finishReason: "length" });
     const reply = await h.ask("chat", "why?");
     expect(reply.content).toMatch(/^The three reasons are: first, the\n\n\(Cut off: /);

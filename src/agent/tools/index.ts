@@ -6,6 +6,8 @@ import type { Config } from "../../config/schema.js";
 import { createExecTool } from "./exec.js";
 import type { ExecSandbox } from "./exec-sandbox.js";
 import { createFilesystemTools } from "./filesystem.js";
+import { createFindFilesTool } from "./find-files.js";
+import { createGrepTool } from "./grep.js";
 import { createMessageTool, type MessageToolOptions } from "./message.js";
 import { ToolRegistry } from "./registry.js";
 import type { Tool } from "./types.js";
@@ -52,6 +54,8 @@ function workerTools(config: Config, workspace: string, exec: ExecSetup): Tool[]
       restrictToWorkspace: t.restrictToWorkspace,
       readFileMaxChars: t.readFileMaxChars,
     }).map(withUntrustedAttachments),
+    createFindFilesTool({ workspace, restrict: t.restrictToWorkspace }),
+    createGrepTool({ workspace, restrict: t.restrictToWorkspace }),
     createExecTool({
       workspace,
       restrictToWorkspace: t.restrictToWorkspace,

@@ -8,6 +8,8 @@ export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   /** The definitions as last built: one array while the tools stay the same (its token count is cached by identity). */
   private builtDefinitions: readonly ToolDefinition[] | undefined;
+  /** What a call to an unknown tool is told (the tool directory when tiers are on); default: every name. */
+  unknownToolHelp: (() => string | null) | undefined;
 
   register(tool: Tool): void {
     if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} registered twice`);
@@ -37,6 +39,11 @@ export class ToolRegistry {
     return [...this.tools.keys()];
   }
 
+  /** The MCP server a tool comes from (Tool.group), if any. */
+  groupOf(name: string): string | undefined {
+    return this.tools.get(name)?.group;
+  }
+
   /** How a replayed turn treats this tool's calls (unknown tools count as side-effecting). */
   replayPolicy(name: string): { readOnly: boolean; replayNote?: string } {
     const tool = this.tools.get(name);
@@ -60,7 +67,8 @@ export class ToolRegistry {
   async execute(call: ToolCall, ctx: ToolContext): Promise<string> {
     const tool = this.tools.get(call.name);
     if (!tool) {
-      return `Error: there is no tool named "${call.name}". Available tools: ${this.names.join(", ")}.`;
+      const help = this.unknownToolHelp?.() ?? `Available tools: ${this.names.join(", ")}.`;
+      return `Error: there is no tool named "${call.name}". ${help}`;
     }
     if (call.argumentsError) {
       return `Error: the arguments for ${call.name} were not valid JSON (${call.argumentsError}). Call the tool again with a JSON object.`;

@@ -67,6 +67,8 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
    * waits on a model of its own). Results still go back in call order. Absent: one after another.
    */
   readonly parallel?: boolean;
+  /** The MCP server the tool comes from: the tool directory groups by it (agent/tool-tiers.ts). */
+  readonly group?: string;
   /** Appended to a result reused on replay, when the call's effect did not survive the restart. */
   readonly replayNote?: string;
   /**

@@ -11,7 +11,7 @@ describe("createDefaultTools", () => {
   const temps = new TempDirs();
   afterEach(() => temps.cleanup());
 
-  it("registers nanobot's tools with nanobot's parameter names", () => {
+  it("registers nanobot's tools with nanobot's parameter names, and the search tools", () => {
     const reg = createDefaultTools(ConfigSchema.parse({}), "/tmp/unused-workspace");
     const params = Object.fromEntries(
       reg
@@ -26,6 +26,8 @@ describe("createDefaultTools", () => {
       write_file: ["path", "content"],
       edit_file: ["path", "old_text", "new_text"],
       list_dir: ["path"],
+      find_files: ["pattern", "path"],
+      grep: ["pattern", "path", "context"],
       exec: ["command", "working_dir"],
       web_search: ["query", "count"],
       web_fetch: ["url", "extractMode", "maxChars"],

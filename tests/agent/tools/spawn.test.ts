@@ -62,7 +62,11 @@ describe("spawn tool", () => {
   });
 
   it("starts a subagent for the turn's chat and thread and says so", async () => {
-    fake.enqueue({ content: "It is sunny.", delayMs: 100 });
+    // 200+ characters: a shorter result would get a follow-up asking for details.
+    fake.enqueue({
+      content: `It is sunny. ${"Clear skies all day, 24 degrees, light wind. ".repeat(5)}`,
+      delayMs: 100,
+    });
     const { ctx } = makeContext({
       channel: "slack",
       chatId: "C42",

@@ -1,0 +1,67 @@
+/**
+ * todo_write and todo_read: the plan the model keeps for a task of several steps, stored in the
+ * session's metadata (agent/plan.ts), so it outlives the turn and a restart. The same plan
+ * written again without progress is answered with a note to act instead (plan churn).
+ */
+import * as z from "zod";
+import type { Session } from "../../sessions/session.js";
+import { formatChecklist, isChurning, planOf, PLAN_METADATA_KEY, writePlan, type Plan } from "../plan.js";
+import { defineTool, type Tool } from "./types.js";
+
+/** Where the plans live: the session store (one shared Session per key). */
+export interface PlanSessions {
+  get(key: string): Promise<Session>;
+  saveMetadata(session: Session): Promise<void>;
+}
+
+/** Called after a plan is written (the chat's checklist follows it). */
+export type OnPlan = (sessionKey: string, plan: Plan) => void;
+
+export function createTodoTools(sessions: PlanSessions, onPlan?: OnPlan): Tool[] {
+  const write = defineTool({
+    name: "todo_write",
+    // It changes only this conversation's own plan: never worth an approval question, and writing
+    // the same plan again when a turn is replayed after a crash is harmless.
+    readOnly: true,
+    description:
+      "Write your plan for a task of several steps as a checklist the user sees. Send the whole list each " +
+      "time; mark one item in_progress while you work on it and done when it is. Skip it for simple requests.",
+    parameters: z.object({
+      items: z
+        .array(
+          z.object({
+            id: z.string().optional(),
+            text: z.string().min(1),
+            status: z.enum(["pending", "in_progress", "done"]),
+          }),
+        )
+        .max(50),
+    }),
+    async execute({ items }, ctx) {
+      const session = await sessions.get(ctx.sessionKey);
+      const plan = writePlan(planOf(session.metadata), items);
+      session.metadata[PLAN_METADATA_KEY] = plan;
+      await sessions.saveMetadata(session);
+      onPlan?.(ctx.sessionKey, plan);
+      if (isChurning(plan)) {
+        return (
+          `You have written this same plan ${plan.repeats} times without a step changing. Stop planning: ` +
+          "do the item in progress now with your other tools, then mark it done."
+        );
+      }
+      const open = plan.items.filter((i) => i.status !== "done").length;
+      return `Plan saved (${open} of ${plan.items.length} open):\n${formatChecklist(plan.items)}`;
+    },
+  });
+  const read = defineTool({
+    name: "todo_read",
+    readOnly: true,
+    description: "Read your current plan (the checklist written with todo_write).",
+    parameters: z.object({}),
+    async execute(_args, ctx) {
+      const plan = planOf((await sessions.get(ctx.sessionKey)).metadata);
+      return plan.items.length ? formatChecklist(plan.items) : "No plan yet.";
+    },
+  });
+  return [write, read];
+}
