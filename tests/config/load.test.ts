@@ -453,6 +453,7 @@ describe("configJsonSchema", () => {
       "gateway",
       "cron",
       "transcription",
+      "memory",
       "pricing",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
