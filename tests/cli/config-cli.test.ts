@@ -379,6 +379,10 @@ describe("palaver status", () => {
       pairing: { approved: 0, pending: 0 },
       // Sandboxed or not depends on this machine's bwrap (exec-status.test.ts checks both).
       exec: { sandboxed: expect.any(Boolean) as unknown, detail: expect.any(String) as unknown },
+      agents: { names: [], problems: [] },
+      gateway: { running: false },
+      held: {},
+      memory: { unavailable: "no index yet (built when the gateway starts)" },
     });
   });
 
