@@ -10,14 +10,14 @@
  * LlmError that says how many attempts were made. Above it, resilient.ts adds fallback models and
  * circuit breakers (it never retries the same model itself).
  */
-import OpenAI, { type ClientOptions } from "openai";
+import OpenAI from "openai";
 import { APIError } from "openai/error";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
-import { Agent, fetch as undiciFetch } from "undici";
 import type { Config } from "../config/schema.js";
 import { logger, redactText, registerSecrets, type Logger } from "../log.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import { BoundedMap } from "../util/bounded-map.js";
+import { Semaphore } from "../util/semaphore.js";
 import { LlmError } from "../util/errors.js";
 import { deadlineSignal } from "../util/timeout.js";
 import { secondsToTimerMs } from "../util/timers.js";
@@ -49,8 +49,8 @@ export interface OpenAIProviderOptions {
   log?: Logger;
   /** The config key of the provider, used in messages ("check providers.X.apiKey"). */
   name?: string;
-  /** Connections to the API at most (an undici Agent); more calls at once wait for one. Default: no limit. */
-  maxConnections?: number;
+  /** Calls in flight at most (so connections to the API at most); more wait their turn. Default: no limit. */
+  maxConcurrentCalls?: number;
 }
 
 // ---------------------------------------------------------------- provider
@@ -81,20 +81,8 @@ function openAIClient(opts: OpenAIProviderOptions, log: Logger): OpenAI {
     timeout: opts.timeoutMs,
     logger: sdkLogger(log),
     logLevel: "warn",
-    ...(opts.maxConnections ? connectionBound(opts.maxConnections) : {}),
+    // Node's own fetch and keep-alive pool; OpenAIProvider bounds the calls in flight, and so the connections.
   });
-}
-
-/**
- * At most `connections` connections to the API: an undici Agent as the dispatcher of every request,
- * with the fetch of the same undici package (a dispatcher and a fetch of two undici versions do not
- * fit together: the SDK's README, "Configuring proxies").
- */
-function connectionBound(connections: number): Pick<ClientOptions, "fetch" | "fetchOptions"> {
-  const bound = { fetch: undiciFetch, fetchOptions: { dispatcher: new Agent({ connections }) } };
-  // A cast of the types only: the SDK types fetch with @types/node's copy of undici's types
-  // (undici-types), of another version than the undici package's own.
-  return bound as unknown as Pick<ClientOptions, "fetch" | "fetchOptions">;
 }
 
 export class OpenAIProvider implements Provider {
@@ -102,6 +90,7 @@ export class OpenAIProvider implements Provider {
   private readonly log: Logger;
   private readonly client: OpenAI;
   private readonly random: () => number;
+  private readonly slots: Semaphore | undefined;
   /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
   private readonly learnedRefusals = new BoundedMap<string, Set<AdjustableParam>>(64);
 
@@ -112,6 +101,7 @@ export class OpenAIProvider implements Provider {
     // Here rather than in createProvider, so every provider's key is hidden from logs and errors.
     if (opts.apiKey) registerSecrets([opts.apiKey]);
     this.client = openAIClient(opts, this.log);
+    this.slots = opts.maxConcurrentCalls ? new Semaphore(opts.maxConcurrentCalls) : undefined;
   }
 
   /** The request body for `req`, without what its model refuses (exported through the class for tests). */
@@ -204,6 +194,8 @@ export class OpenAIProvider implements Provider {
     signal?: AbortSignal,
     onText?: (textSoFar: string) => void,
   ): Promise<ChatResponse> {
+    // A slot per attempt, not per call: a call waiting out a retry delay holds no connection.
+    const release = await this.slots?.acquire();
     const deadline = deadlineSignal(this.opts.timeoutMs, signal);
     const options = { signal: deadline.signal };
     const completions = this.client.chat.completions;
@@ -233,6 +225,7 @@ export class OpenAIProvider implements Provider {
       });
     } finally {
       deadline.dispose();
+      release?.();
     }
   }
 
@@ -283,7 +276,7 @@ export function createProvider(config: Config, log?: Logger): OpenAIProvider {
     retryBaseMs: secondsToTimerMs(d.llm.retryBaseDelay),
     retryMaxMs: secondsToTimerMs(d.llm.retryMaxDelay),
     // One per turn that can wait on the model, plus the subagents and one for memory consolidation.
-    maxConnections: d.maxConcurrentTurns + d.maxSubagents + 1,
+    maxConcurrentCalls: d.maxConcurrentTurns + d.maxSubagents + 1,
     ...(log ? { log } : {}),
   });
 }
