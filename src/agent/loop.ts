@@ -567,8 +567,7 @@ interface Turn {
 
 /** The platform id of the message a reply answers (none for background work). */
 function replyToOf(msg: InboundMessage): string | undefined {
-  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
-  return typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined;
+  return msg.channel === SYSTEM_CHANNEL ? undefined : msg.messageId;
 }
 
 /** How the turn ended, for turnEnd: a command or a reply is "done". */

@@ -14,15 +14,31 @@ const id = z.string().min(1);
 const metadata = z.record(z.string(), z.unknown());
 
 /** An InboundMessage as journaled (fields this version does not know are dropped). */
-export const InboundSchema = z.object({
-  channel: z.string(),
-  senderId: z.string(),
-  chatId: z.string(),
-  content: z.string(),
-  media: z.array(z.string()).optional(),
-  metadata: metadata.optional(),
-  sessionKey: z.string().optional(),
-});
+export const InboundSchema = z
+  .object({
+    channel: z.string(),
+    senderId: z.string(),
+    chatId: z.string(),
+    content: z.string(),
+    media: z.array(z.string()).optional(),
+    messageId: z.string().optional(),
+    metadata: metadata.optional(),
+    sessionKey: z.string().optional(),
+  })
+  .transform(liftLegacyFields);
+
+/**
+ * Lines written before these fields were typed kept them in `metadata`: they are read into the
+ * typed fields, so a message journaled by an older version replays the same way.
+ */
+function liftLegacyFields<
+  T extends { messageId?: string | undefined; metadata?: Record<string, unknown> | undefined },
+>(msg: T): T {
+  const legacyId = msg.metadata?.messageId;
+  if (msg.messageId === undefined && (typeof legacyId === "string" || typeof legacyId === "number"))
+    return { ...msg, messageId: String(legacyId) };
+  return msg;
+}
 
 /** An OutboundMessage as journaled. */
 export const OutboundSchema = z.object({

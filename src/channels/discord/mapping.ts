@@ -171,7 +171,8 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
     chatId: view.channelId,
     content: parts.join("\n\n"),
     sessionKey: sessionKeyFor(view),
-    metadata: { messageId: view.id, ...placeMetadata(view), ...senderMetadata(view.author) },
+    messageId: view.id,
+    metadata: { ...placeMetadata(view), ...senderMetadata(view.author) },
   };
 }
 

@@ -209,8 +209,8 @@ export function toInbound(
     chatId: event.channel,
     content,
     sessionKey: sessionKeyFor(event.channel, direct, threadTs),
+    messageId: event.ts,
     metadata: {
-      messageId: event.ts,
       ...(threadTs ? { threadTs } : {}),
       channelType: event.channel_type ?? (direct ? "im" : "channel"),
       isGroup: !direct,

@@ -132,8 +132,8 @@ describe("toInbound", () => {
       chatId: "dm1",
       content: "hello",
       sessionKey: "discord:dm1",
+      messageId: "m1",
       metadata: {
-        messageId: "m1",
         channelId: "dm1",
         guildId: null,
         isGroup: false,

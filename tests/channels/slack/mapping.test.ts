@@ -164,7 +164,8 @@ describe("toInbound", () => {
       chatId: "D1",
       content: "hi & x (https://x.io)",
       sessionKey: "slack:D1",
-      metadata: { messageId: "9.9", channelType: "im", isGroup: false, teamId: "T1" },
+      messageId: "9.9",
+      metadata: { channelType: "im", isGroup: false, teamId: "T1" },
     });
   });
 
@@ -176,8 +177,8 @@ describe("toInbound", () => {
       chatId: "C1",
       content: "summarize this",
       sessionKey: "slack:C1:3.3",
+      messageId: "3.3",
       metadata: {
-        messageId: "3.3",
         threadTs: "3.3",
         isGroup: true,
         senderName: "alice",
@@ -189,7 +190,8 @@ describe("toInbound", () => {
   it("maps a thread reply to the thread's session", () => {
     const msg = toInbound(event({ text: "more", ts: "4.4", thread_ts: "3.3" }), bot, policy);
     expect(msg?.sessionKey).toBe("slack:C1:3.3");
-    expect(msg?.metadata).toMatchObject({ messageId: "4.4", threadTs: "3.3" });
+    expect(msg?.messageId).toBe("4.4");
+    expect(msg?.metadata).toMatchObject({ threadTs: "3.3" });
   });
 
   it("turns `@bot stop` into /stop", () => {

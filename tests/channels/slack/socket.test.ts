@@ -127,8 +127,8 @@ describe("Slack Socket Mode: receiving", () => {
       chatId: "D1",
       content: "hello & welcome",
       sessionKey: "slack:D1",
+      messageId: event.ts,
       metadata: {
-        messageId: event.ts,
         channelType: "im",
         isGroup: false,
         teamId: "T1",
@@ -182,7 +182,8 @@ describe("Slack Socket Mode: receiving", () => {
     expect(rig!.inbound).toHaveLength(1);
     expect(msg.content).toBe("what is 2+2?");
     expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
-    expect(msg.metadata).toMatchObject({ messageId: mention.ts, threadTs: mention.ts, isGroup: true });
+    expect(msg.messageId).toBe(mention.ts);
+    expect(msg.metadata).toMatchObject({ threadTs: mention.ts, isGroup: true });
   });
 
   it("takes the app_mention alone too (when message events are not subscribed)", async () => {
@@ -303,7 +304,7 @@ describe("Slack Socket Mode: receiving", () => {
     expect(fake.downloads).toEqual([]);
     expect(fake.callsTo("files.info")).toEqual([]);
     expect(fake.callsTo("reactions.add").map((c) => c.params.timestamp)).toEqual([
-      rig!.inbound[1]!.metadata!.messageId,
+      rig!.inbound[1]!.messageId,
     ]);
     await expect(readdir(join(workspace, "media", "slack"))).rejects.toThrow(/ENOENT/);
   });

@@ -43,7 +43,8 @@ describe("private chats", () => {
       chatId: "42",
       content: "hello",
       sessionKey: "telegram:42",
-      metadata: { messageId: 10, chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+      messageId: "10",
+      metadata: { chatType: "private", isGroup: false, senderAliases: ["@ada"] },
     });
     expect(m.attachments).toEqual([]);
     expect(m.isStart).toBe(false);
@@ -292,13 +293,14 @@ describe("attachments", () => {
     const merged = mergeAlbum(parts);
     expect(merged.inbound.content).toBe("our trip");
     expect(merged.attachments.map((a) => a.fileId)).toEqual(["p1", "p2", "p3"]);
-    expect(merged.inbound.metadata).toMatchObject({ messageId: 1, mediaGroupId: "alb" });
+    expect(merged.inbound.messageId).toBe("1");
+    expect(merged.inbound.metadata).toMatchObject({ mediaGroupId: "alb" });
   });
 });
 
 describe("replyTarget", () => {
   it("reads the chat, topic and message to quote back from outbound metadata", () => {
-    const meta = { messageId: 10, threadId: 77 };
+    const meta = { threadId: 77 };
     expect(replyTarget({ chatId: "-1001", replyTo: "10", metadata: meta }, true)).toEqual({
       chatId: "-1001",
       threadId: 77,
