@@ -30,7 +30,7 @@ import { ConversationAgents } from "./agent/agents/conversation.js";
 import { AgentDirectory } from "./agent/agents/directory.js";
 import { NamedAgents } from "./agent/agents/named-agents.js";
 import { createDelegateTool } from "./agent/tools/delegate.js";
-import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
+import { isSenderAllowed } from "./channels/access.js";
 import { normalizeModel, resolveProvider } from "./llm/providers.js";
 import { withModel } from "./llm/with-model.js";
 import { ContextBudget } from "./agent/budget/budget.js";
@@ -278,7 +278,7 @@ export function createAgent({
     isOwner: (msg) =>
       isSenderAllowed(
         msg.senderId,
-        senderAliasesOf(msg.metadata),
+        msg.senderAliases ?? [],
         [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*"),
       ),
     ...(!defaults.supportsVision && defaults.models.vision

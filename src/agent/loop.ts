@@ -592,11 +592,7 @@ function toolOutcomes(messages: ChatMessage[]): { name: string; ok: boolean }[] 
     }));
 }
 
-/** The person a chat message came from; aliases as the channel put them (metadata.senderAliases). */
+/** The person a chat message came from, with the aliases the channel gave. */
 function senderOf(msg: InboundMessage): { id: string; aliases: string[] } {
-  const aliases = msg.metadata?.senderAliases;
-  return {
-    id: msg.senderId,
-    aliases: Array.isArray(aliases) ? aliases.filter((a): a is string => typeof a === "string") : [],
-  };
+  return { id: msg.senderId, aliases: msg.senderAliases ?? [] };
 }

@@ -12,6 +12,8 @@ export interface InboundMessage {
   media?: string[];
   /** The platform's id of this message (Telegram message_id, Slack ts, Discord id): replies quote it. */
   messageId?: string;
+  /** Other names of the sender (a Telegram @username), matched against allowFrom and approvers. */
+  senderAliases?: string[];
   /**
    * What only the channel that wrote it reads (platform leftovers such as a chat type); it travels
    * with the replies (Origin, OutboundMessage). Fields read across files are typed above and below.

@@ -22,6 +22,7 @@ export const InboundSchema = z
     content: z.string(),
     media: z.array(z.string()).optional(),
     messageId: z.string().optional(),
+    senderAliases: z.array(z.string()).optional(),
     metadata: metadata.optional(),
     sessionKey: z.string().optional(),
   })
@@ -31,13 +32,22 @@ export const InboundSchema = z
  * Lines written before these fields were typed kept them in `metadata`: they are read into the
  * typed fields, so a message journaled by an older version replays the same way.
  */
-function liftLegacyFields<
-  T extends { messageId?: string | undefined; metadata?: Record<string, unknown> | undefined },
->(msg: T): T {
-  const legacyId = msg.metadata?.messageId;
-  if (msg.messageId === undefined && (typeof legacyId === "string" || typeof legacyId === "number"))
-    return { ...msg, messageId: String(legacyId) };
-  return msg;
+function liftLegacyFields<T extends LegacyInbound>(msg: T): T {
+  const legacy = msg.metadata ?? {};
+  const lifted: LegacyInbound = {};
+  const id = legacy.messageId;
+  if (msg.messageId === undefined && (typeof id === "string" || typeof id === "number"))
+    lifted.messageId = String(id);
+  const aliases = legacy.senderAliases;
+  if (msg.senderAliases === undefined && Array.isArray(aliases))
+    lifted.senderAliases = aliases.filter((a): a is string => typeof a === "string");
+  return Object.keys(lifted).length ? { ...msg, ...lifted } : msg;
+}
+
+interface LegacyInbound {
+  messageId?: string | undefined;
+  senderAliases?: string[] | undefined;
+  metadata?: Record<string, unknown> | undefined;
 }
 
 /** An OutboundMessage as journaled. */

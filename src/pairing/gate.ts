@@ -15,7 +15,7 @@
  * long pause does not greet people out of the blue; at most WELCOMES_PER_ROUND go out per round.
  */
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { isAllowed, isSenderAllowed, senderAliasesOf } from "../channels/access.js";
+import { isAllowed, isSenderAllowed } from "../channels/access.js";
 import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
 import type { DmPolicy } from "../channels/config-common.js";
 import type { Config } from "../config/schema.js";
@@ -199,7 +199,7 @@ export class PairingGate {
     const owners = [...(allowFromOf(config, msg.channel) ?? []), ...adminsOf(config, msg.channel)].filter(
       (id) => id !== "*",
     );
-    return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
+    return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
   }
 
   private policy(channel: string): DmPolicy {

@@ -180,6 +180,17 @@ describe("Journal: poison messages", () => {
     fifth.close();
   });
 
+  it("replays a message with its sender's aliases (approvers and owners may be named by them)", () => {
+    const path = join(dir, "j.jsonl");
+    const before = new Journal(path);
+    before.open();
+    before.recordInbound({ ...inbound(1), senderAliases: ["@ada"] });
+    // no close(): as after a crash
+    const after = new Journal(path);
+    expect(after.open().inbound[0]!.msg.senderAliases).toEqual(["@ada"]);
+    after.close();
+  });
+
   it("reads a message journaled by an older version, its platform id still in metadata", async () => {
     const path = join(dir, "j.jsonl");
     const old = {
@@ -187,12 +198,13 @@ describe("Journal: poison messages", () => {
       senderId: "1",
       chatId: "10",
       content: "hi",
-      metadata: { messageId: 4 },
+      metadata: { messageId: 4, senderAliases: ["@ada"] },
     };
     await writeFile(path, `${JSON.stringify({ t: "in", id: "old-1", at: 1, msg: old })}\n`);
     const journal = new Journal(path);
     const pending = journal.open();
     expect(pending.inbound.map((p) => p.msg.messageId)).toEqual(["4"]);
+    expect(pending.inbound[0]!.msg.senderAliases).toEqual(["@ada"]);
     // Given up, the chat is told in a reply to it.
     expect(giveUpReply(pending.inbound[0]!.msg, 3).replyTo).toBe("4");
     journal.close();

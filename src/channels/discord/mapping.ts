@@ -165,6 +165,7 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
   if (view.referenced) parts.push(quoteOf(view.referenced, policy.botId));
   const text = messageText(view, policy.botId);
   if (text) parts.push(text);
+  const { senderName, senderAliases } = senderMetadata(view.author);
   return {
     channel: CHANNEL,
     senderId: view.author.id,
@@ -172,7 +173,8 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
     content: parts.join("\n\n"),
     sessionKey: sessionKeyFor(view),
     messageId: view.id,
-    metadata: { ...placeMetadata(view), ...senderMetadata(view.author) },
+    senderAliases,
+    metadata: { ...placeMetadata(view), senderName },
   };
 }
 
@@ -186,13 +188,15 @@ function quoteOf(ref: NonNullable<DiscordMessageView["referenced"]>, botId: stri
 
 /** The bus message for an admitted slash command: the same text a typed command would be. */
 export function interactionToInbound(view: DiscordInteractionView): InboundMessage {
+  const { senderName, senderAliases } = senderMetadata(view.user);
   return {
     channel: CHANNEL,
     senderId: view.user.id,
     chatId: view.channelId,
     content: view.args ? `/${view.commandName} ${view.args}` : `/${view.commandName}`,
     sessionKey: sessionKeyFor(view),
-    metadata: { interactionId: view.id, ...placeMetadata(view), ...senderMetadata(view.user) },
+    senderAliases,
+    metadata: { interactionId: view.id, ...placeMetadata(view), senderName },
   };
 }
 

@@ -48,7 +48,6 @@ export interface TelegramMetadata {
   threadId?: number;
   chatType: string;
   isGroup: boolean;
-  senderAliases?: string[];
   mediaGroupId?: string;
 }
 
@@ -324,7 +323,6 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
     ...(threadId !== undefined ? { threadId } : {}),
     chatType: msg.chat.type,
     isGroup: group,
-    ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
     ...(msg.media_group_id ? { mediaGroupId: msg.media_group_id } : {}),
   };
   return {
@@ -334,6 +332,7 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
       chatId: String(msg.chat.id),
       content: lines.join("\n"),
       messageId: String(msg.message_id),
+      ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
       metadata: { ...metadata },
       sessionKey: sessionKeyFor(msg.chat.id, threadId),
     },

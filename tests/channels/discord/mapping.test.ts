@@ -133,12 +133,12 @@ describe("toInbound", () => {
       content: "hello",
       sessionKey: "discord:dm1",
       messageId: "m1",
+      senderAliases: ["alice"],
       metadata: {
         channelId: "dm1",
         guildId: null,
         isGroup: false,
         senderName: "Alice A.",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -175,7 +175,7 @@ describe("toInbound", () => {
 
   it("never offers an all-digit username as an alias (it could pass for another person's id)", () => {
     const digits = toInbound(dm({ author: { id: "300", username: "100", bot: false } }), policy());
-    expect(digits.metadata?.senderAliases).toEqual([]);
+    expect(digits.senderAliases).toEqual([]);
   });
 });
 
@@ -219,7 +219,8 @@ describe("slash commands", () => {
       chatId: "t9",
       content: "/status",
       sessionKey: "discord:t9",
-      metadata: { interactionId: "i1", threadId: "t9", parentId: "c1", senderAliases: ["alice"] },
+      senderAliases: ["alice"],
+      metadata: { interactionId: "i1", threadId: "t9", parentId: "c1" },
     });
     expect(interactionToInbound(view({ commandName: "new", args: "now" })).content).toBe("/new now");
   });

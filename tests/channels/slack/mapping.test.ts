@@ -178,11 +178,11 @@ describe("toInbound", () => {
       content: "summarize this",
       sessionKey: "slack:C1:3.3",
       messageId: "3.3",
+      senderAliases: ["alice"],
       metadata: {
         threadTs: "3.3",
         isGroup: true,
         senderName: "alice",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -220,14 +220,15 @@ describe("slashCommandToInbound", () => {
       chatId: "C1",
       content: "/stop",
       sessionKey: "slack:C1:3.3",
-      metadata: { threadTs: "3.3", slashCommand: "/palaver", senderAliases: ["alice"] },
+      senderAliases: ["alice"],
+      metadata: { threadTs: "3.3", slashCommand: "/palaver" },
     });
   });
 
   it("without a recent thread, to the channel; in a DM, to the DM", () => {
     expect(slashCommandToInbound(cmd).sessionKey).toBe("slack:C1");
     // The payload's user_name is never an alias by itself (the adapter looks names up).
-    expect(slashCommandToInbound(cmd).metadata?.senderAliases).toBeUndefined();
+    expect(slashCommandToInbound(cmd).senderAliases).toBeUndefined();
     expect(slashCommandToInbound(cmd).metadata?.threadTs).toBeUndefined();
     const inDm = slashCommandToInbound({ ...cmd, channel_id: "D1", channel_name: "directmessage" }, "3.3");
     expect(inDm.sessionKey).toBe("slack:D1");

@@ -128,12 +128,12 @@ describe("Slack Socket Mode: receiving", () => {
       content: "hello & welcome",
       sessionKey: "slack:D1",
       messageId: event.ts,
+      senderAliases: ["alice"],
       metadata: {
         channelType: "im",
         isGroup: false,
         teamId: "T1",
         senderName: "alice",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -144,11 +144,11 @@ describe("Slack Socket Mode: receiving", () => {
     await fake.pushEvent(dmEvent("hi", { user: "U3", channel: "D3" }));
     const msg = await rig!.nextInbound(1);
     expect(msg.senderId).toBe("U3");
-    expect(msg.metadata?.senderAliases).toBeUndefined();
+    expect(msg.senderAliases).toBeUndefined();
     await fake.pushCommand({ text: "help", user_id: "U3", channel_id: "D3", user_name: "alice" });
-    expect((await rig!.nextInbound(2)).metadata?.senderAliases).toBeUndefined();
+    expect((await rig!.nextInbound(2)).senderAliases).toBeUndefined();
     await fake.pushCommand({ text: "help", user_id: "U1", channel_id: "D1" });
-    expect((await rig!.nextInbound(3)).metadata?.senderAliases).toEqual(["alice"]);
+    expect((await rig!.nextInbound(3)).senderAliases).toEqual(["alice"]);
   });
 
   it("acknowledges every delivery, also those it does not read, and takes a message sent twice once", async () => {

@@ -87,7 +87,8 @@ describe("inbound", () => {
       content: "hello there",
       sessionKey: "telegram:42",
       messageId: String(sent.message_id),
-      metadata: { chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+      senderAliases: ["@ada"],
+      metadata: { chatType: "private", isGroup: false },
     });
   });
 

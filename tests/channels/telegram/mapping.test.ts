@@ -44,7 +44,8 @@ describe("private chats", () => {
       content: "hello",
       sessionKey: "telegram:42",
       messageId: "10",
-      metadata: { chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+      senderAliases: ["@ada"],
+      metadata: { chatType: "private", isGroup: false },
     });
     expect(m.attachments).toEqual([]);
     expect(m.isStart).toBe(false);
