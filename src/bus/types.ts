@@ -14,6 +14,8 @@ export interface InboundMessage {
   messageId?: string;
   /** Other names of the sender (a Telegram @username), matched against allowFrom and approvers. */
   senderAliases?: string[];
+  /** Said by the platform: a group chat (true) or a direct message (false). Unsaid counts as a group. */
+  isGroup?: boolean;
   /**
    * What only the channel that wrote it reads (platform leftovers such as a chat type); it travels
    * with the replies (Origin, OutboundMessage). Fields read across files are typed above and below.

@@ -23,6 +23,7 @@ export const InboundSchema = z
     media: z.array(z.string()).optional(),
     messageId: z.string().optional(),
     senderAliases: z.array(z.string()).optional(),
+    isGroup: z.boolean().optional(),
     metadata: metadata.optional(),
     sessionKey: z.string().optional(),
   })
@@ -41,12 +42,14 @@ function liftLegacyFields<T extends LegacyInbound>(msg: T): T {
   const aliases = legacy.senderAliases;
   if (msg.senderAliases === undefined && Array.isArray(aliases))
     lifted.senderAliases = aliases.filter((a): a is string => typeof a === "string");
+  if (msg.isGroup === undefined && typeof legacy.isGroup === "boolean") lifted.isGroup = legacy.isGroup;
   return Object.keys(lifted).length ? { ...msg, ...lifted } : msg;
 }
 
 interface LegacyInbound {
   messageId?: string | undefined;
   senderAliases?: string[] | undefined;
+  isGroup?: boolean | undefined;
   metadata?: Record<string, unknown> | undefined;
 }
 

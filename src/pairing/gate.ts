@@ -6,7 +6,7 @@
  * what to answer a refused one (channels/access.ts `AccessPolicy`); the agent loop hands it
  * `/pairing` (agent/loop.ts `PairingCommands`). Everything is decided by the channel's dmPolicy as
  * configured now. Pairing never lets anyone into a group: only a message its platform marks as a
- * direct one (`metadata.isGroup === false`) can be paired or let in by pairing.
+ * direct one (`isGroup === false`) can be paired or let in by pairing.
  *
  * Welcomes: approving (here or by `palaver pairing approve` in another process) records the sender
  * with `welcomed: false`; a poller (one stat a second) sees the file change and publishes each
@@ -38,8 +38,8 @@ export interface PairingGateOptions {
 }
 
 /** A direct message, as its platform says; anything unsaid counts as a group. */
-function isDirectMessage(msg: Pick<InboundMessage, "metadata">): boolean {
-  return msg.metadata?.isGroup === false;
+function isDirectMessage(msg: Pick<InboundMessage, "isGroup">): boolean {
+  return msg.isGroup === false;
 }
 
 export class PairingGate {

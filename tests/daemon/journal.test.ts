@@ -180,14 +180,16 @@ describe("Journal: poison messages", () => {
     fifth.close();
   });
 
-  it("replays a message with its sender's aliases (approvers and owners may be named by them)", () => {
+  it("replays a message with its sender's aliases and whether it came from a group", () => {
     const path = join(dir, "j.jsonl");
     const before = new Journal(path);
     before.open();
-    before.recordInbound({ ...inbound(1), senderAliases: ["@ada"] });
+    before.recordInbound({ ...inbound(1), senderAliases: ["@ada"], isGroup: false });
     // no close(): as after a crash
     const after = new Journal(path);
-    expect(after.open().inbound[0]!.msg.senderAliases).toEqual(["@ada"]);
+    const { msg } = after.open().inbound[0]!;
+    expect(msg.senderAliases).toEqual(["@ada"]);
+    expect(msg.isGroup).toBe(false); // pairing lets a stranger in by a direct message only
     after.close();
   });
 
@@ -198,13 +200,13 @@ describe("Journal: poison messages", () => {
       senderId: "1",
       chatId: "10",
       content: "hi",
-      metadata: { messageId: 4, senderAliases: ["@ada"] },
+      metadata: { messageId: 4, senderAliases: ["@ada"], isGroup: false },
     };
     await writeFile(path, `${JSON.stringify({ t: "in", id: "old-1", at: 1, msg: old })}\n`);
     const journal = new Journal(path);
     const pending = journal.open();
     expect(pending.inbound.map((p) => p.msg.messageId)).toEqual(["4"]);
-    expect(pending.inbound[0]!.msg.senderAliases).toEqual(["@ada"]);
+    expect(pending.inbound[0]!.msg).toMatchObject({ senderAliases: ["@ada"], isGroup: false });
     // Given up, the chat is told in a reply to it.
     expect(giveUpReply(pending.inbound[0]!.msg, 3).replyTo).toBe("4");
     journal.close();

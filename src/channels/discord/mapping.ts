@@ -145,7 +145,6 @@ export function placeMetadata(place: DiscordPlaceView): Record<string, unknown> 
   return {
     channelId: place.channelId,
     guildId: place.guildId,
-    isGroup: place.guildId !== null,
     ...(place.threadParentId !== null ? { threadId: place.channelId, parentId: place.threadParentId } : {}),
   };
 }
@@ -174,6 +173,7 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
     sessionKey: sessionKeyFor(view),
     messageId: view.id,
     senderAliases,
+    isGroup: view.guildId !== null,
     metadata: { ...placeMetadata(view), senderName },
   };
 }
@@ -196,6 +196,7 @@ export function interactionToInbound(view: DiscordInteractionView): InboundMessa
     content: view.args ? `/${view.commandName} ${view.args}` : `/${view.commandName}`,
     sessionKey: sessionKeyFor(view),
     senderAliases,
+    isGroup: view.guildId !== null,
     metadata: { interactionId: view.id, ...placeMetadata(view), senderName },
   };
 }

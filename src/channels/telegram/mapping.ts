@@ -47,7 +47,6 @@ export interface MappedMessage {
 export interface TelegramMetadata {
   threadId?: number;
   chatType: string;
-  isGroup: boolean;
   mediaGroupId?: string;
 }
 
@@ -322,7 +321,6 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
   const metadata: TelegramMetadata = {
     ...(threadId !== undefined ? { threadId } : {}),
     chatType: msg.chat.type,
-    isGroup: group,
     ...(msg.media_group_id ? { mediaGroupId: msg.media_group_id } : {}),
   };
   return {
@@ -332,6 +330,7 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
       chatId: String(msg.chat.id),
       content: lines.join("\n"),
       messageId: String(msg.message_id),
+      isGroup: group,
       ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
       metadata: { ...metadata },
       sessionKey: sessionKeyFor(msg.chat.id, threadId),

@@ -134,10 +134,10 @@ describe("toInbound", () => {
       sessionKey: "discord:dm1",
       messageId: "m1",
       senderAliases: ["alice"],
+      isGroup: false,
       metadata: {
         channelId: "dm1",
         guildId: null,
-        isGroup: false,
         senderName: "Alice A.",
       },
     });
@@ -150,7 +150,8 @@ describe("toInbound", () => {
     );
     expect(msg.chatId).toBe("t9");
     expect(msg.sessionKey).toBe("discord:t9");
-    expect(msg.metadata).toMatchObject({ threadId: "t9", parentId: "c1", guildId: "g1", isGroup: true });
+    expect(msg.isGroup).toBe(true);
+    expect(msg.metadata).toMatchObject({ threadId: "t9", parentId: "c1", guildId: "g1" });
     expect(msg.content).toBe("go");
     expect(sessionKeyFor({ channelId: "c1", guildId: "g1", threadParentId: null })).toBe("discord:c1");
   });

@@ -165,7 +165,8 @@ describe("toInbound", () => {
       content: "hi & x (https://x.io)",
       sessionKey: "slack:D1",
       messageId: "9.9",
-      metadata: { channelType: "im", isGroup: false, teamId: "T1" },
+      isGroup: false,
+      metadata: { channelType: "im", teamId: "T1" },
     });
   });
 
@@ -179,9 +180,9 @@ describe("toInbound", () => {
       sessionKey: "slack:C1:3.3",
       messageId: "3.3",
       senderAliases: ["alice"],
+      isGroup: true,
       metadata: {
         threadTs: "3.3",
-        isGroup: true,
         senderName: "alice",
       },
     });

@@ -129,9 +129,9 @@ describe("Slack Socket Mode: receiving", () => {
       sessionKey: "slack:D1",
       messageId: event.ts,
       senderAliases: ["alice"],
+      isGroup: false,
       metadata: {
         channelType: "im",
-        isGroup: false,
         teamId: "T1",
         senderName: "alice",
       },
@@ -183,7 +183,8 @@ describe("Slack Socket Mode: receiving", () => {
     expect(msg.content).toBe("what is 2+2?");
     expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
     expect(msg.messageId).toBe(mention.ts);
-    expect(msg.metadata).toMatchObject({ threadTs: mention.ts, isGroup: true });
+    expect(msg.isGroup).toBe(true);
+    expect(msg.metadata).toMatchObject({ threadTs: mention.ts });
   });
 
   it("takes the app_mention alone too (when message events are not subscribed)", async () => {

@@ -88,7 +88,8 @@ describe("inbound", () => {
       sessionKey: "telegram:42",
       messageId: String(sent.message_id),
       senderAliases: ["@ada"],
-      metadata: { chatType: "private", isGroup: false },
+      isGroup: false,
+      metadata: { chatType: "private" },
     });
   });
 

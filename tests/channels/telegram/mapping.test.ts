@@ -45,7 +45,8 @@ describe("private chats", () => {
       sessionKey: "telegram:42",
       messageId: "10",
       senderAliases: ["@ada"],
-      metadata: { chatType: "private", isGroup: false },
+      isGroup: false,
+      metadata: { chatType: "private" },
     });
     expect(m.attachments).toEqual([]);
     expect(m.isStart).toBe(false);
@@ -173,7 +174,8 @@ describe("groups", () => {
   it("each group is a session; each forum topic one of its own, with its thread id for replies", () => {
     const plain = mapMessage(inGroup({ text: "/help" }), BOT, MENTION)!;
     expect(plain.inbound.sessionKey).toBe("telegram:-1001");
-    expect(plain.inbound.metadata).toMatchObject({ isGroup: true, chatType: "supergroup" });
+    expect(plain.inbound.isGroup).toBe(true);
+    expect(plain.inbound.metadata).toMatchObject({ chatType: "supergroup" });
     const topic = mapMessage(
       inGroup({
         text: "/help",
