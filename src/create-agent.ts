@@ -30,7 +30,7 @@ import { ConversationAgents } from "./agent/agents/conversation.js";
 import { AgentDirectory } from "./agent/agents/directory.js";
 import { NamedAgents } from "./agent/agents/named-agents.js";
 import { createDelegateTool } from "./agent/tools/delegate.js";
-import { isSenderAllowed, senderAliasesOf } from "./channels/access.js";
+import { isSenderAllowed } from "./channels/access.js";
 import { normalizeModel, resolveProvider } from "./llm/providers.js";
 import { withModel } from "./llm/with-model.js";
 import { createTodoTools } from "./agent/tools/todo.js";
@@ -302,7 +302,7 @@ export function createAgent({
     isOwner: (msg) =>
       isSenderAllowed(
         msg.senderId,
-        senderAliasesOf(msg.metadata),
+        msg.senderAliases ?? [],
         [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*"),
       ),
     ...(!defaults.supportsVision && defaults.models.vision
@@ -437,5 +437,5 @@ function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean
     ...(configAllowFrom(config, msg.channel) ?? []),
     ...configAdmins(config, msg.channel),
   ].filter((id) => id !== "*");
-  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
+  return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
 }

@@ -134,7 +134,7 @@ describe("Gateway restarts (journal)", () => {
     const before = new TestChannel("telegram");
     const first = gatewayWith(before);
     await first.start();
-    before.receive({ content: "hello", senderId: "42", metadata: { messageId: 99 } });
+    before.receive({ content: "hello", senderId: "42", messageId: "99" });
     await waitFor(() => fake.requests.length === 1);
     await first.stop(0); // the turn is aborted: no reply, not done
     expect(before.sent).toEqual([]);
@@ -145,7 +145,7 @@ describe("Gateway restarts (journal)", () => {
     await second.start();
     try {
       await waitFor(() => after.sent.length === 1);
-      after.receive({ content: "hello", senderId: "42", metadata: { messageId: 99 } }); // the platform redelivers
+      after.receive({ content: "hello", senderId: "42", messageId: "99" }); // the platform redelivers
       await second.agent.loop.idle();
       await second.channels.flush(1000);
       expect(after.sent.map((m) => m.content)).toEqual(["re: hello"]);
@@ -160,7 +160,7 @@ describe("Gateway restarts (journal)", () => {
     const before = new TestChannel("telegram");
     const first = gatewayWith(before);
     await first.start();
-    before.receiveLater({ content: "what is this photo?", senderId: "42", metadata: { messageId: 7 } });
+    before.receiveLater({ content: "what is this photo?", senderId: "42", messageId: "7" });
     await first.stop(0); // killed while the photo downloads: it is never published
     expect(fake.requests).toHaveLength(0);
 
@@ -171,7 +171,7 @@ describe("Gateway restarts (journal)", () => {
       await waitFor(() => after.sent.length === 1);
       expect(after.sent[0]!.content).toBe("re: what is this photo?");
       expect(lastUserText(fake.requests[0]!)).toMatch(/being downloaded when palaver restarted/);
-      after.receive({ content: "what is this photo?", senderId: "42", metadata: { messageId: 7 } }); // redelivered
+      after.receive({ content: "what is this photo?", senderId: "42", messageId: "7" }); // redelivered
       await second.agent.loop.idle();
       expect(fake.requests).toHaveLength(1);
     } finally {
@@ -184,7 +184,7 @@ describe("Gateway restarts (journal)", () => {
     const down = new TestChannel("telegram", { failSends: Infinity });
     const first = gatewayWith(down);
     await first.start();
-    down.receive({ content: "ping", senderId: "42", metadata: { messageId: 1 } });
+    down.receive({ content: "ping", senderId: "42", messageId: "1" });
     await waitFor(() => down.sendAttempts >= 1);
     await first.stop(100);
     expect(down.sent).toEqual([]);
@@ -226,7 +226,7 @@ describe("Gateway on a full disk", () => {
       await waitFor(async () => (await readyz(gateway)).status === 200, 10_000, "ready");
       full.on = true;
       // Before: the ENOSPC was thrown out of the channel's handler (an unhandled rejection ended the daemon).
-      channel.receive({ content: "hello", senderId: "42", metadata: { messageId: 1 } });
+      channel.receive({ content: "hello", senderId: "42", messageId: "1" });
       await waitFor(() => channel.sent.length === 1);
       expect(channel.sent[0]!.content).toBe("re: hello");
       const down = await readyz(gateway);
@@ -250,8 +250,8 @@ describe("Gateway on a full disk", () => {
     });
     await second.start();
     try {
-      after.receive({ content: "hello", senderId: "42", metadata: { messageId: 1 } });
-      after.receive({ content: "marker", senderId: "42", metadata: { messageId: 2 } });
+      after.receive({ content: "hello", senderId: "42", messageId: "1" });
+      after.receive({ content: "marker", senderId: "42", messageId: "2" });
       await waitFor(() => after.sent.length === 1);
       await second.agent.loop.idle();
       await second.channels.flush(1000);

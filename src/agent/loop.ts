@@ -608,8 +608,7 @@ interface Turn {
 
 /** The platform id of the message a reply answers (none for background work). */
 function replyToOf(msg: InboundMessage): string | undefined {
-  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
-  return typeof messageId === "string" || typeof messageId === "number" ? String(messageId) : undefined;
+  return msg.channel === SYSTEM_CHANNEL ? undefined : msg.messageId;
 }
 
 /** How the turn ended, for turnEnd: a command or a reply is "done". */
@@ -634,11 +633,7 @@ function toolOutcomes(messages: ChatMessage[]): { name: string; ok: boolean }[] 
     }));
 }
 
-/** The person a chat message came from; aliases as the channel put them (metadata.senderAliases). */
+/** The person a chat message came from, with the aliases the channel gave. */
 function senderOf(msg: InboundMessage): { id: string; aliases: string[] } {
-  const aliases = msg.metadata?.senderAliases;
-  return {
-    id: msg.senderId,
-    aliases: Array.isArray(aliases) ? aliases.filter((a): a is string => typeof a === "string") : [],
-  };
+  return { id: msg.senderId, aliases: msg.senderAliases ?? [] };
 }

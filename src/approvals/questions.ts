@@ -15,7 +15,7 @@ import { dirname } from "node:path";
 import * as z from "zod";
 import type { Choice, InboundMessage, OutboundMessage } from "../bus/types.js";
 import { parseCommand } from "../bus/commands.js";
-import { isSenderAllowed, senderAliasesOf } from "../channels/access.js";
+import { isSenderAllowed } from "../channels/access.js";
 import type { ChoiceClick, ChoiceOutcome, QuestionDesk } from "../channels/types.js";
 import { logger, type Logger } from "../log.js";
 import { mkdirPrivateSync, writeFilePrivateSync } from "../util/private-fs.js";
@@ -194,7 +194,7 @@ export class Questions implements QuestionDesk {
    */
   takeReply(msg: InboundMessage): boolean {
     if (parseCommand(msg.content)) return false;
-    const aliases = senderAliasesOf(msg.metadata);
+    const aliases = msg.senderAliases ?? [];
     const question = [...this.open.values()].find(
       (q) =>
         q.channel === msg.channel &&

@@ -10,9 +10,15 @@ export interface InboundMessage {
   content: string;
   /** Local file paths of downloaded attachments. */
   media?: string[];
+  /** The platform's id of this message (Telegram message_id, Slack ts, Discord id): replies quote it. */
+  messageId?: string;
+  /** Other names of the sender (a Telegram @username), matched against allowFrom and approvers. */
+  senderAliases?: string[];
+  /** Said by the platform: a group chat (true) or a direct message (false). Unsaid counts as a group. */
+  isGroup?: boolean;
   /**
-   * What only the channel that wrote it reads (thread ids, is_group ...); it travels with the
-   * replies (Origin, OutboundMessage) so they go where the message came from.
+   * What only the channel that wrote it reads (platform leftovers such as a chat type); it travels
+   * with the replies (Origin, OutboundMessage). Fields read across files are typed above and below.
    */
   metadata?: Record<string, unknown>;
   /** Defaults to `${channel}:${chatId}`; threads add a suffix. */

@@ -5,10 +5,10 @@ import { BoundedMap } from "../util/bounded-map.js";
 /**
  * `allowFrom` holds user ids as strings; "*" lets everybody in and an empty
  * list nobody. A channel may add other identities of the sender (a Telegram
- * @username, say) as `metadata.senderAliases`.
+ * @username, say) as `senderAliases`.
  */
 export function isAllowed(msg: InboundMessage, allowFrom: readonly string[]): boolean {
-  return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), allowFrom);
+  return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], allowFrom);
 }
 
 /**
@@ -40,12 +40,6 @@ export function isSenderAllowed(
   return [senderId, ...aliases].some(
     (id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")),
   );
-}
-
-/** `metadata.senderAliases`, keeping only strings. */
-export function senderAliasesOf(metadata: Record<string, unknown> | undefined): string[] {
-  const aliases = metadata?.senderAliases;
-  return Array.isArray(aliases) ? aliases.filter((a): a is string => typeof a === "string") : [];
 }
 
 /** What a refused sender is told: its own id and the exact config key that would let it in. */

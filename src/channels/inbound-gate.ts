@@ -56,7 +56,7 @@ export class InboundGate {
     const id = journal ? journal.recordInbound(msg) : undefined;
     if (id === null) {
       this.opts.log.info(
-        { channel: name, chatId: msg.chatId, messageId: msg.metadata?.messageId },
+        { channel: name, chatId: msg.chatId, messageId: msg.messageId },
         "duplicate delivery ignored",
       );
       return;

@@ -442,7 +442,12 @@ export class ChannelManager {
     const turnId = msg.turnId;
     if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
     return this.previews.forDelta(turnId, () => {
-      const target = { chatId: msg.chatId, turnId, ...(msg.metadata ? { metadata: msg.metadata } : {}) };
+      const target = {
+        chatId: msg.chatId,
+        turnId,
+        ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
+        ...(msg.metadata ? { metadata: msg.metadata } : {}),
+      };
       const surface = entry.channel.previewSurface?.(target);
       if (!surface) return undefined;
       const intervalMs =
@@ -450,7 +455,7 @@ export class ChannelManager {
       return journaledPreview(
         surface,
         intervalMs,
-        { ...target, channel: entry.channel.name },
+        { chatId: msg.chatId, turnId, channel: entry.channel.name, metadata: msg.metadata },
         this.opts.journal,
       );
     });

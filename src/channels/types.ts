@@ -99,6 +99,8 @@ export interface Channel {
 export interface PreviewTarget {
   chatId: string;
   turnId: string;
+  /** The platform id of the message the reply answers (quoted when the channel's replyToMessage is on). */
+  replyTo?: string;
   /** The chat's inbound metadata (thread ids ...), so the preview goes where the reply would. */
   metadata?: Record<string, unknown>;
 }

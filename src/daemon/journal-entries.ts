@@ -14,15 +14,44 @@ const id = z.string().min(1);
 const metadata = z.record(z.string(), z.unknown());
 
 /** An InboundMessage as journaled (fields this version does not know are dropped). */
-export const InboundSchema = z.object({
-  channel: z.string(),
-  senderId: z.string(),
-  chatId: z.string(),
-  content: z.string(),
-  media: z.array(z.string()).optional(),
-  metadata: metadata.optional(),
-  sessionKey: z.string().optional(),
-});
+export const InboundSchema = z
+  .object({
+    channel: z.string(),
+    senderId: z.string(),
+    chatId: z.string(),
+    content: z.string(),
+    media: z.array(z.string()).optional(),
+    messageId: z.string().optional(),
+    senderAliases: z.array(z.string()).optional(),
+    isGroup: z.boolean().optional(),
+    metadata: metadata.optional(),
+    sessionKey: z.string().optional(),
+  })
+  .transform(liftLegacyFields);
+
+/**
+ * Lines written before these fields were typed kept them in `metadata`: they are read into the
+ * typed fields, so a message journaled by an older version replays the same way.
+ */
+function liftLegacyFields<T extends LegacyInbound>(msg: T): T {
+  const legacy = msg.metadata ?? {};
+  const lifted: LegacyInbound = {};
+  const id = legacy.messageId;
+  if (msg.messageId === undefined && (typeof id === "string" || typeof id === "number"))
+    lifted.messageId = String(id);
+  const aliases = legacy.senderAliases;
+  if (msg.senderAliases === undefined && Array.isArray(aliases))
+    lifted.senderAliases = aliases.filter((a): a is string => typeof a === "string");
+  if (msg.isGroup === undefined && typeof legacy.isGroup === "boolean") lifted.isGroup = legacy.isGroup;
+  return Object.keys(lifted).length ? { ...msg, ...lifted } : msg;
+}
+
+interface LegacyInbound {
+  messageId?: string | undefined;
+  senderAliases?: string[] | undefined;
+  isGroup?: boolean | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
 
 /** An OutboundMessage as journaled. */
 export const OutboundSchema = z.object({

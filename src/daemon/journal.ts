@@ -500,7 +500,7 @@ export function giveUpReply(msg: InboundMessage, starts: number): OutboundMessag
   const text = msg.content.replace(/\s+/g, " ").trim();
   const quoted = text.length > 60 ? `${text.slice(0, 60)}…` : text;
   const what = msg.channel === SYSTEM_CHANNEL ? "a background task" : "your message";
-  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.metadata?.messageId;
+  const messageId = msg.channel === SYSTEM_CHANNEL ? undefined : msg.messageId;
   return {
     channel: origin.channel,
     chatId: origin.chatId,
@@ -509,14 +509,12 @@ export function giveUpReply(msg: InboundMessage, starts: number): OutboundMessag
       "something in it stops me every time, so I will not try it again. Please send it again, " +
       "perhaps in other words, or start over with /new.",
     kind: "final",
-    ...(typeof messageId === "string" || typeof messageId === "number" ? { replyTo: String(messageId) } : {}),
+    ...(messageId ? { replyTo: messageId } : {}),
     ...(origin.metadata ? { metadata: origin.metadata } : {}),
   };
 }
 
 /** Identifies a platform message across redeliveries (none when the channel gives no message id). */
 export function dedupeKey(msg: InboundMessage): string | undefined {
-  const id = msg.metadata?.messageId;
-  if (typeof id !== "string" && typeof id !== "number") return undefined;
-  return `${msg.channel}:${msg.chatId}:${id}`;
+  return msg.messageId === undefined ? undefined : `${msg.channel}:${msg.chatId}:${msg.messageId}`;
 }

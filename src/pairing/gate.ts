@@ -6,7 +6,7 @@
  * what to answer a refused one (channels/access.ts `AccessPolicy`); the agent loop hands it
  * `/pairing` (agent/loop.ts `PairingCommands`). Everything is decided by the channel's dmPolicy as
  * configured now. Pairing never lets anyone into a group: only a message its platform marks as a
- * direct one (`metadata.isGroup === false`) can be paired or let in by pairing.
+ * direct one (`isGroup === false`) can be paired or let in by pairing.
  *
  * Welcomes: approving (here or by `palaver pairing approve` in another process) records the sender
  * with `welcomed: false`; a poller (one stat a second) sees the file change and publishes each
@@ -15,7 +15,7 @@
  * long pause does not greet people out of the blue; at most WELCOMES_PER_ROUND go out per round.
  */
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { isAllowed, isSenderAllowed, senderAliasesOf } from "../channels/access.js";
+import { isAllowed, isSenderAllowed } from "../channels/access.js";
 import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
 import type { DmPolicy } from "../config/platforms/common.js";
 import type { Config } from "../config/schema.js";
@@ -38,8 +38,8 @@ export interface PairingGateOptions {
 }
 
 /** A direct message, as its platform says; anything unsaid counts as a group. */
-function isDirectMessage(msg: Pick<InboundMessage, "metadata">): boolean {
-  return msg.metadata?.isGroup === false;
+function isDirectMessage(msg: Pick<InboundMessage, "isGroup">): boolean {
+  return msg.isGroup === false;
 }
 
 export class PairingGate {
@@ -199,7 +199,7 @@ export class PairingGate {
     const owners = [...(allowFromOf(config, msg.channel) ?? []), ...adminsOf(config, msg.channel)].filter(
       (id) => id !== "*",
     );
-    return isSenderAllowed(msg.senderId, senderAliasesOf(msg.metadata), owners);
+    return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
   }
 
   private policy(channel: string): DmPolicy {

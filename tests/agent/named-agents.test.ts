@@ -282,7 +282,7 @@ describe("routing conversations to agents", { timeout: 60_000 }, () => {
       },
     );
     harness.fake!.enqueue({ content: "team reply" }, { content: "dm reply" });
-    await harness.ask("-100", "hello team", { channel: "telegram", metadata: { isGroup: true } });
+    await harness.ask("-100", "hello team", { channel: "telegram", isGroup: true });
     await harness.ask("42", "hello me", { channel: "telegram" });
     const [group, dm] = harness.fake!.requests;
     expect(systemOf(group!)).toContain("# Agent: grouper\n\nYou speak for the team.");

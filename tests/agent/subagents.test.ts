@@ -33,7 +33,7 @@ const origin: Origin = {
   channel: "telegram",
   chatId: "42",
   sessionKey: "telegram:42:thread-7",
-  metadata: { threadId: 7, messageId: "m-1" },
+  metadata: { threadId: 7 },
 };
 
 beforeEach(async () => {

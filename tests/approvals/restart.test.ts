@@ -81,7 +81,7 @@ describe("approval prompts and restarts", { timeout: 60_000 }, () => {
     const before = new ButtonChannel();
     const first = gatewayWith(before);
     await first.start();
-    before.receive({ content: "make the file", metadata: { messageId: 7 } });
+    before.receive({ content: "make the file", messageId: "7" });
     await waitFor(() => before.of("question").length === 1, undefined, "the prompt");
     await first.stop(0);
     expect(before.of("edit")).toMatchObject([

@@ -43,7 +43,7 @@ describe("access rules", () => {
     senderId,
     chatId: "1",
     content: "hi",
-    metadata: aliases ? { senderAliases: aliases } : {},
+    ...(aliases ? { senderAliases: aliases } : {}),
   });
   it("allows listed ids and aliases, everybody with *, nobody with an empty list", () => {
     expect(isAllowed(msg("42"), ["42"])).toBe(true);

@@ -86,7 +86,7 @@ describe("health endpoints of the gateway", () => {
       content: `re: ${lastUserText(req)}`,
       usage: { prompt_tokens: 10, completion_tokens: 3 },
     }));
-    channel.receive({ content: "hi", metadata: { messageId: 1 } });
+    channel.receive({ content: "hi", messageId: "1" });
     await waitFor(() => channel.sent.length === 1);
     await gateway.agent.loop.idle();
 

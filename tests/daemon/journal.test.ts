@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { ChannelManager } from "../../src/channels/manager.js";
-import { Journal } from "../../src/daemon/journal.js";
+import { giveUpReply, Journal } from "../../src/daemon/journal.js";
 import { dropFromOutbox, readOutbox } from "../../src/daemon/outbox-file.js";
 import { diskThatFills } from "../helpers/full-disk.js";
 import { ConfigError } from "../../src/util/errors.js";
@@ -28,7 +28,7 @@ const inbound = (messageId: number, content = `m${messageId}`): InboundMessage =
   senderId: "1",
   chatId: "10",
   content,
-  metadata: { messageId },
+  messageId: String(messageId),
 });
 
 /** What a restart would replay, read from a copy so the live journal's file is left alone. */
@@ -198,6 +198,38 @@ describe("Journal: poison messages", () => {
     fifth.close();
   });
 
+  it("replays a message with its sender's aliases and whether it came from a group", () => {
+    const path = join(dir, "j.jsonl");
+    const before = new Journal(path);
+    before.open();
+    before.recordInbound({ ...inbound(1), senderAliases: ["@ada"], isGroup: false });
+    // no close(): as after a crash
+    const after = new Journal(path);
+    const { msg } = after.open().inbound[0]!;
+    expect(msg.senderAliases).toEqual(["@ada"]);
+    expect(msg.isGroup).toBe(false); // pairing lets a stranger in by a direct message only
+    after.close();
+  });
+
+  it("reads a message journaled by an older version, its platform id still in metadata", async () => {
+    const path = join(dir, "j.jsonl");
+    const old = {
+      channel: "telegram",
+      senderId: "1",
+      chatId: "10",
+      content: "hi",
+      metadata: { messageId: 4, senderAliases: ["@ada"], isGroup: false },
+    };
+    await writeFile(path, `${JSON.stringify({ t: "in", id: "old-1", at: 1, msg: old })}\n`);
+    const journal = new Journal(path);
+    const pending = journal.open();
+    expect(pending.inbound.map((p) => p.msg.messageId)).toEqual(["4"]);
+    expect(pending.inbound[0]!.msg).toMatchObject({ senderAliases: ["@ada"], isGroup: false });
+    // Given up, the chat is told in a reply to it.
+    expect(giveUpReply(pending.inbound[0]!.msg, 3).replyTo).toBe("4");
+    journal.close();
+  });
+
   it("keeps start counts through a compaction", () => {
     const path = join(dir, "j.jsonl");
     const a = new Journal(path, { compactEvery: 1 });
@@ -296,8 +328,8 @@ describe("ChannelManager with the journal", () => {
   it("journals admitted messages before they reach the bus and drops redeliveries", async () => {
     const channel = new TestChannel("telegram");
     const { received, journal } = await setup(channel);
-    channel.receive({ content: "hi", metadata: { messageId: 1 } });
-    channel.receive({ content: "hi", metadata: { messageId: 1 } });
+    channel.receive({ content: "hi", messageId: "1" });
+    channel.receive({ content: "hi", messageId: "1" });
     expect(received).toHaveLength(1);
     expect(received[0]!.journalId).toEqual(expect.any(String));
     expect(journal.pending.inbound).toBe(1);
@@ -307,7 +339,7 @@ describe("ChannelManager with the journal", () => {
     const channel = new TestChannel("telegram");
     const { received, path } = await setup(channel);
 
-    const finish = channel.receiveLater({ content: "look", metadata: { messageId: 5 } });
+    const finish = channel.receiveLater({ content: "look", messageId: "5" });
     expect(received).toEqual([]);
     const crashedHere = pendingAfterCrash(path);
     // Journaled as reserved: with the "was being downloaded" note in place of the files.
@@ -320,14 +352,14 @@ describe("ChannelManager with the journal", () => {
     expect(afterPublish[0]!.id).toBe(received[0]!.journalId);
 
     // The platform redelivers it: nothing is published twice.
-    channel.receiveLater({ content: "look", metadata: { messageId: 5 } })();
+    channel.receiveLater({ content: "look", messageId: "5" })();
     expect(received).toHaveLength(1);
   });
 
   it("forgets a reservation that is cancelled (an album nobody addressed to the bot)", async () => {
     const channel = new TestChannel("telegram");
     const { received, journal, path } = await setup(channel);
-    channel.reserveOnly({ content: "holiday pics", metadata: { messageId: 9 } }).cancel();
+    channel.reserveOnly({ content: "holiday pics", messageId: "9" }).cancel();
     expect(received).toEqual([]);
     expect(journal.pending.inbound).toBe(0);
     expect(pendingAfterCrash(path)).toEqual([]);

@@ -24,7 +24,7 @@ const turnMsg = (turn: string): InboundMessage => ({
   senderId: "1",
   chatId: "10",
   content: "hi",
-  metadata: { messageId: 7 },
+  messageId: "7",
   journalId: turn,
 });
 const send = { name: "message", args: '{"content":"Tea at five."}', n: 1 };

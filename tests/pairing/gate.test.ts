@@ -31,11 +31,11 @@ function gate(): PairingGate {
 }
 
 function dm(senderId: string, content = "hi"): InboundMessage {
-  return { channel: "telegram", senderId, chatId: senderId, content, metadata: { isGroup: false } };
+  return { channel: "telegram", senderId, chatId: senderId, content, isGroup: false };
 }
 
 function inGroup(senderId: string): InboundMessage {
-  return { channel: "telegram", senderId, chatId: "-100", content: "hi", metadata: { isGroup: true } };
+  return { channel: "telegram", senderId, chatId: "-100", content: "hi", isGroup: true };
 }
 
 beforeEach(async () => {
@@ -66,7 +66,7 @@ describe("PairingGate", () => {
   it("never gives a code where the platform does not say it is a direct chat", () => {
     const g = gate();
     expect(g.refusal("telegram", inGroup("7"))).toBeUndefined();
-    expect(g.refusal("telegram", { ...dm("7"), metadata: {} })).toBeUndefined();
+    expect(g.refusal("telegram", { ...dm("7"), isGroup: undefined })).toBeUndefined();
     expect(store.pending()).toEqual([]);
   });
 

@@ -267,8 +267,7 @@ export class DiscordChannel implements Channel {
   previewSurface(target: PreviewTarget): PreviewSurface | undefined {
     if (!this.live || typeof target.metadata?.interactionId === "string") return undefined;
     const { chatId, turnId } = target;
-    const messageId = target.metadata?.messageId;
-    const replyTo = this.opts.config.replyToMessage && typeof messageId === "string" ? messageId : undefined;
+    const replyTo = this.opts.config.replyToMessage ? target.replyTo : undefined;
     return discordPreviewSurface(
       {
         post: async (text, quote) => {

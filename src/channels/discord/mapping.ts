@@ -145,7 +145,6 @@ export function placeMetadata(place: DiscordPlaceView): Record<string, unknown> 
   return {
     channelId: place.channelId,
     guildId: place.guildId,
-    isGroup: place.guildId !== null,
     ...(place.threadParentId !== null ? { threadId: place.channelId, parentId: place.threadParentId } : {}),
   };
 }
@@ -165,13 +164,17 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
   if (view.referenced) parts.push(quoteOf(view.referenced, policy.botId));
   const text = messageText(view, policy.botId);
   if (text) parts.push(text);
+  const { senderName, senderAliases } = senderMetadata(view.author);
   return {
     channel: CHANNEL,
     senderId: view.author.id,
     chatId: view.channelId,
     content: parts.join("\n\n"),
     sessionKey: sessionKeyFor(view),
-    metadata: { messageId: view.id, ...placeMetadata(view), ...senderMetadata(view.author) },
+    messageId: view.id,
+    senderAliases,
+    isGroup: view.guildId !== null,
+    metadata: { ...placeMetadata(view), senderName },
   };
 }
 
@@ -185,13 +188,16 @@ function quoteOf(ref: NonNullable<DiscordMessageView["referenced"]>, botId: stri
 
 /** The bus message for an admitted slash command: the same text a typed command would be. */
 export function interactionToInbound(view: DiscordInteractionView): InboundMessage {
+  const { senderName, senderAliases } = senderMetadata(view.user);
   return {
     channel: CHANNEL,
     senderId: view.user.id,
     chatId: view.channelId,
     content: view.args ? `/${view.commandName} ${view.args}` : `/${view.commandName}`,
     sessionKey: sessionKeyFor(view),
-    metadata: { interactionId: view.id, ...placeMetadata(view), ...senderMetadata(view.user) },
+    senderAliases,
+    isGroup: view.guildId !== null,
+    metadata: { interactionId: view.id, ...placeMetadata(view), senderName },
   };
 }
 

@@ -209,13 +209,14 @@ export function toInbound(
     chatId: event.channel,
     content,
     sessionKey: sessionKeyFor(event.channel, direct, threadTs),
+    messageId: event.ts,
+    isGroup: !direct,
+    ...(extras.senderName ? { senderAliases: [extras.senderName] } : {}),
     metadata: {
-      messageId: event.ts,
       ...(threadTs ? { threadTs } : {}),
       channelType: event.channel_type ?? (direct ? "im" : "channel"),
-      isGroup: !direct,
       ...(event.team ? { teamId: event.team } : {}),
-      ...(extras.senderName ? { senderName: extras.senderName, senderAliases: [extras.senderName] } : {}),
+      ...(extras.senderName ? { senderName: extras.senderName } : {}),
     },
   };
 }
@@ -281,13 +282,14 @@ export function slashCommandToInbound(
     chatId: cmd.channel_id,
     content: slashCommandText(slackToPlainText(cmd.text)),
     sessionKey: sessionKeyFor(cmd.channel_id, direct, threadTs),
+    ...(name ? { senderAliases: [name] } : {}),
+    isGroup: !direct,
     metadata: {
       ...(threadTs ? { threadTs } : {}),
       channelType: direct ? "im" : "channel",
-      isGroup: !direct,
       slashCommand: cmd.command,
       ...(cmd.team_id ? { teamId: cmd.team_id } : {}),
-      ...(name ? { senderName: name, senderAliases: [name] } : {}),
+      ...(name ? { senderName: name } : {}),
     },
   };
 }

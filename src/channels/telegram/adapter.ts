@@ -222,7 +222,7 @@ export class TelegramChannel implements Channel {
       signal: lifetime.signal,
       maxMediaBytes: this.opts.maxMediaBytes,
       transcriber: this.opts.transcriber ?? null,
-      notify: (msg, text) => this.sender.notice(replyTarget(msg, true), text),
+      notify: (msg, text) => this.sender.notice(replyTarget({ ...msg, replyTo: msg.messageId }, true), text),
       log: this.log,
     });
     const onAbort = () => lifetime.abort();

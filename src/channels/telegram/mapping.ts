@@ -45,11 +45,8 @@ export interface MappedMessage {
 
 /** What the adapter puts in metadata, and reads back from outbound messages to reply in the right place. */
 export interface TelegramMetadata {
-  messageId: number;
   threadId?: number;
   chatType: string;
-  isGroup: boolean;
-  senderAliases?: string[];
   mediaGroupId?: string;
 }
 
@@ -322,11 +319,8 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
 
   const threadId = topicOf(msg);
   const metadata: TelegramMetadata = {
-    messageId: msg.message_id,
     ...(threadId !== undefined ? { threadId } : {}),
     chatType: msg.chat.type,
-    isGroup: group,
-    ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
     ...(msg.media_group_id ? { mediaGroupId: msg.media_group_id } : {}),
   };
   return {
@@ -335,6 +329,9 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
       senderId: String(from.id),
       chatId: String(msg.chat.id),
       content: lines.join("\n"),
+      messageId: String(msg.message_id),
+      isGroup: group,
+      ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
       metadata: { ...metadata },
       sessionKey: sessionKeyFor(msg.chat.id, threadId),
     },
@@ -372,7 +369,7 @@ export function replyTarget(
   quote: boolean,
 ): ReplyTarget {
   const threadId = msg.metadata?.threadId;
-  const replyTo = Number(msg.replyTo ?? msg.metadata?.messageId);
+  const replyTo = Number(msg.replyTo);
   return {
     chatId: msg.chatId,
     ...(typeof threadId === "number" && Number.isInteger(threadId) ? { threadId } : {}),

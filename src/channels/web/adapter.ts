@@ -347,7 +347,7 @@ class WebChannel implements Channel, WebApp {
   }
 
   private inbound(chatId: string, content: string, messageId: string): InboundMessage {
-    return { channel: this.name, senderId: WEB_SENDER_ID, chatId, content, metadata: { messageId } };
+    return { channel: this.name, senderId: WEB_SENDER_ID, chatId, content, messageId };
   }
 
   private running(): { sink: InboundSink; path: InboundPath } {

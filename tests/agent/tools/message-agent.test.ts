@@ -67,7 +67,7 @@ describe("cron tool in the agent", () => {
     await harness.ask("c1", "remind me", {
       channel: "telegram",
       senderId: "u-42",
-      metadata: { senderAliases: ["ada"] },
+      senderAliases: ["ada"],
     });
     const [job] = await harness.cron.list();
     expect(job!.payload.creator).toEqual({

@@ -55,7 +55,7 @@ describe.each(DRIVERS)("channel contract: $name", (driver) => {
   }
 
   function turn(kind: TurnEvent["kind"], msg: InboundMessage, turnId: string): TurnEvent {
-    const replyTo = msg.metadata?.messageId;
+    const replyTo = msg.messageId;
     return {
       kind,
       turnId,

@@ -249,7 +249,7 @@ describe("DiscordChannel: sending", () => {
       mentions: [fake.bot],
     });
     await fake.waitFor(() => inbound.length === 1);
-    expect(inbound[0]!.metadata?.messageId).toBe(question.id);
+    expect(inbound[0]!.messageId).toBe(question.id);
     const base = { channel: "discord", chatId: general.id, replyTo: question.id };
     await channel.send({ ...base, content: "thinking…", kind: "progress" });
     await channel.send({ ...base, content: `${"a".repeat(1990)}\n\n${"b".repeat(100)}` });

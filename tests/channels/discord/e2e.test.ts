@@ -28,7 +28,14 @@ describe("Discord end to end", () => {
     );
     expect(identify.compress).toBe(false);
     expect(fake.calls("PUT", /^\/applications\/\d+\/commands$/)).toHaveLength(1);
-    expect(fake.commands.map((c) => c.name).sort()).toEqual(["help", "memory", "new", "status", "stop", "usage"]);
+    expect(fake.commands.map((c) => c.name).sort()).toEqual([
+      "help",
+      "memory",
+      "new",
+      "status",
+      "stop",
+      "usage",
+    ]);
 
     llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
     const dm = fake.dmChannel(alice);

@@ -132,13 +132,13 @@ describe("toInbound", () => {
       chatId: "dm1",
       content: "hello",
       sessionKey: "discord:dm1",
+      messageId: "m1",
+      senderAliases: ["alice"],
+      isGroup: false,
       metadata: {
-        messageId: "m1",
         channelId: "dm1",
         guildId: null,
-        isGroup: false,
         senderName: "Alice A.",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -150,7 +150,8 @@ describe("toInbound", () => {
     );
     expect(msg.chatId).toBe("t9");
     expect(msg.sessionKey).toBe("discord:t9");
-    expect(msg.metadata).toMatchObject({ threadId: "t9", parentId: "c1", guildId: "g1", isGroup: true });
+    expect(msg.isGroup).toBe(true);
+    expect(msg.metadata).toMatchObject({ threadId: "t9", parentId: "c1", guildId: "g1" });
     expect(msg.content).toBe("go");
     expect(sessionKeyFor({ channelId: "c1", guildId: "g1", threadParentId: null })).toBe("discord:c1");
   });
@@ -175,7 +176,7 @@ describe("toInbound", () => {
 
   it("never offers an all-digit username as an alias (it could pass for another person's id)", () => {
     const digits = toInbound(dm({ author: { id: "300", username: "100", bot: false } }), policy());
-    expect(digits.metadata?.senderAliases).toEqual([]);
+    expect(digits.senderAliases).toEqual([]);
   });
 });
 
@@ -226,7 +227,8 @@ describe("slash commands", () => {
       chatId: "t9",
       content: "/status",
       sessionKey: "discord:t9",
-      metadata: { interactionId: "i1", threadId: "t9", parentId: "c1", senderAliases: ["alice"] },
+      senderAliases: ["alice"],
+      metadata: { interactionId: "i1", threadId: "t9", parentId: "c1" },
     });
     expect(interactionToInbound(view({ commandName: "new", args: "now" })).content).toBe("/new now");
   });

@@ -146,7 +146,7 @@ describe("questions on Discord", () => {
       senderAliases: ["alice"],
       questionId: "q1",
       choiceId: "deny",
-      metadata: { guildId: guild.id, isGroup: true, channelId: general },
+      metadata: { guildId: guild.id, channelId: general },
     });
     // The notice is the presser's alone: the channel still shows the question and its buttons.
     expect(fake.botMessages().map((m) => m.content)).toEqual(["Run `ls`?"]);

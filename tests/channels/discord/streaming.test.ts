@@ -93,7 +93,7 @@ async function aliceSays(text: string, channelId = fake.dmChannel(alice).id): Pr
 }
 
 function out(msg: InboundMessage, kind: OutboundMessage["kind"], content: string, turnId: string) {
-  const replyTo = msg.metadata?.messageId;
+  const replyTo = msg.messageId;
   bus.publishOutbound({
     channel: "discord",
     chatId: msg.chatId,
@@ -207,17 +207,14 @@ describe("Discord streamed replies", () => {
     expect(messages.every((m) => m.channel_id === thread.id)).toBe(true);
     expect(messages.map((m) => m.content)).toEqual(discordChunks(final)); // "#### Plan" became "**Plan**"
     expect(messages[0]!.content.startsWith("**Plan**")).toBe(true);
-    expect(messages.map((m) => m.message_reference?.message_id)).toEqual([
-      msg.metadata?.messageId,
-      undefined,
-    ]);
+    expect(messages.map((m) => m.message_reference?.message_id)).toEqual([msg.messageId, undefined]);
   });
 
   it("a slash command's turn is not streamed; a message's is, at Discord's pace", async () => {
     await start();
     const target = { chatId: fake.dmChannel(alice).id, turnId: "t1" };
     expect(channel.previewSurface({ ...target, metadata: { interactionId: "42" } })).toBeUndefined();
-    const surface = channel.previewSurface({ ...target, metadata: { messageId: "7" } });
+    const surface = channel.previewSurface({ ...target, replyTo: "7" });
     expect(surface).toMatchObject({ maxChars: 2000, intervalMs: 1500 });
   });
 });

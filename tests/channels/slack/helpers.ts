@@ -35,7 +35,7 @@ export function slackSection(fake: FakeSlack, extra: Record<string, unknown> = {
 
 /** A turn event answering `msg` (as the agent loop publishes it), for channel.onTurn. */
 export function turnOf(kind: TurnEvent["kind"], msg: InboundMessage, turnId: string): TurnEvent {
-  const messageId = msg.metadata?.messageId;
+  const messageId = msg.messageId;
   return {
     kind,
     turnId,

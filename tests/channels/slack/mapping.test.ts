@@ -164,7 +164,9 @@ describe("toInbound", () => {
       chatId: "D1",
       content: "hi & x (https://x.io)",
       sessionKey: "slack:D1",
-      metadata: { messageId: "9.9", channelType: "im", isGroup: false, teamId: "T1" },
+      messageId: "9.9",
+      isGroup: false,
+      metadata: { channelType: "im", teamId: "T1" },
     });
   });
 
@@ -176,12 +178,12 @@ describe("toInbound", () => {
       chatId: "C1",
       content: "summarize this",
       sessionKey: "slack:C1:3.3",
+      messageId: "3.3",
+      senderAliases: ["alice"],
+      isGroup: true,
       metadata: {
-        messageId: "3.3",
         threadTs: "3.3",
-        isGroup: true,
         senderName: "alice",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -189,7 +191,8 @@ describe("toInbound", () => {
   it("maps a thread reply to the thread's session", () => {
     const msg = toInbound(event({ text: "more", ts: "4.4", thread_ts: "3.3" }), bot, policy);
     expect(msg?.sessionKey).toBe("slack:C1:3.3");
-    expect(msg?.metadata).toMatchObject({ messageId: "4.4", threadTs: "3.3" });
+    expect(msg?.messageId).toBe("4.4");
+    expect(msg?.metadata).toMatchObject({ threadTs: "3.3" });
   });
 
   it("turns `@bot stop` into /stop", () => {
@@ -218,14 +221,15 @@ describe("slashCommandToInbound", () => {
       chatId: "C1",
       content: "/stop",
       sessionKey: "slack:C1:3.3",
-      metadata: { threadTs: "3.3", slashCommand: "/palaver", senderAliases: ["alice"] },
+      senderAliases: ["alice"],
+      metadata: { threadTs: "3.3", slashCommand: "/palaver" },
     });
   });
 
   it("without a recent thread, to the channel; in a DM, to the DM", () => {
     expect(slashCommandToInbound(cmd).sessionKey).toBe("slack:C1");
     // The payload's user_name is never an alias by itself (the adapter looks names up).
-    expect(slashCommandToInbound(cmd).metadata?.senderAliases).toBeUndefined();
+    expect(slashCommandToInbound(cmd).senderAliases).toBeUndefined();
     expect(slashCommandToInbound(cmd).metadata?.threadTs).toBeUndefined();
     const inDm = slashCommandToInbound({ ...cmd, channel_id: "D1", channel_name: "directmessage" }, "3.3");
     expect(inDm.sessionKey).toBe("slack:D1");

@@ -127,13 +127,13 @@ describe("Slack Socket Mode: receiving", () => {
       chatId: "D1",
       content: "hello & welcome",
       sessionKey: "slack:D1",
+      messageId: event.ts,
+      senderAliases: ["alice"],
+      isGroup: false,
       metadata: {
-        messageId: event.ts,
         channelType: "im",
-        isGroup: false,
         teamId: "T1",
         senderName: "alice",
-        senderAliases: ["alice"],
       },
     });
   });
@@ -144,11 +144,11 @@ describe("Slack Socket Mode: receiving", () => {
     await fake.pushEvent(dmEvent("hi", { user: "U3", channel: "D3" }));
     const msg = await rig!.nextInbound(1);
     expect(msg.senderId).toBe("U3");
-    expect(msg.metadata?.senderAliases).toBeUndefined();
+    expect(msg.senderAliases).toBeUndefined();
     await fake.pushCommand({ text: "help", user_id: "U3", channel_id: "D3", user_name: "alice" });
-    expect((await rig!.nextInbound(2)).metadata?.senderAliases).toBeUndefined();
+    expect((await rig!.nextInbound(2)).senderAliases).toBeUndefined();
     await fake.pushCommand({ text: "help", user_id: "U1", channel_id: "D1" });
-    expect((await rig!.nextInbound(3)).metadata?.senderAliases).toEqual(["alice"]);
+    expect((await rig!.nextInbound(3)).senderAliases).toEqual(["alice"]);
   });
 
   it("acknowledges every delivery, also those it does not read, and takes a message sent twice once", async () => {
@@ -182,7 +182,9 @@ describe("Slack Socket Mode: receiving", () => {
     expect(rig!.inbound).toHaveLength(1);
     expect(msg.content).toBe("what is 2+2?");
     expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
-    expect(msg.metadata).toMatchObject({ messageId: mention.ts, threadTs: mention.ts, isGroup: true });
+    expect(msg.messageId).toBe(mention.ts);
+    expect(msg.isGroup).toBe(true);
+    expect(msg.metadata).toMatchObject({ threadTs: mention.ts });
   });
 
   it("takes the app_mention alone too (when message events are not subscribed)", async () => {
@@ -303,7 +305,7 @@ describe("Slack Socket Mode: receiving", () => {
     expect(fake.downloads).toEqual([]);
     expect(fake.callsTo("files.info")).toEqual([]);
     expect(fake.callsTo("reactions.add").map((c) => c.params.timestamp)).toEqual([
-      rig!.inbound[1]!.metadata!.messageId,
+      rig!.inbound[1]!.messageId,
     ]);
     await expect(readdir(join(workspace, "media", "slack"))).rejects.toThrow(/ENOENT/);
   });

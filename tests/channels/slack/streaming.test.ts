@@ -108,7 +108,7 @@ describe("Slack streamed replies", () => {
 
   it("the receipt reaction ends when the first text shows, not again at the end of the turn", async () => {
     const { rig: r, msg } = await started();
-    const key = `D1:${String(msg.metadata?.messageId)}`;
+    const key = `D1:${String(msg.messageId)}`;
     r.channel.onTurn(turnOf("turnStart", msg, "t1"));
     await waitFor(() => r.fake.reactions.get(key)?.has("eyes") ?? false, undefined, "the receipt");
     const preview = previewOf(r, msg, "t1");

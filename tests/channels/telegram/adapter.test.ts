@@ -86,7 +86,10 @@ describe("inbound", () => {
       chatId: "42",
       content: "hello there",
       sessionKey: "telegram:42",
-      metadata: { messageId: sent.message_id, chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+      messageId: String(sent.message_id),
+      senderAliases: ["@ada"],
+      isGroup: false,
+      metadata: { chatType: "private" },
     });
   });
 
@@ -526,7 +529,6 @@ describe("sending", () => {
       chatId: "42",
       content: `${"a".repeat(3000)}\n\n${"b".repeat(3000)}`,
       replyTo: "17",
-      metadata: { messageId: 17 },
     });
     expect(fake.sent.map((m) => m.replyTo)).toEqual([17, undefined]);
   });
@@ -538,7 +540,6 @@ describe("sending", () => {
       chatId: "42",
       content: "hi",
       replyTo: "17",
-      metadata: { messageId: 17 },
     });
     expect(fake.sent[0]!.replyTo).toBeUndefined();
   });

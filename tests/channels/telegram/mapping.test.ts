@@ -43,7 +43,10 @@ describe("private chats", () => {
       chatId: "42",
       content: "hello",
       sessionKey: "telegram:42",
-      metadata: { messageId: 10, chatType: "private", isGroup: false, senderAliases: ["@ada"] },
+      messageId: "10",
+      senderAliases: ["@ada"],
+      isGroup: false,
+      metadata: { chatType: "private" },
     });
     expect(m.attachments).toEqual([]);
     expect(m.isStart).toBe(false);
@@ -171,7 +174,8 @@ describe("groups", () => {
   it("each group is a session; each forum topic one of its own, with its thread id for replies", () => {
     const plain = mapMessage(inGroup({ text: "/help" }), BOT, MENTION)!;
     expect(plain.inbound.sessionKey).toBe("telegram:-1001");
-    expect(plain.inbound.metadata).toMatchObject({ isGroup: true, chatType: "supergroup" });
+    expect(plain.inbound.isGroup).toBe(true);
+    expect(plain.inbound.metadata).toMatchObject({ chatType: "supergroup" });
     const topic = mapMessage(
       inGroup({
         text: "/help",
@@ -292,13 +296,14 @@ describe("attachments", () => {
     const merged = mergeAlbum(parts);
     expect(merged.inbound.content).toBe("our trip");
     expect(merged.attachments.map((a) => a.fileId)).toEqual(["p1", "p2", "p3"]);
-    expect(merged.inbound.metadata).toMatchObject({ messageId: 1, mediaGroupId: "alb" });
+    expect(merged.inbound.messageId).toBe("1");
+    expect(merged.inbound.metadata).toMatchObject({ mediaGroupId: "alb" });
   });
 });
 
 describe("replyTarget", () => {
   it("reads the chat, topic and message to quote back from outbound metadata", () => {
-    const meta = { messageId: 10, threadId: 77 };
+    const meta = { threadId: 77 };
     expect(replyTarget({ chatId: "-1001", replyTo: "10", metadata: meta }, true)).toEqual({
       chatId: "-1001",
       threadId: 77,

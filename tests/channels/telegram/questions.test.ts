@@ -114,7 +114,7 @@ describe("asking", () => {
   it("splits a long question and hangs the buttons under its last part", async () => {
     const { fake } = await started(undefined, { replyToMessage: true });
     const long = Array.from({ length: 300 }, (_, i) => `line ${i}: ${"x".repeat(30)}`).join("\n");
-    const ref = await ask(question(long, { metadata: { messageId: 9 } }));
+    const ref = await ask(question(long, { replyTo: "9" }));
     const parts = fake.sent;
     expect(parts.length).toBeGreaterThan(1);
     expect(parts.at(-1)!.messageId).toBe(ref);

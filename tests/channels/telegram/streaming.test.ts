@@ -20,12 +20,14 @@ import { rig, type Rig } from "./helpers.js";
 const PRIVATE: PreviewTarget = {
   chatId: "42",
   turnId: "t1",
-  metadata: { messageId: 5, chatType: "private", isGroup: false },
+  replyTo: "5",
+  metadata: { chatType: "private", isGroup: false },
 };
 const TOPIC: PreviewTarget = {
   chatId: "-100123",
   turnId: "t1",
-  metadata: { messageId: 9, threadId: 7, chatType: "supergroup", isGroup: true },
+  replyTo: "9",
+  metadata: { threadId: 7, chatType: "supergroup", isGroup: true },
 };
 const ANSWER = "The answer is **42**, as everyone knows.";
 const ANSWER_HTML = formatForTelegram(ANSWER)[0]!.html;
