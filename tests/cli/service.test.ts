@@ -572,11 +572,12 @@ describe("palaver service install (child process)", () => {
         encoding: "utf8",
       });
       if (probe.status !== 0) {
-        requireOrSkipNow(
-          ctx,
+        // Where the clone lives is not a missing tool: skipped (with the reason) in CI too.
+        const reason =
           `"nobody" cannot run ${MAIN} with ${process.execPath} (make the clone readable to all): ` +
-            (probe.error?.message ?? probe.stderr.trim()),
-        );
+          (probe.error?.message ?? probe.stderr.trim());
+        console.warn(`skipped: ${reason}`);
+        ctx.skip(reason);
       }
       runAs = "nobody";
       await chownTree(dir, as);
