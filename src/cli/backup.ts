@@ -89,7 +89,7 @@ export function registerBackupCommand(program: Command): void {
             if (pid !== null) {
               throw new Error(
                 `a gateway (pid ${pid}) runs on ${dirname(target.configPath)}; stop it first ` +
-                  "(palaver service stop, or Ctrl-C), or restore into a new folder with --to",
+                  "(systemctl stop palaver, or Ctrl-C), or restore into a new folder with --to",
               );
             }
             process.stdout.write(describeReplaced(plan.replaced));
