@@ -170,3 +170,30 @@ describe("backup verify", { timeout: 60_000 }, () => {
     await expect(readFile(join(dir, "target", "escaped"))).rejects.toThrow();
   });
 });
+
+describe("backup restore over the current install", { timeout: 60_000 }, () => {
+  it("lists what it replaces, needs --yes without a terminal, then puts the backed-up files back", async () => {
+    const archive = join(dir, "now.tar.gz");
+    await create(archive, "--include-secrets");
+    const memory = join(home, "workspace", "memory", "MEMORY.md");
+    await writeFile(memory, "# Memory\n- changed after the backup\n");
+    // The fixture's lock names pid 1, a live process: the restore takes it for a running gateway.
+    const locked = await palaver(["backup", "restore", archive, "--config", configPath, "--yes"]);
+    expect(locked.code).toBe(1);
+    expect(locked.stderr).toContain("a gateway (pid 1) runs on");
+    await rm(join(home, "gateway.lock"));
+
+    const unconfirmed = await palaver(["backup", "restore", archive, "--config", configPath]);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stdout).toContain(memory);
+    expect(unconfirmed.stderr).toContain("add --yes");
+    expect(await readFile(memory, "utf8")).toContain("changed after the backup");
+
+    const confirmed = await palaver(["backup", "restore", archive, "--config", configPath, "--yes"]);
+    expect(confirmed.code, confirmed.stderr).toBe(0);
+    expect(await readFile(memory, "utf8")).toBe("# Memory\n");
+    expect(await readFile(configPath, "utf8")).toContain(API_KEY);
+    // The memory index is rebuilt from the restored workspace, not kept from before.
+    await expect(readFile(join(home, "memory", "index.sqlite"))).rejects.toThrow();
+  });
+});
