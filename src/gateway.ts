@@ -282,7 +282,10 @@ export class Gateway {
     if (needRestart.length) {
       this.log.warn({ sections: needRestart }, "these config changes take effect after a restart");
     }
-    this.opts.loaded = { ...this.opts.loaded, config: { ...before, channels: after.channels, budget: after.budget } };
+    this.opts.loaded = {
+      ...this.opts.loaded,
+      config: { ...before, channels: after.channels, budget: after.budget },
+    };
   }
 
   /** Graceful stop: no new messages, running turns finish (up to graceMs), everything persisted. */

@@ -435,7 +435,11 @@ export const PricingSchema = z
 // Spending limits (src/usage/budget.ts): months and days in the host's local time zone.
 const BudgetSchema = z
   .object({
-    monthlyUsd: z.number().positive().optional().describe("USD per calendar month (local time); absent: no limit."),
+    monthlyUsd: z
+      .number()
+      .positive()
+      .optional()
+      .describe("USD per calendar month (local time); absent: no limit."),
     dailyUsd: z.number().positive().optional().describe("USD per day (local time); absent: no limit."),
     warnAt: z
       .number()

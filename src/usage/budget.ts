@@ -134,7 +134,10 @@ export class BudgetWatch {
     const key = `${status.period}:${periodKey(status.period ?? "monthly", this.now())}:${what}`;
     if (!this.pauseLogged.has(key)) {
       this.pauseLogged.add(key);
-      this.opts.log.warn({ work: what, limitUsd: status.limitUsd, resetAt: status.resetAt }, `${what} ${reason}`);
+      this.opts.log.warn(
+        { work: what, limitUsd: status.limitUsd, resetAt: status.resetAt },
+        `${what} ${reason}`,
+      );
     }
     return reason;
   }
