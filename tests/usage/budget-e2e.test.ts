@@ -116,6 +116,13 @@ describe("budget", () => {
     await mkdir(join(dir, "ws"), { recursive: true });
     await writeFile(join(dir, "ws", "HEARTBEAT.md"), "- [ ] water the plants every hour\n");
     expect(await gateway!.heartbeat.tick()).toBe("paused");
+    // A new background task is refused (the spawn tool reports the reason to the model).
+    expect(() =>
+      gateway!.agent.subagents.spawn({
+        task: "summarise the news",
+        origin: { channel: "telegram", chatId: "chat-1" },
+      }),
+    ).toThrow("background tasks are paused: the monthly budget");
 
     const status = await ask(channel, "/status", "Model:");
     expect(status).toContain("Budget: $0.0030 of $0.0025 this month");
