@@ -49,7 +49,8 @@ import { secondsToTimerMs } from "./util/timers.js";
 import { createRecall } from "./create-recall.js";
 import { loadSqlite } from "./recall/sqlite.js";
 import type { MemoryRecall } from "./recall/service.js";
-import type { InboundMessage } from "./bus/types.js";
+import { SYSTEM_CHANNEL, type InboundMessage } from "./bus/types.js";
+import { BudgetWatch } from "./usage/budget.js";
 import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
 import { meterUsage } from "./usage/metered.js";
 import type { UsageEntry, UsageKind } from "./usage/record.js";
@@ -74,6 +75,8 @@ export interface Agent {
   recall: MemoryRecall | undefined;
   /** The question desk (approvals, ask_human): give it to the ChannelManager (option `questions`). */
   questions: Questions;
+  /** Spending limits (usage/budget.ts): the heartbeat asks it whether to pause. */
+  budget: BudgetWatch;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -128,7 +131,7 @@ export interface CreateAgentOptions {
   /** Each LLM call's usage, after the ledger has it (the gateway's metrics). */
   onUsage?: (entry: UsageEntry) => void;
   /** The config as it is now, for prices (the gateway's follows SIGHUP). Default: the config given. */
-  currentConfig?: () => Pick<Config, "pricing" | "channels">;
+  currentConfig?: () => Pick<Config, "pricing" | "channels" | "budget">;
   /** More /status lines from the host (the gateway's replies held for channels that are not running). */
   statusLines?: () => string[];
 }
@@ -181,8 +184,13 @@ export function createAgent({
   const approval = config.tools.approval;
   // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
   const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
+  const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig);
+  const recordUsage = (entry: UsageEntry) => {
+    budgetWatch.record(entry);
+    onUsage?.(entry);
+  };
   const metered = (kind?: UsageKind): Provider =>
-    meterUsage(unmetered, usageMeterOptions(config, usageLedger, currentConfig, onUsage, kind));
+    meterUsage(unmetered, usageMeterOptions(config, usageLedger, currentConfig, recordUsage, kind));
   const llm = metered();
   // Without a config file (tests, benchmarks) the same files under the folder that holds the cron store.
   const approvalFiles = configPath
@@ -243,6 +251,7 @@ export function createAgent({
     bus,
     workspace,
     maxConcurrent: defaults.maxSubagents,
+    paused: () => budgetWatch.pausedReason("background tasks"),
     maxIterations: defaults.subagentMaxIterations,
     maxContinuations: defaults.maxContinuations,
     toolResultMaxChars: config.tools.toolResultMaxChars,
@@ -267,6 +276,7 @@ export function createAgent({
     runs: terminalChat === undefined ? gatewayJobs : terminalJobs(terminalChat),
     announce: terminalChat === undefined,
     sessionsDir,
+    paused: () => budgetWatch.pausedReason("cron jobs"),
   });
 
   const tools = createDefaultTools(config, workspace, exec, {
@@ -356,12 +366,14 @@ export function createAgent({
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
     usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
+    budgetStop: () => budgetWatch.hardStopReply(),
     statusLines: () => [
       ...llmStatus,
       execStatusLine(execSandbox),
       ...mcpStatusLines(mcp.status()),
       ...(statusLines?.() ?? []),
       recall.statusLine(),
+      ...budgetWatch.statusLines(),
     ],
     settings: {
       workspace,
@@ -387,6 +399,7 @@ export function createAgent({
     execSandbox,
     questions,
     recall: recall.recall,
+    budget: budgetWatch,
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -410,7 +423,7 @@ function execStatusLine(sandbox: ExecSandbox): string {
 function usageMeterOptions(
   config: Config,
   ledger: UsageLedger,
-  currentConfig: () => Pick<Config, "pricing" | "channels">,
+  currentConfig: () => Pick<Config, "pricing" | "channels" | "budget">,
   onUsage: ((entry: UsageEntry) => void) | undefined,
   kind: UsageKind | undefined,
 ): Parameters<typeof meterUsage>[1] {
@@ -438,4 +451,30 @@ function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean
     ...configAdmins(config, msg.channel),
   ].filter((id) => id !== "*");
   return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
+}
+
+/**
+ * The budget's watch (usage/budget.ts), its limits read live. The warning goes to the chats the
+ * owners have written from since this process started (only the log when none has yet).
+ */
+function createBudgetWatch(
+  bus: MessageBus,
+  ledger: UsageLedger,
+  stateDir: string,
+  currentConfig: () => Pick<Config, "channels" | "budget">,
+): BudgetWatch {
+  const ownerChats = new Map<string, { channel: string; chatId: string }>();
+  bus.onInbound((msg) => {
+    if (msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()))
+      ownerChats.set(`${msg.channel}\0${msg.chatId}`, { channel: msg.channel, chatId: msg.chatId });
+  });
+  return new BudgetWatch({
+    budget: () => currentConfig().budget,
+    entries: ledger.read(),
+    markerPath: join(stateDir, "usage", "budget-warned.json"),
+    notifyOwners: (content) => {
+      for (const chat of ownerChats.values()) bus.publishOutbound({ ...chat, content });
+    },
+    log: logger("budget"),
+  });
 }

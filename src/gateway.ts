@@ -139,6 +139,7 @@ export class Gateway {
       intervalSeconds: config.gateway.heartbeat.intervalSeconds,
       promptFileMaxChars: config.agents.defaults.promptFileMaxChars,
       lastActiveChat: () => this.agent.loop.lastActiveChat,
+      paused: () => this.agent.budget.pausedReason("heartbeat"),
     });
     this.health = new HealthServer({
       host: config.gateway.host,
@@ -253,7 +254,7 @@ export class Gateway {
   /**
    * Applies a new config (SIGHUP): a chat platform whose section changed is
    * restarted (or started, or stopped); the others keep running untouched.
-   * Other changes need a restart, and the log says which.
+   * The budget applies at once (it is read per decision). Other changes need a restart, and the log says which.
    */
   async reload(next: Pick<LoadedConfig, "config">): Promise<void> {
     const before = this.opts.loaded.config;
@@ -272,15 +273,19 @@ export class Gateway {
       if (created) await this.channels.replace(created.channel, created.options);
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
+    const liveSections = new Set(["channels", "budget"]);
     const needRestart = Object.keys(after).filter(
       (key) =>
-        key !== "channels" &&
+        !liveSections.has(key) &&
         JSON.stringify(before[key as keyof Config]) !== JSON.stringify(after[key as keyof Config]),
     );
     if (needRestart.length) {
       this.log.warn({ sections: needRestart }, "these config changes take effect after a restart");
     }
-    this.opts.loaded = { ...this.opts.loaded, config: { ...before, channels: after.channels } };
+    this.opts.loaded = {
+      ...this.opts.loaded,
+      config: { ...before, channels: after.channels, budget: after.budget },
+    };
   }
 
   /** Graceful stop: no new messages, running turns finish (up to graceMs), everything persisted. */

@@ -88,6 +88,11 @@ export interface AgentLoopDeps {
   memoryCommand?: (msg: InboundMessage, args: string) => Promise<string>;
   /** `/usage`: the usage ledger and who sees the whole bot (usage/command.ts); absent: not recorded. */
   usage?: UsageCommandOptions;
+  /**
+   * The reply a person gets instead of an answer when the budget is spent and `budget.hardStop` is
+   * on (usage/budget.ts), or undefined to answer; the turn then makes no LLM call.
+   */
+  budgetStop?: () => string | undefined;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
   /** Fits every model call into the model's context window (agent/budget/). */
@@ -321,6 +326,12 @@ export class AgentLoop {
     if (command) {
       await this.runCommand(command, turn);
       return { outcome: "command", tools: [] };
+    }
+    // Commands above still work (/status, /usage); a person's question costs nothing once the budget is spent.
+    const spent = msg.channel === SYSTEM_CHANNEL ? undefined : this.deps.budgetStop?.();
+    if (spent) {
+      this.reply(turn, spent);
+      return { outcome: "replied", tools: [] };
     }
     return this.runConversationTurn(turn, signal);
   }

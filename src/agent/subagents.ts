@@ -33,6 +33,8 @@ export interface SubagentManagerOptions {
   /** The worker tools (createWorkerTools): no message, spawn or cron. */
   tools: ToolRegistry;
   bus: { publishInbound(msg: InboundMessage): void };
+  /** Why no subagent may start now (the budget is spent: usage/budget.ts), or undefined. */
+  paused?: () => string | undefined;
   workspace: string;
   /** Subagents running at once; the rest wait in order. */
   maxConcurrent: number;
@@ -103,6 +105,8 @@ export class SubagentManager implements SubagentControl {
   /** Starts a subagent in the background and returns at once. Throws after shutdown. */
   spawn(req: SpawnRequest): SpawnResult {
     if (this.closed) throw new Error("subagents are shutting down; no new ones start");
+    const paused = this.opts.paused?.();
+    if (paused) throw new Error(`background tasks are ${paused}`);
     const task = req.task.trim();
     if (task === "") throw new Error("the task is empty");
     const origin = req.origin;

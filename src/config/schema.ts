@@ -432,6 +432,31 @@ export const PricingSchema = z
     'Prices per model ("gpt-4o-mini") or glob ("claude-*"); a model without one is counted in tokens, "no price".',
   );
 
+// Spending limits (src/usage/budget.ts): months and days in the host's local time zone.
+const BudgetSchema = z
+  .object({
+    monthlyUsd: z
+      .number()
+      .positive()
+      .optional()
+      .describe("USD per calendar month (local time); absent: no limit."),
+    dailyUsd: z.number().positive().optional().describe("USD per day (local time); absent: no limit."),
+    warnAt: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.8)
+      .describe("The owners are told once per period when this fraction of a limit is spent."),
+    hardStop: z
+      .boolean()
+      .default(false)
+      .describe(
+        "At 100 %, conversations get a plain 'budget spent' reply and no LLM call; false: they go on (heartbeat, cron and background tasks pause either way).",
+      ),
+  })
+  .prefault({})
+  .describe("Spending limits; a change applies on reload (SIGHUP).");
+
 export const ConfigSchema = z.object({
   $schema: z.string().optional(),
   agents: AgentsSchema.prefault({}),
@@ -443,6 +468,7 @@ export const ConfigSchema = z.object({
   transcription: TranscriptionSchema.prefault({}),
   memory: MemorySchema.prefault({}),
   pricing: PricingSchema,
+  budget: BudgetSchema,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

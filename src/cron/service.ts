@@ -67,6 +67,11 @@ export interface CronServiceOptions {
    * so removed jobs leave nothing behind. Without it, session files are left alone.
    */
   sessionsDir?: string;
+  /**
+   * Why jobs must not run now (the budget is spent: usage/budget.ts), or undefined. A job due
+   * meanwhile is recorded as skipped with the reason and keeps its schedule.
+   */
+  paused?: () => string | undefined;
 }
 
 export interface AddJobInput {
@@ -104,6 +109,7 @@ export class CronService implements ScheduleView {
   private readonly runs: (job: CronJob) => boolean;
   private readonly announce: boolean;
   private readonly sessionsDir: string | undefined;
+  private readonly paused: () => string | undefined;
 
   /** The jobs as last read, for the timer. */
   private jobs: CronJob[] = [];
@@ -129,6 +135,7 @@ export class CronService implements ScheduleView {
     this.runs = opts.runs ?? (() => true);
     this.announce = opts.announce ?? true;
     this.sessionsDir = opts.sessionsDir;
+    this.paused = opts.paused ?? (() => undefined);
   }
 
   /** The file that tells `palaver cron` a gateway is running this store. */
@@ -477,12 +484,16 @@ export class CronService implements ScheduleView {
     const target = deliveryTarget(job.payload);
     let status: "ok" | "error" | "skipped" = "ok";
     let error: string | null = null;
+    const paused = alreadyPublished ? undefined : this.paused();
     if (job.payload.kind !== "agent_turn") {
       status = "skipped";
       error = `payload kind "${job.payload.kind}" is not run by palaver`;
     } else if (!target) {
       status = "skipped";
       error = "no chat to deliver to (payload.channel / payload.to are missing)";
+    } else if (paused) {
+      status = "skipped";
+      error = paused;
     } else if (!alreadyPublished) {
       try {
         this.bus.publishInbound(

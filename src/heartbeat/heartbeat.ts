@@ -24,7 +24,7 @@ export const HEARTBEAT_SESSION = "heartbeat";
 /** What the agent answers when a due task turned out to need no message. */
 export const HEARTBEAT_OK = "HEARTBEAT_OK";
 
-export type HeartbeatOutcome = "disabled" | "no-file" | "no-tasks" | "skip" | "run" | "no-chat";
+export type HeartbeatOutcome = "disabled" | "no-file" | "no-tasks" | "skip" | "run" | "no-chat" | "paused";
 
 export interface HeartbeatOptions {
   workspace: string;
@@ -41,6 +41,8 @@ export interface HeartbeatOptions {
   promptFileMaxChars?: number;
   /** For the time in the decision prompt (tests). */
   now?: () => Date;
+  /** Why checks must not run now (the budget is spent: usage/budget.ts), or undefined. Read per check. */
+  paused?: () => string | undefined;
 }
 
 const DECISION_TOOL: ToolDefinition = {
@@ -146,6 +148,8 @@ export class HeartbeatService {
 
   private async check(signal: AbortSignal): Promise<HeartbeatOutcome> {
     if (!this.opts.enabled) return "disabled";
+    // Before the file and the decision call: a spent budget buys no heartbeat at all.
+    if (this.opts.paused?.()) return "paused";
     const text = await this.readFile();
     if (text === undefined) return "no-file";
     const tasks = actionableContent(text);
