@@ -78,10 +78,16 @@ describe("parseRetryAfter", () => {
 });
 
 describe("sleep", () => {
-  it("waits about the given time", async () => {
-    const t0 = performance.now();
+  it("waits the given time: after a shorter timer started with it, before a longer one", async () => {
+    // Timers armed in one go count from the same moment and fire in order of their delays, so the
+    // order proves the wait without measuring it.
+    const order: string[] = [];
+    const shorter = new Promise<void>((resolve) => setTimeout(() => resolve(void order.push("39 ms")), 39));
+    const longer = new Promise<void>((resolve) => setTimeout(() => resolve(void order.push("41 ms")), 41));
     await sleep(40);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(35);
+    order.push("sleep(40)");
+    await Promise.all([shorter, longer]);
+    expect(order).toEqual(["39 ms", "sleep(40)", "41 ms"]);
   });
 
   it("rejects promptly with an AbortError when aborted", async () => {
