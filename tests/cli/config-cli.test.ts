@@ -8,7 +8,6 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { newConfigText } from "../../src/cli/onboard.js";
 import { templatesDir } from "../../src/config/paths.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
 import { runCli } from "../helpers/cli.js";
@@ -306,7 +305,28 @@ describe("palaver onboard", () => {
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
     const workspace = join(home, ".palaver", "workspace");
-    expect(await readFile(configPath, "utf8")).toBe(newConfigText());
+    // The starter config, written out: the defaults a new user sees and edits.
+    expect(await readFile(configPath, "utf8")).toBe(`{
+  "agents": {
+    "defaults": {
+      "provider": "auto",
+      "model": "gpt-4o-mini"
+    }
+  },
+  "providers": {
+    "openai": {
+      "apiKey": ""
+    }
+  },
+  "channels": {
+    "telegram": {
+      "enabled": false,
+      "token": "",
+      "allowFrom": []
+    }
+  }
+}
+`);
     for (const sub of ["skills", "sessions", "memory"]) expect(existsSync(join(workspace, sub))).toBe(true);
     for (const file of templateFiles(templatesDir()))
       expect(existsSync(join(workspace, file)), file).toBe(true);
@@ -324,7 +344,28 @@ describe("palaver onboard", () => {
 
     const forced = await cli(["onboard", "--force", "--workspace", "other-ws"]);
     expect(forced.code).toBe(0);
-    expect(await readFile(configPath, "utf8")).toBe(newConfigText(join(dir, "other-ws")));
+    expect(await readFile(configPath, "utf8")).toBe(`{
+  "agents": {
+    "defaults": {
+      "workspace": "${join(dir, "other-ws")}",
+      "provider": "auto",
+      "model": "gpt-4o-mini"
+    }
+  },
+  "providers": {
+    "openai": {
+      "apiKey": ""
+    }
+  },
+  "channels": {
+    "telegram": {
+      "enabled": false,
+      "token": "",
+      "allowFrom": []
+    }
+  }
+}
+`);
     expect(JSON.parse(await readFile(`${configPath}.bak`, "utf8"))).toEqual({
       agents: { defaults: { model: "mine" } },
     });

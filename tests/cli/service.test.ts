@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parse as parseDotenv } from "dotenv";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -21,6 +21,7 @@ import {
   type UnitValues,
 } from "../../src/cli/service.js";
 import { EXIT_CONFIG } from "../../src/util/errors.js";
+import { expectedSystemUnit, expectedUserUnit } from "./expected-units.js";
 import { CHILD_TIMEOUT_MS, MAIN, runCli, type CliResult } from "../helpers/cli.js";
 import { haveCommand, requireOrSkip, requireOrSkipNow } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
@@ -28,6 +29,8 @@ import { waitFor } from "../helpers/wait.js";
 const ROOT = join(import.meta.dirname, "..", "..");
 const TEMPLATE = readFileSync(join(ROOT, "systemd", "palaver.service"), "utf8");
 const ME = userInfo().username;
+const NODE_DIR = dirname(process.execPath);
+const STANDARD_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 const NO_SCRIPT = requireOrSkip(
   haveCommand("script")
     ? ""
@@ -298,7 +301,8 @@ describe("palaver service install (child process)", () => {
     stateDir,
     workspace,
     user,
-    path: servicePath(process.execPath),
+    // node's folder first, then the standard ones (without node's again when it lives in one).
+    path: [NODE_DIR, ...STANDARD_PATH.filter((d) => d !== NODE_DIR)].join(":"),
   });
   const userUnitPath = () => join(xdg, "systemd", "user", "palaver.service");
   const stateEnv = () => join(stateDir, ".env");
@@ -307,7 +311,7 @@ describe("palaver service install (child process)", () => {
   it("--user --dry-run prints the unit on stdout, the commands on stderr, and writes nothing", async () => {
     const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toBe(renderUnit(TEMPLATE, expectedValues(ME), { user: true }));
+    expect(run.stdout).toBe(expectedUserUnit(expectedValues(ME)));
     expect(run.stderr).toContain(`Would write ${userUnitPath()}`);
     for (const command of [
       "systemctl --user daemon-reload",
@@ -323,7 +327,7 @@ describe("palaver service install (child process)", () => {
   });
 
   it("--user writes the unit under XDG_CONFIG_HOME, then never overwrites a changed one without --force", async () => {
-    const expected = renderUnit(TEMPLATE, expectedValues(ME), { user: true });
+    const expected = expectedUserUnit(expectedValues(ME));
     const first = await cli(["service", "install", "--user", "--config", configPath]);
     expect(first.code).toBe(0);
     expect(await readFile(userUnitPath(), "utf8")).toBe(expected);
@@ -390,7 +394,7 @@ describe("palaver service install (child process)", () => {
     });
     expect(run.code).toBe(0);
     const unit = await readFile(join(target, "palaver.service"), "utf8");
-    expect(unit).toBe(renderUnit(TEMPLATE, expectedValues("palaver-bot"), { user: false }));
+    expect(unit).toBe(expectedSystemUnit(expectedValues("palaver-bot")));
     expect(settings(unit, "User")).toEqual(["palaver-bot"]);
     expect(run.stdout).toContain("systemctl enable --now palaver.service");
     expect(run.stdout).toContain("journalctl -u palaver.service -f");
@@ -418,7 +422,7 @@ describe("palaver service install (child process)", () => {
     await writeFile(cwdEnv(), "PALAVER_PROVIDERS__OPENAI__API_KEY=sk-cwd-secret\n");
     const run = await cli(["service", "install", "--user", "--dry-run", "--config", configPath]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toBe(renderUnit(TEMPLATE, expectedValues(ME), { user: true }));
+    expect(run.stdout).toBe(expectedUserUnit(expectedValues(ME)));
     expect(run.stderr).toContain(
       `Would copy PALAVER_PROVIDERS__OPENAI__API_KEY from ${cwdEnv()} into ${stateEnv()}`,
     );
@@ -634,7 +638,7 @@ describe.skipIf(NO_ANALYZE)("systemd-analyze verify", () => {
         stateDir: state,
         workspace: join(state, "workspace"),
         user: ME,
-        path: servicePath(process.execPath),
+        path: `${dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
       };
       await writeFile(unitFile, renderUnit(TEMPLATE, values, { user }));
       const args = user ? ["--user", "verify", unitFile] : ["verify", unitFile];

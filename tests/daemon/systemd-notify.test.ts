@@ -26,6 +26,7 @@ import {
 } from "../../src/daemon/systemd-notify.js";
 import { PalaverError } from "../../src/util/errors.js";
 import { haveCommand, requireOrSkip } from "../helpers/requires.js";
+import { MIN_WAIT_MS } from "../helpers/wait.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const TSX = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
@@ -299,9 +300,26 @@ describe.skipIf(CANNOT_RECEIVE)(
     /** Datagrams palaver sent, without systemd-notify's own BARRIER=1 handshakes. */
     const messages = () => datagrams.filter((d) => d !== "BARRIER=1");
 
-    async function until(predicate: () => boolean, what: string): Promise<void> {
-      for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 25));
-      if (!predicate()) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(datagrams)}`);
+    /** Resolves once the datagrams satisfy `predicate`, checked as each arrives (bounded: a hang still ends). */
+    function until(predicate: () => boolean, what: string): Promise<void> {
+      return new Promise((resolve, reject) => {
+        // Registered after the parser in beforeEach, so it sees each datagram already recorded.
+        const check = () => {
+          if (!predicate()) return;
+          done();
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`timed out waiting for ${what}; got ${JSON.stringify(datagrams)}`));
+        }, MIN_WAIT_MS);
+        const done = () => {
+          clearTimeout(timer);
+          receiver.stdout.off("data", check);
+        };
+        receiver.stdout.on("data", check);
+        check();
+      });
     }
 
     it("delivers READY=1, STATUS=, RELOADING=1, WATCHDOG=1 and STOPPING=1 in order", async () => {

@@ -230,7 +230,8 @@ describe("HeartbeatService timer", () => {
 
     s.stop();
     vi.advanceTimersByTime(600_000);
-    await new Promise((r) => setTimeout(r, 50));
+    // A tick the interval fired would be in flight now (tick() marks it at once): idle() waits for it.
+    await s.idle();
     expect(fake.requests).toHaveLength(2);
   });
 
@@ -251,9 +252,12 @@ describe("HeartbeatService timer", () => {
     gate.open();
     await waitFor(() => inbound.length === 1);
     await s.idle();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(fake.requests).toHaveLength(1);
-    expect(inbound).toHaveLength(1);
+    // The next tick after the check proves the two skipped ones started nothing: its request is the second.
+    vi.advanceTimersByTime(60_000);
+    await waitFor(() => inbound.length === 2);
+    await s.idle();
+    expect(fake.requests).toHaveLength(2);
+    expect(inbound).toHaveLength(2);
   });
 
   it("stop() aborts a check in progress and nothing is published", async () => {

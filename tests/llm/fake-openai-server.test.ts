@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeOpenAI, OPENAI_REASONING_REFUSALS, lastUserText, toolCall } from "../fakes/openai-server.js";
+import { waitFor } from "../helpers/wait.js";
 
 let fake: FakeOpenAI;
 let client: OpenAI;
@@ -110,7 +111,7 @@ describe("FakeOpenAI", () => {
     const pending = client.chat.completions
       .create({ model: "m", messages: [{ role: "user", content: "x" }] })
       .catch((e: unknown) => e);
-    while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => fake.requests.length === 1, undefined, "the request at the fake");
     await fake.close();
     expect(await pending).toBeInstanceOf(OpenAI.APIConnectionError);
     // afterEach closes again: close() must be idempotent enough not to hang.

@@ -375,7 +375,8 @@ describe("retries", () => {
     setTimeout(() => ac.abort(), 100);
     const err = await failure(p);
     expect(err).toMatchObject({ kind: "aborted", retryable: false });
-    await new Promise((r) => setTimeout(r, 100));
+    // chat() has settled, so its attempts are over: a retry would have been sent (and, held like
+    // every response here, kept it from settling) before it rejected. No later moment to wait for.
     expect(fake.requests).toHaveLength(1);
     expect(userFacingLlmError(err)).toBe("Stopped.");
   });

@@ -9,6 +9,7 @@ import {
   rm,
   stat,
   unlink,
+  utimes,
   writeFile,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -487,14 +488,16 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     expect(await store.list()).toEqual([]);
     const a = await store.get("telegram:1");
     await store.append(a, [{ role: "user", content: "a" }]);
-    await new Promise((r) => setTimeout(r, 20));
+    // Written an hour before b: a clock step, not a sleep that hopes the file times differ.
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(store.pathFor("telegram:1"), anHourAgo, anHourAgo);
     const b = await store.get("slack:C1:17.5");
     await store.append(b, [{ role: "user", content: "b" }]);
     expect(await store.count()).toBe(2);
     const list = await store.list();
     expect(list.map((i) => i.key)).toEqual(["slack:C1:17.5", "telegram:1"]);
     expect(list[1]!.path).toBe(store.pathFor("telegram:1"));
-    expect(list[0]!.updatedAt.getTime()).toBeGreaterThanOrEqual(list[1]!.updatedAt.getTime());
+    expect(list[0]!.updatedAt.getTime()).toBeGreaterThan(list[1]!.updatedAt.getTime());
   });
 
   it("a failed write rejects that call only; later writes still happen", async () => {

@@ -116,7 +116,3 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
     },
   };
 }
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

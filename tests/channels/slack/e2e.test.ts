@@ -108,9 +108,17 @@ describe("Slack end to end", () => {
     const notice = await postMatching((p) => p.channel === "D2");
     expect(notice.text).toContain("Your slack user id is U2");
     expect(notice.text).toContain("channels.slack.allowFrom");
-    await new Promise((r) => setTimeout(r, 200));
-    expect(slack.posted().filter((p) => p.channel === "D2")).toHaveLength(1);
-    expect(llm.requests).toHaveLength(0);
+    // A barrier in the same conversation: the receiver hands one channel's events on in arrival order
+    // and the sender is judged as they are handed on, so once U1's message after them is answered,
+    // both of U2's were judged. (A real DM holds only U2; the fake lets U1 speak there for this.)
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    await slack.pushEvent(dmEvent("marker", { user: "U1", channel: "D2" }));
+    await postMatching((p) => p.text === "re: marker");
+    expect(slack.posted().filter((p) => p.channel === "D2")).toEqual([
+      notice,
+      { channel: "D2", text: "re: marker" },
+    ]);
+    expect(llm.requests.map(lastUserText)).toEqual(["marker"]);
   });
 
   it("/palaver stop cancels a slow turn in the user's thread and answers there", async () => {

@@ -32,9 +32,6 @@ async function started(config: Record<string, unknown> = {}, opts: Parameters<ty
   return rig;
 }
 
-/** Lets in-flight handling settle, for asserting that something did NOT happen. */
-const settle = () => new Promise((r) => setTimeout(r, 150));
-
 describe("Slack Socket Mode: connecting", () => {
   it("connects with the bot and app tokens through apps.connections.open", async () => {
     const { fake } = await started();
@@ -177,9 +174,11 @@ describe("Slack Socket Mode: receiving", () => {
     const mention = channelMessage(`<@${BOT_USER_ID}> what is 2+2?`);
     await fake.pushEvent(mention);
     await fake.pushEvent(mentionEvent(mention));
-    const msg = await rig!.nextInbound(1);
-    await settle();
-    expect(rig!.inbound).toHaveLength(1);
+    // C1's events are handled in arrival order: once a later mention is in, the copy was dropped.
+    await fake.pushEvent(channelMessage(`<@${BOT_USER_ID}> marker`));
+    await rig!.nextInbound(2);
+    expect(rig!.inbound.map((m) => m.content)).toEqual(["what is 2+2?", "marker"]);
+    const msg = rig!.inbound[0]!;
     expect(msg.content).toBe("what is 2+2?");
     expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
     expect(msg.messageId).toBe(mention.ts);
@@ -223,8 +222,8 @@ describe("Slack Socket Mode: receiving", () => {
 
     await fake.pushEvent(channelMessage("not for the bot", { thread_ts: theirs }));
     await fake.pushEvent(channelMessage("thanks, and?", { thread_ts: ours }));
+    // Both threads are looked up in C1's order: once the second is in, the first was turned away.
     const msg = await rig!.nextInbound(1);
-    await settle();
     expect(rig!.inbound).toHaveLength(1);
     expect(msg.content).toBe("thanks, and?");
     expect(msg.sessionKey).toBe(`slack:C1:${ours}`);
@@ -237,18 +236,21 @@ describe("Slack Socket Mode: receiving", () => {
     await fake.pushEvent(channelMessage("beep", { user: "U7", bot_id: "B7" }));
     await fake.pushEvent(dmEvent("", { subtype: "bot_message", user: undefined, bot_id: "B7" }));
     await fake.pushEvent(dmEvent("", { subtype: "message_changed", user: undefined }));
+    // A person after them in D1 and in C1: each channel's events are handled in arrival order, so once
+    // both are in, everything before them was judged.
     await fake.pushEvent(dmEvent("a person"));
-    expect((await rig!.nextInbound(1)).content).toBe("a person");
-    await settle();
-    expect(rig!.inbound).toHaveLength(1);
+    await fake.pushEvent(channelMessage("a person in C1"));
+    await rig!.nextInbound(2);
+    expect(rig!.inbound.map((m) => m.content).sort()).toEqual(["a person", "a person in C1"]);
   });
 
   it("open policy takes channel messages; allowlist only in listed channels", async () => {
     const { fake } = await started({ groupPolicy: "allowlist", groupAllowFrom: ["C9"] });
     await fake.pushEvent(channelMessage(`<@${BOT_USER_ID}> in C1`));
     await fake.pushEvent(channelMessage("in C9, no mention", { channel: "C9" }));
+    // Nothing in C1 can be taken to follow it; the channel policy turns a message away as it arrives
+    // (routeEvent, before any queue), and events arrive in order: C9's, taken, came after C1's.
     expect((await rig!.nextInbound(1)).chatId).toBe("C9");
-    await settle();
     expect(rig!.inbound).toHaveLength(1);
   });
 
@@ -256,8 +258,9 @@ describe("Slack Socket Mode: receiving", () => {
     const { fake } = await started({ dm: { enabled: false }, groupPolicy: "open" });
     await fake.pushEvent(dmEvent("hello?"));
     await fake.pushEvent(channelMessage("in the channel"));
+    // No DM can be taken to follow it; dm.enabled turns a DM away as it arrives (routeEvent, before
+    // any queue), and events arrive in order: C1's, taken, came after the DM.
     expect((await rig!.nextInbound(1)).chatId).toBe("C1");
-    await settle();
     expect(rig!.inbound).toHaveLength(1);
   });
 
