@@ -62,7 +62,7 @@ describe("tool tiers", () => {
     expect(system(before)).toContain(
       "## MCP server fs\n- mcp_fs_read: The read tool of fs.\n\n## MCP server gh\n- mcp_gh_issue: The issue tool of gh.\n- mcp_gh_pr: The pr tool of gh.",
     );
-    expect(system(before)).toMatch(/## palaver\n- cron: .*\n- spawn: /);
+    expect(system(before)).toMatch(/## palaver\n- cron: .*\n- delegate: .*\n- spawn: /);
     expect(system(before)).not.toContain("Second line");
 
     expect(names(after)).toEqual([...names(before), "mcp_gh_issue", "mcp_gh_pr"]);

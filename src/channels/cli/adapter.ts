@@ -95,7 +95,7 @@ export class TerminalChannel implements Channel {
         // "⏹ stopped" mark says it, so the answer to this /stop is not printed (see send).
         const id = `ctrl-c-${++this.ctrlCs}`;
         this.quietStops.set(id, Boolean(this.stream && !this.stream.finished));
-        this.publish("/stop", { messageId: id });
+        this.publish("/stop", id);
       } else {
         rl.close();
       }
@@ -247,13 +247,13 @@ export class TerminalChannel implements Channel {
     this.publish(text);
   }
 
-  private publish(content: string, metadata?: Record<string, unknown>): void {
+  private publish(content: string, messageId?: string): void {
     this.bus?.publishInbound({
       channel: TERMINAL_CHANNEL,
       senderId: TERMINAL_SENDER,
       chatId: this.opts.chatId,
       content,
-      ...(metadata ? { metadata } : {}),
+      ...(messageId ? { messageId } : {}),
     });
   }
 
