@@ -455,6 +455,7 @@ describe("configJsonSchema", () => {
       "transcription",
       "memory",
       "pricing",
+      "budget",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });
