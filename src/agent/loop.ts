@@ -37,6 +37,7 @@ import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
+import { LAST_PROMPT_TOKENS, statusText } from "./status-text.js";
 import { usageReply, type UsageCommandOptions } from "../usage/command.js";
 import { turnKindOf, withUsageScope } from "../usage/scope.js";
 import { forgetPlan, planOf, withPlanReminder } from "./plan.js";
@@ -136,9 +137,6 @@ export interface TurnReport {
 }
 
 export const NO_REPLY = "I've finished, but I have nothing to add.";
-
-/** Session metadata key: prompt tokens of the last model call of the chat's last turn. */
-export const LAST_PROMPT_TOKENS = "lastPromptTokens";
 
 export class AgentLoop {
   private readonly lanes = new Map<string, Lane>();
@@ -413,50 +411,21 @@ export class AgentLoop {
 
   /** `ownSlots`: the slots this chat holds (the /status turn itself, or the turn waiting on a question). */
   private async statusText(msg: InboundMessage, ownSlots = 1): Promise<string> {
-    const session = await this.deps.sessions.get(sessionKeyOf(msg));
-    const memory = await this.deps.memory.readMemory();
-    const active = session.messages.length - session.lastConsolidated;
-    const lines = [
-      `Model: ${this.deps.settings.model}`,
-      ...(this.deps.agents ? [`Agent: ${await this.deps.agents.nameFor(msg, session.metadata)}`] : []),
-      `Session: ${session.messages.length} messages (${active} not yet consolidated into memory)`,
-      `Memory: ${memory.length} characters in MEMORY.md`,
-      `Replies running in other chats: ${Math.max(0, this.slots.inUse - ownSlots)}`,
-    ];
-    const subagents = this.deps.subagents?.listForSession(session.key) ?? [];
-    lines.push(
-      subagents.length
-        ? `Background tasks: ${subagents.map((s) => `${s.label} (${s.id})`).join(", ")}`
-        : "Background tasks: none",
-    );
-    const context = this.contextLine(session);
-    if (context) lines.push(context);
-    const waiting = this.deps.questions?.openIn(msg.channel, msg.chatId) ?? [];
-    if (waiting.length) lines.push(`Waiting for your answer: ${waiting.join("; ")}`);
-    if (this.deps.pairing) lines.push(this.deps.pairing.statusLine());
-    lines.push(...(this.deps.statusLines?.() ?? []));
-    if (this.deps.schedule) {
-      const jobs = await this.deps.schedule.nextJobsFor(msg.channel, msg.chatId, 3);
-      lines.push(
-        jobs.length
-          ? `Next scheduled: ${jobs.map((j) => `${j.description} at ${j.nextRunAt.toISOString()} (${j.id})`).join("; ")}`
-          : "Next scheduled: nothing",
-      );
-    }
-    return lines.join("\n");
-  }
-
-  /** The last prompt's size against the window, from the session's metadata. */
-  private contextLine(session: Session): string | undefined {
-    const budget = this.deps.budget?.settings;
-    const tokens = session.metadata[LAST_PROMPT_TOKENS];
-    if (!budget || typeof tokens !== "number") return undefined;
-    const share = Math.round((tokens / budget.windowTokens) * 100);
-    return (
-      `Context: last prompt ${tokens.toLocaleString("en-US")} tokens of a ` +
-      `${budget.windowTokens.toLocaleString("en-US")}-token window (${share} %); ` +
-      `prompts are kept under ${budget.budgetTokens.toLocaleString("en-US")}`
-    );
+    const { deps } = this;
+    const session = await deps.sessions.get(sessionKeyOf(msg));
+    return statusText(msg, {
+      model: deps.settings.model,
+      session,
+      memoryChars: (await deps.memory.readMemory()).length,
+      otherReplies: Math.max(0, this.slots.inUse - ownSlots),
+      ...(deps.agents ? { agentName: await deps.agents.nameFor(msg, session.metadata) } : {}),
+      ...(deps.subagents ? { subagents: deps.subagents } : {}),
+      ...(deps.budget ? { budget: deps.budget } : {}),
+      ...(deps.questions ? { questions: deps.questions } : {}),
+      ...(deps.pairing ? { pairing: deps.pairing } : {}),
+      ...(deps.statusLines ? { hostLines: deps.statusLines } : {}),
+      ...(deps.schedule ? { schedule: deps.schedule } : {}),
+    });
   }
 
   private async runConversationTurn(

@@ -6,7 +6,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { LAST_PROMPT_TOKENS } from "../../src/agent/loop.js";
+import { LAST_PROMPT_TOKENS } from "../../src/agent/status-text.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import type { OverflowShape } from "../fakes/context-limit.js";
 import { lastUserText, toolCall, type FakeHandler, type RecordedRequest } from "../fakes/openai-server.js";
