@@ -5,7 +5,6 @@
  * below it; a reply taller than the screen is printed once, never raw and then again rendered;
  * `chat -m` prints the final alone, nothing of the stream.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, MAIN, runCli } from "../helpers/cli.js";
+import { onTerminal } from "../helpers/terminal.js";
 import { waitFor } from "../helpers/wait.js";
 import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
@@ -54,29 +54,24 @@ async function writeConfig(): Promise<string> {
 describe.skipIf(NO_SCRIPT)("palaver chat streaming on a terminal", () => {
   it("prints the reply as it arrives, then erases its raw rows and draws it rendered", async () => {
     const configPath = await writeConfig();
-    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
-    // A pseudo-terminal without a window has no size: give it one, so rows can be counted.
-    const child = spawn("script", ["-qec", `stty cols 40 rows 24; exec ${chat}`, "/dev/null"], {
+    const term = onTerminal([MAIN, "chat", "--config", configPath], {
       cwd: dir,
-      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+      home: dir,
+      size: { cols: 40, rows: 24 },
     });
-    let screen = "";
-    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = term;
     try {
-      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      await waitFor(() => term.screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
       fake.enqueue({ content: ANSWER, pieceChars: 4, pieceDelayMs: 30 });
-      const asked = screen.length;
+      const asked = term.screen.length;
       child.stdin.write("hi\r");
-      await waitFor(() => screen.includes(RENDERED, asked), CHILD_TIMEOUT_MS, "the rendered final");
+      await waitFor(() => term.screen.includes(RENDERED, asked), CHILD_TIMEOUT_MS, "the rendered final");
       await waitFor(
-        () => screen.includes("you › ", screen.indexOf(RENDERED, asked)),
+        () => term.screen.includes("you › ", term.screen.indexOf(RENDERED, asked)),
         CHILD_TIMEOUT_MS,
         "the prompt again",
       );
-      const reply = screen.slice(asked);
+      const reply = term.screen.slice(asked);
       // The raw text was on screen first, as far as it had come (the last pieces may have been
       // coalesced into the final): nothing but the text between its start and the erase.
       const raw = reply.indexOf("Hello **th");
@@ -100,30 +95,26 @@ describe.skipIf(NO_SCRIPT)("palaver chat streaming on a terminal", () => {
   it("Ctrl+C during a reply prints one notice that it stopped", async () => {
     // Issue 35: "(stopping…)", the /stop answer and the preview's own mark made three.
     const configPath = await writeConfig();
-    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
-    const child = spawn("script", ["-qec", `stty cols 40 rows 24; exec ${chat}`, "/dev/null"], {
+    const term = onTerminal([MAIN, "chat", "--config", configPath], {
       cwd: dir,
-      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+      home: dir,
+      size: { cols: 40, rows: 24 },
     });
-    let screen = "";
-    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = term;
     try {
-      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      await waitFor(() => term.screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
       fake.enqueue({ content: "word ".repeat(400), pieceChars: 5, pieceDelayMs: 50 });
-      const asked = screen.length;
+      const asked = term.screen.length;
       child.stdin.write("hi\r");
-      await waitFor(() => screen.includes("word word", asked), CHILD_TIMEOUT_MS, "the reply streaming");
+      await waitFor(() => term.screen.includes("word word", asked), CHILD_TIMEOUT_MS, "the reply streaming");
       child.stdin.write("\u0003");
-      await waitFor(() => screen.includes("you › ", asked), CHILD_TIMEOUT_MS, "the prompt again");
+      await waitFor(() => term.screen.includes("you › ", asked), CHILD_TIMEOUT_MS, "the prompt again");
       // The next exchange proves every notice about the stop had its chance to be printed.
       fake.enqueue({ content: "after" });
-      const next = screen.length;
+      const next = term.screen.length;
       child.stdin.write("again\r");
-      await waitFor(() => screen.includes("after", next), CHILD_TIMEOUT_MS, "the next reply");
-      const stopped = screen.slice(asked, next);
+      await waitFor(() => term.screen.includes("after", next), CHILD_TIMEOUT_MS, "the next reply");
+      const stopped = term.screen.slice(asked, next);
       expect(stopped.match(/stop/gi)).toHaveLength(1);
       child.stdin.write("exit\r");
       expect(await exited).toBe(0);
@@ -134,29 +125,25 @@ describe.skipIf(NO_SCRIPT)("palaver chat streaming on a terminal", () => {
 
   it("a reply taller than the screen is printed once: each line rendered, no raw copy left", async () => {
     const configPath = await writeConfig();
-    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const chat = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
-    const child = spawn("script", ["-qec", `stty cols 40 rows 10; exec ${chat}`, "/dev/null"], {
+    const term = onTerminal([MAIN, "chat", "--config", configPath], {
       cwd: dir,
-      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
+      home: dir,
+      size: { cols: 40, rows: 10 },
     });
-    let screen = "";
-    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = term;
     const lines = Array.from({ length: 30 }, (_, i) => `line ${i + 1} **bold**`);
     try {
-      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      await waitFor(() => term.screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
       fake.enqueue({ content: lines.join("\n"), pieceChars: 7, pieceDelayMs: 5 });
-      const asked = screen.length;
+      const asked = term.screen.length;
       child.stdin.write("hi\r");
-      await waitFor(() => screen.includes("line 30 bold", asked), CHILD_TIMEOUT_MS, "the last line");
+      await waitFor(() => term.screen.includes("line 30 bold", asked), CHILD_TIMEOUT_MS, "the last line");
       await waitFor(
-        () => screen.includes("you › ", screen.indexOf("line 30 bold", asked)),
+        () => term.screen.includes("you › ", term.screen.indexOf("line 30 bold", asked)),
         CHILD_TIMEOUT_MS,
         "the prompt again",
       );
-      const reply = screen.slice(asked);
+      const reply = term.screen.slice(asked);
       for (let i = 1; i <= 30; i++) {
         // Rendered once; its raw text (if shown while written) erased before the line ended.
         expect(reply.split(`line ${i} bold\r\n`)).toHaveLength(2);

@@ -2,13 +2,13 @@
  * `palaver chat` on a real terminal (a pseudo-terminal from util-linux `script`): a background log
  * line must not be drawn over the prompt and what the user has typed so far.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, MAIN } from "../helpers/cli.js";
+import { onTerminal } from "../helpers/terminal.js";
 import { waitFor } from "../helpers/wait.js";
 import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
@@ -54,37 +54,37 @@ describe.skipIf(NO_SCRIPT)("palaver chat on a terminal", () => {
         },
       }),
     );
-    const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-    const command = [process.execPath, MAIN, "chat", "--config", configPath].map(quote).join(" ");
-    const child = spawn("script", ["-qec", command, "/dev/null"], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
-    });
-    let screen = "";
-    child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const term = onTerminal([MAIN, "chat", "--config", configPath], { cwd: dir, home: dir });
+    const { child, exited } = term;
     try {
-      await waitFor(() => screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
-      const promptAt = screen.indexOf("you › ");
+      await waitFor(() => term.screen.includes("you › "), CHILD_TIMEOUT_MS, "the prompt");
+      const promptAt = term.screen.indexOf("you › ");
       child.stdin.write("hel");
       // readline echoes after a cursor move: "you › \e[7Ghel".
-      await waitFor(() => screen.includes("hel", promptAt), CHILD_TIMEOUT_MS, "the typed text echoed");
-      const beforeLog = screen.length;
+      await waitFor(() => term.screen.includes("hel", promptAt), CHILD_TIMEOUT_MS, "the typed text echoed");
+      const beforeLog = term.screen.length;
 
       await writeFile(go, "");
-      await waitFor(() => screen.includes('MCP server "late"', beforeLog), CHILD_TIMEOUT_MS, "the log line");
-      const logAt = screen.indexOf('MCP server "late"', beforeLog);
-      await waitFor(() => screen.includes("you › hel", logAt), CHILD_TIMEOUT_MS, "the prompt drawn again");
+      await waitFor(
+        () => term.screen.includes('MCP server "late"', beforeLog),
+        CHILD_TIMEOUT_MS,
+        "the log line",
+      );
+      const logAt = term.screen.indexOf('MCP server "late"', beforeLog);
+      await waitFor(
+        () => term.screen.includes("you › hel", logAt),
+        CHILD_TIMEOUT_MS,
+        "the prompt drawn again",
+      );
 
       // The prompt line was cleared before the log line was written, then drawn again after it.
-      expect(screen.slice(beforeLog, logAt)).toContain(CLEAR_LINE);
-      expect(screen.slice(logAt)).toContain("you › hel");
+      expect(term.screen.slice(beforeLog, logAt)).toContain(CLEAR_LINE);
+      expect(term.screen.slice(logAt)).toContain("you › hel");
 
       // What the user typed is intact: finishing the line sends "hello".
       fake.enqueue({ content: "hi there" });
       child.stdin.write("lo\r");
-      await waitFor(() => screen.includes("hi there"), CHILD_TIMEOUT_MS, "the answer");
+      await waitFor(() => term.screen.includes("hi there"), CHILD_TIMEOUT_MS, "the answer");
       expect(lastUserText(fake.requests[0]!)).toBe("hello");
 
       child.stdin.write("exit\r");

@@ -5,7 +5,6 @@
  * gateway (pid, address, since) and the same link; `palaver web` prints it again; once the gateway
  * stops, status says it is not running.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +13,7 @@ import { FakeOpenAI } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, runCli } from "../helpers/cli.js";
 import { DIST_MAIN } from "../helpers/dist.js";
 import { writeGatewayConfig } from "../helpers/gateway-process.js";
+import { onTerminal } from "../helpers/terminal.js";
 import { waitFor } from "../helpers/wait.js";
 import { haveCommand, requireOrSkip } from "../helpers/requires.js";
 
@@ -47,19 +47,15 @@ describe.skipIf(NO_SCRIPT)("palaver gateway on a terminal, palaver status and pa
       const before = await runCli(["status", "--config", configPath], { cwd: dir, env, entry: DIST_MAIN });
       expect(before.stdout).toMatch(/gateway\s+not running/);
 
-      const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-      const command = [process.execPath, DIST_MAIN, "gateway", "--config", configPath].map(quote).join(" ");
-      const child = spawn("script", ["-qec", command, "/dev/null"], {
-        cwd: dir,
-        env: { PATH: process.env.PATH, NO_COLOR: "1", HOME: dir, TERM: "xterm" },
-      });
-      let screen = "";
-      child.stdout.on("data", (d: Buffer) => (screen += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (screen += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+      const term = onTerminal([DIST_MAIN, "gateway", "--config", configPath], { cwd: dir, home: dir });
+      const { child, exited } = term;
       try {
-        await waitFor(() => LINK.test(screen.replaceAll("\r", "")), CHILD_TIMEOUT_MS, "the web chat link");
-        const text = screen.replaceAll("\r", "");
+        await waitFor(
+          () => LINK.test(term.screen.replaceAll("\r", "")),
+          CHILD_TIMEOUT_MS,
+          "the web chat link",
+        );
+        const text = term.screen.replaceAll("\r", "");
         const link = LINK.exec(text)![0];
         expect(text).toMatch(/palaver is running \(pid \d+\)/);
         expect(text).toMatch(/channels\s+web/);
