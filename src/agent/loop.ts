@@ -3,7 +3,7 @@
  * session (messages of one chat run in order; different chats run
  * concurrently up to maxConcurrentTurns), runs turns and puts replies back
  * on the bus. /stop bypasses the lanes so it is never queued behind the turn
- * it stops.
+ * it stops. The other commands are answered in agent/commands.ts.
  */
 import { settleWithin } from "../util/timeout.js";
 import { randomUUID } from "node:crypto";
@@ -22,26 +22,22 @@ import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import type { Session } from "../sessions/session.js";
-import type { SessionStore } from "../sessions/store.js";
 import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
-import { helpText, parseCommand, type ParsedCommand } from "../bus/commands.js";
+import { parseCommand } from "../bus/commands.js";
+import { commandReply, statusReply, type CommandDeps } from "./commands.js";
 import { hasImages, withSystemText, type ConversationAgents } from "./agents/conversation.js";
-import type { ContextBudget } from "./budget/budget.js";
 import type { ContextBuilder } from "./context.js";
-import type { MemoryArchiver, ScheduleView, SubagentControl } from "./extensions.js";
 import { contentForSession } from "./format.js";
-import type { MemoryFiles } from "./memory.js";
 import { runTurn, type ApproveCall } from "./runner.js";
 import type { ToolCallJournal } from "./tool-replay.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
-import { LAST_PROMPT_TOKENS, statusText } from "./status-text.js";
-import { usageReply, type UsageCommandOptions } from "../usage/command.js";
+import { LAST_PROMPT_TOKENS } from "./status-text.js";
 import { turnKindOf, withUsageScope } from "../usage/scope.js";
-import { forgetPlan, planOf, withPlanReminder } from "./plan.js";
-import { forgetLoadedTools, withToolDirectory, type ToolTiers } from "./tool-tiers.js";
+import { planOf, withPlanReminder } from "./plan.js";
+import { withToolDirectory, type ToolTiers } from "./tool-tiers.js";
 
 export interface AgentSettings {
   workspace: string;
@@ -56,18 +52,13 @@ export interface AgentSettings {
   streaming?: boolean;
 }
 
-export interface AgentLoopDeps {
+/** The loop's parts; those the chat commands share are in CommandDeps (agent/commands.ts). */
+export interface AgentLoopDeps extends Omit<CommandDeps, "model" | "agents"> {
   bus: MessageBus;
   provider: Provider;
   tools: ToolRegistry;
-  sessions: SessionStore;
   context: ContextBuilder;
-  memory: MemoryFiles;
   settings: AgentSettings;
-  /** Consolidates old messages into memory; /new archives through it. */
-  archiver?: MemoryArchiver;
-  subagents?: SubagentControl;
-  schedule?: ScheduleView;
   /** Replies to background work that mean "nothing to report" are not delivered (heartbeat). */
   isNothingToDo?: (reply: string) => boolean;
   /** Called once a message's turn has ended (replied, failed or stopped): the journal marks it done, metrics count it. */
@@ -79,16 +70,6 @@ export interface AgentLoopDeps {
    * killing the daemon. (A turnStart event names the chat, not the inbound message, so it cannot do this.)
    */
   onTurnStart?: (msg: InboundMessage) => void;
-  /** Extra /status lines (MCP servers ...). */
-  statusLines?: () => string[];
-  /** Questions waiting in chats (approvals, ask_human): a person's reply answers one instead of starting a turn. */
-  questions?: QuestionInbox;
-  /** The owner's `/pairing` and the /status line about it (pairing/gate.ts); absent: no pairing here. */
-  pairing?: PairingCommands;
-  /** `/memory` and `/memory undo` (recall/chat-command.ts); absent: the command says memory versions are off. */
-  memoryCommand?: (msg: InboundMessage, args: string) => Promise<string>;
-  /** `/usage`: the usage ledger and who sees the whole bot (usage/command.ts); absent: not recorded. */
-  usage?: UsageCommandOptions;
   /**
    * The reply a person gets instead of an answer when the budget is spent and `budget.hardStop` is
    * on (usage/budget.ts), or undefined to answer; the turn then makes no LLM call.
@@ -96,28 +77,11 @@ export interface AgentLoopDeps {
   budgetStop?: () => string | undefined;
   /** Asked before each tool call runs (approvals/gate.ts); absent: every call runs (mode "off"). */
   approve?: ApproveCall;
-  /** Fits every model call into the model's context window (agent/budget/). */
-  budget?: ContextBudget;
   /** Named agents: which one runs a conversation (bindings, /agent) and the vision slot (agent/agents/). */
   agents?: Pick<ConversationAgents, "forTurn" | "nameFor" | "command">;
   /** Tool tiers (tools.tiers): which schemas each call sends, and the directory of the rest. */
   tiers?: ToolTiers;
   log?: Logger;
-}
-
-/** The loop's side of the question desk (approvals/questions.ts). */
-export interface QuestionInbox {
-  /** True when the message answered a question open in its chat (it then starts no turn). */
-  takeReply(msg: InboundMessage): boolean;
-  /** What the chat's open questions ask about. */
-  openIn(channel: string, chatId: string): string[];
-}
-
-/** The loop's side of pairing (pairing/gate.ts): answered at once, never by the model. */
-export interface PairingCommands {
-  /** `/pairing <args>` from msg's sender: the reply (the gate decides whether they are an owner). */
-  command(msg: InboundMessage, args: string): string;
-  statusLine(): string;
 }
 
 interface Lane {
@@ -146,9 +110,12 @@ export class AgentLoop {
   private accepting = false;
   private lastActive: Origin | undefined;
 
+  private readonly commandDeps: CommandDeps;
+
   constructor(private readonly deps: AgentLoopDeps) {
     this.slots = new Semaphore(deps.settings.maxConcurrentTurns);
     this.log = deps.log ?? logger("agent");
+    this.commandDeps = { ...deps, model: deps.settings.model };
   }
 
   start(): void {
@@ -309,7 +276,8 @@ export class AgentLoop {
   /** /status outside the lanes, with no turn id; `chatSlots`: the slot this chat's waiting turn holds. */
   private async statusNow(msg: InboundMessage, chatSlots: number): Promise<void> {
     try {
-      this.reply({ msg }, await this.statusText(msg, chatSlots));
+      const otherReplies = Math.max(0, this.slots.inUse - chatSlots);
+      this.reply({ msg }, await statusReply(msg, this.commandDeps, otherReplies));
     } catch (err) {
       this.log.warn({ err, channel: msg.channel, chatId: msg.chatId }, "/status failed");
     } finally {
@@ -322,7 +290,8 @@ export class AgentLoop {
     // Background work may write "/..." text; only people run commands.
     const command = msg.channel === SYSTEM_CHANNEL ? null : parseCommand(msg.content);
     if (command) {
-      await this.runCommand(command, turn);
+      const otherReplies = Math.max(0, this.slots.inUse - 1);
+      this.reply(turn, await commandReply(command, msg, this.commandDeps, otherReplies, this.log));
       return { outcome: "command", tools: [] };
     }
     // Commands above still work (/status, /usage); a person's question costs nothing once the budget is spent.
@@ -332,100 +301,6 @@ export class AgentLoop {
       return { outcome: "replied", tools: [] };
     }
     return this.runConversationTurn(turn, signal);
-  }
-
-  private async runCommand(command: ParsedCommand, turn: Turn): Promise<void> {
-    switch (command.name) {
-      case "help":
-        this.reply(turn, helpText());
-        return;
-      case "new":
-        await this.startNewConversation(turn);
-        return;
-      case "status":
-        this.reply(turn, await this.statusText(turn.msg));
-        return;
-      case "pairing":
-        this.reply(
-          turn,
-          this.deps.pairing?.command(turn.msg, command.args) ??
-            "Pairing codes are approved in the gateway's chats, or with `palaver pairing approve <code>`.",
-        );
-        return;
-      case "agent":
-        await this.agentCommand(command.args, turn);
-        return;
-      case "memory":
-        this.reply(
-          turn,
-          (await this.deps.memoryCommand?.(turn.msg, command.args)) ?? "Memory versions are not kept here.",
-        );
-        return;
-      case "usage":
-        this.reply(
-          turn,
-          this.deps.usage
-            ? usageReply(turn.msg, sessionKeyOf(turn.msg), this.deps.usage)
-            : "Usage is not recorded here.",
-        );
-        return;
-      case "stop":
-        // Handled in dispatch() before queueing; reaching here means nothing was running.
-        this.reply(turn, "Nothing is running.");
-        return;
-    }
-  }
-
-  /** /agent: list the agents, or switch this conversation to one (agent/agents/conversation.ts). */
-  private async agentCommand(args: string, turn: Turn): Promise<void> {
-    if (!this.deps.agents) return this.reply(turn, "Named agents are not available here.");
-    const session = await this.deps.sessions.get(sessionKeyOf(turn.msg));
-    const { text, save } = await this.deps.agents.command(turn.msg, args, session.metadata);
-    if (save) await this.deps.sessions.saveMetadata(session);
-    this.reply(turn, text);
-  }
-
-  /** /new: archive what memory has not seen yet, then clear. If archiving fails, keep everything. */
-  private async startNewConversation(turn: Turn): Promise<void> {
-    const { msg } = turn;
-    const session = await this.deps.sessions.get(sessionKeyOf(msg));
-    if (this.deps.archiver) {
-      try {
-        await this.deps.archiver.archiveAll(session);
-      } catch (err) {
-        this.log.warn({ err, session: session.key }, "/new: archiving into memory failed; session kept");
-        this.reply(
-          turn,
-          "I couldn't save this conversation into long-term memory, so I kept it as it is. " +
-            "Please try /new again in a moment.",
-        );
-        return;
-      }
-    }
-    // The plan and the loaded tools belong to the conversation that ends here.
-    forgetPlan(session.metadata);
-    forgetLoadedTools(session.metadata);
-    await this.deps.sessions.clear(session);
-    this.reply(turn, "New conversation started. What we talked about is saved in memory.");
-  }
-
-  /** `ownSlots`: the slots this chat holds (the /status turn itself, or the turn waiting on a question). */
-  private async statusText(msg: InboundMessage, ownSlots = 1): Promise<string> {
-    const { deps } = this;
-    const session = await deps.sessions.get(sessionKeyOf(msg));
-    return statusText(msg, {
-      model: deps.settings.model,
-      session,
-      memoryChars: (await deps.memory.readMemory()).length,
-      otherReplies: Math.max(0, this.slots.inUse - ownSlots),
-      ...(deps.agents ? { agentName: await deps.agents.nameFor(msg, session.metadata) } : {}),
-      ...(deps.subagents ? { subagents: deps.subagents } : {}),
-      ...(deps.budget ? { budget: deps.budget } : {}),
-      ...(deps.questions ? { questions: deps.questions } : {}),
-      ...(deps.pairing ? { pairing: deps.pairing } : {}),
-      ...(deps.statusLines ? { hostLines: deps.statusLines } : {}),
-      ...(deps.schedule ? { schedule: deps.schedule } : {}),
-    });
   }
 
   private async runConversationTurn(
