@@ -2,13 +2,13 @@
  * HTML conversion worst case (web_fetch): 50 KB pages of hostile shapes
  * (unclosed and deeply nested tags, attribute and "<" floods, comments,
  * scripts, empty-element floods) and a realistic 1 MB article, converted to
- * markdown by src/agent/tools/html.ts as web_fetch does (maxChars 50,000). Per shape: the median of 5 warm runs,
+ * markdown by src/agent/tools/web/html.ts as web_fetch does (maxChars 50,000). Per shape: the median of 5 warm runs,
  * and the longest the event loop waited for a 1 ms interval timer during
  * a run (median over the runs; conversion yields every 10 ms, so a stall
  * means a step that does not). Target: every shape ≤ 100 ms, stall ≤ 50 ms.
  */
 import { pathToFileURL } from "node:url";
-import { convertHtml } from "../src/agent/tools/html.js";
+import { convertHtml } from "../src/agent/tools/web/html.js";
 import { percentile } from "./helpers.js";
 import type { BenchResult } from "./types.js";
 

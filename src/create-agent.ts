@@ -41,7 +41,7 @@ import { budgetSettings } from "./agent/budget/windows.js";
 import { logger } from "./log.js";
 import { createAskHumanTool } from "./agent/tools/ask-human.js";
 import { createCronTool } from "./agent/tools/cron.js";
-import { describeSandbox, ExecSandbox } from "./agent/tools/exec-sandbox.js";
+import { describeSandbox, ExecSandbox } from "./agent/tools/exec/sandbox.js";
 import { createDefaultTools, createWorkerTools } from "./agent/tools/index.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import { createSpawnTool } from "./agent/tools/spawn.js";

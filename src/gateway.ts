@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
-import { describeSandbox } from "./agent/tools/exec-sandbox.js";
+import { describeSandbox } from "./agent/tools/exec/sandbox.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,

@@ -9,7 +9,7 @@ import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { createAgent } from "../create-agent.js";
 import { MessageBus } from "../bus/bus.js";
-import { dim } from "../channels/cli/format.js";
+import { dim } from "../channels/terminal/format.js";
 import type { LoadedConfig } from "../config/load.js";
 import { cronStorePath } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";

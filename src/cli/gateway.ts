@@ -10,7 +10,7 @@ import {
   notifyStopping,
   startWatchdog,
 } from "../daemon/systemd-notify.js";
-import { describeSandbox } from "../agent/tools/exec-sandbox.js";
+import { describeSandbox } from "../agent/tools/exec/sandbox.js";
 import type { LoadedConfig } from "../config/load.js";
 import { stateDir } from "../config/paths.js";
 import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";

@@ -2,7 +2,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec-sandbox.js";
+import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/exec/sandbox.js";
 import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
 import { memoryIndexPath, stateDir } from "../config/paths.js";

@@ -6,7 +6,7 @@ import { access, constants, mkdtemp, rm, stat, statfs } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { delimiter, join } from "node:path";
-import { ExecSandbox, describeSandbox } from "../agent/tools/exec-sandbox.js";
+import { ExecSandbox, describeSandbox } from "../agent/tools/exec/sandbox.js";
 import type { Config } from "../config/schema.js";
 import { errorMessage } from "../util/errors.js";
 import { fail, ok, warn, type CheckResult } from "./types.js";

@@ -4,7 +4,7 @@
  * the workspace root or palaver's state folder, formatting disks, rebooting),
  * also behind the usual wrappers (sudo -u X, nice, timeout, env, ...). A
  * determined command can always be written around it (a script file, eval,
- * variables); the sandbox (exec-sandbox.ts) is what actually confines.
+ * variables); the sandbox (agent/tools/exec/sandbox.ts) is what actually confines.
  */
 import { posix } from "node:path";
 

@@ -8,7 +8,7 @@ import { Questions } from "../../src/approvals/questions.js";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
 import { createAskHumanTool } from "../../src/agent/tools/ask-human.js";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
-import { TerminalChannel } from "../../src/channels/cli/adapter.js";
+import { TerminalChannel } from "../../src/channels/terminal/adapter.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import type { Channel, ChoiceClick, InboundSink, SentMessage } from "../../src/channels/types.js";
 import { toolCall } from "../fakes/openai-server.js";

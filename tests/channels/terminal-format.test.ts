@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderMarkdown } from "../../src/channels/cli/format.js";
+import { renderMarkdown } from "../../src/channels/terminal/format.js";
 
 describe("terminal markdown", () => {
   const md = "# Plan\n- **buy** milk\n- call `mum`\n```\ncode here\n```";

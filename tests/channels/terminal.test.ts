@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
 import type { InboundMessage } from "../../src/bus/types.js";
-import { TerminalChannel } from "../../src/channels/cli/adapter.js";
+import { TerminalChannel } from "../../src/channels/terminal/adapter.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 
 describe("terminal channel through the channel manager", () => {

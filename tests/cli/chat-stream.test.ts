@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { eraseRows, rowsOf } from "../../src/channels/cli/stream.js";
+import { eraseRows, rowsOf } from "../../src/channels/terminal/stream.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 import { CHILD_TIMEOUT_MS, MAIN, runCli } from "../helpers/cli.js";
 import { onTerminal } from "../helpers/terminal.js";

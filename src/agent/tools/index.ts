@@ -3,8 +3,8 @@
  * other services (spawn, cron, MCP) are registered by their owners.
  */
 import type { Config } from "../../config/schema.js";
-import { createExecTool } from "./exec.js";
-import type { ExecSandbox } from "./exec-sandbox.js";
+import { createExecTool } from "./exec/exec.js";
+import type { ExecSandbox } from "./exec/sandbox.js";
 import { createFilesystemTools } from "./filesystem.js";
 import { createFindFilesTool } from "./find-files.js";
 import { createGrepTool } from "./grep.js";
@@ -12,7 +12,7 @@ import { createMessageTool, type MessageToolOptions } from "./message.js";
 import { ToolRegistry } from "./registry.js";
 import type { Tool } from "./types.js";
 import { withUntrustedAttachments } from "./untrusted-files.js";
-import { createWebTools } from "./web.js";
+import { createWebTools } from "./web/web.js";
 
 /** What the exec tool needs beyond the config: the agent's one sandbox decision and the config file to hide. */
 export interface ExecSetup {

@@ -8,8 +8,8 @@
 import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createExecTool, type ExecToolOptions } from "../../../src/agent/tools/exec.js";
-import { ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
+import { createExecTool, type ExecToolOptions } from "../../../src/agent/tools/exec/exec.js";
+import { ExecSandbox } from "../../../src/agent/tools/exec/sandbox.js";
 import { createFilesystemTools } from "../../../src/agent/tools/filesystem.js";
 import { createMessageTool } from "../../../src/agent/tools/message.js";
 import type { Tool } from "../../../src/agent/tools/types.js";

@@ -10,12 +10,12 @@ import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createExecTool, type ExecToolOptions } from "../../../src/agent/tools/exec.js";
-import { bwrapArgs, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
-import { ROOT } from "../../helpers/cli.js";
-import { requireOrSkip } from "../../helpers/requires.js";
-import { waitFor } from "../../helpers/wait.js";
-import { TempDirs, makeContext } from "./helpers.js";
+import { createExecTool, type ExecToolOptions } from "../../../../src/agent/tools/exec/exec.js";
+import { bwrapArgs, ExecSandbox } from "../../../../src/agent/tools/exec/sandbox.js";
+import { ROOT } from "../../../helpers/cli.js";
+import { requireOrSkip } from "../../../helpers/requires.js";
+import { waitFor } from "../../../helpers/wait.js";
+import { TempDirs, makeContext } from "../helpers.js";
 
 const probe = await new ExecSandbox({ mode: "auto", network: true }).state();
 const noSandbox = requireOrSkip(probe.sandboxed ? "" : `the exec sandbox tests need bwrap: ${probe.reason}`);

@@ -5,8 +5,8 @@
  * /dev/null, stdout and stderr kept bounded.
  */
 import { spawn } from "node:child_process";
-import { logger } from "../../log.js";
-import { ToolError } from "../../util/errors.js";
+import { logger } from "../../../log.js";
+import { ToolError } from "../../../util/errors.js";
 
 const log = logger("tool.exec");
 

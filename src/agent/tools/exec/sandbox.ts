@@ -19,8 +19,8 @@ import { spawn } from "node:child_process";
 import { constants, existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { ConfigError, errorMessage } from "../../util/errors.js";
-import { isInside } from "../../workspace/paths.js";
+import { ConfigError, errorMessage } from "../../../util/errors.js";
+import { isInside } from "../../../workspace/paths.js";
 
 export type SandboxMode = "auto" | "require" | "off";
 

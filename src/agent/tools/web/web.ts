@@ -1,11 +1,11 @@
 /**
  * The web tools the model sees: web_search (Brave) and web_fetch.
- * The pieces live in web-search.ts, web-fetch.ts and html.ts.
+ * The pieces live in search.ts, fetch.ts and html.ts beside this file.
  */
-import { logger } from "../../log.js";
-import type { Tool } from "./types.js";
-import { createWebFetchTool, type WebFetchOptions } from "./web-fetch.js";
-import { createWebSearchTool } from "./web-search.js";
+import { logger } from "../../../log.js";
+import type { Tool } from "../types.js";
+import { createWebFetchTool, type WebFetchOptions } from "./fetch.js";
+import { createWebSearchTool } from "./search.js";
 
 export interface WebToolOptions {
   fetch: WebFetchOptions;

@@ -3,9 +3,9 @@
  * tools.web.proxy is not supported (see web.ts): requests go direct.
  */
 import * as z from "zod";
-import { ToolError, errorMessage } from "../../util/errors.js";
+import { ToolError, errorMessage } from "../../../util/errors.js";
 import { decodeEntities } from "./html-entities.js";
-import { defineTool, type Tool } from "./types.js";
+import { defineTool, type Tool } from "../types.js";
 
 export interface WebSearchOptions {
   /** Empty: BRAVE_API_KEY from the environment, else the tool says search is not configured. */

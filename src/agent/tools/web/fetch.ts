@@ -18,9 +18,9 @@ import { isIP, type LookupFunction } from "node:net";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Readable } from "node:stream";
 import * as z from "zod";
-import { ToolError, errorMessage, isAbortError } from "../../util/errors.js";
-import { truncateWithNotice } from "./filesystem.js";
-import { defineTool, type Tool } from "./types.js";
+import { ToolError, errorMessage, isAbortError } from "../../../util/errors.js";
+import { truncateWithNotice } from "../filesystem.js";
+import { defineTool, type Tool } from "../types.js";
 
 export interface WebFetchOptions {
   allowPrivateNetwork: boolean;

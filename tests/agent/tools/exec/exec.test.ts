@@ -6,13 +6,13 @@ import {
   capHeadTail,
   createExecTool,
   type ExecToolOptions,
-} from "../../../src/agent/tools/exec.js";
-import { findDestructive, type GuardContext } from "../../../src/workspace/exec-guard.js";
-import { findOutsidePath } from "../../../src/agent/tools/exec-paths.js";
-import { describeSandbox, ExecSandbox } from "../../../src/agent/tools/exec-sandbox.js";
-import { ConfigError } from "../../../src/util/errors.js";
-import { TempDirs, makeContext, writeUnconfinedBwrap } from "./helpers.js";
-import { MIN_WAIT_MS, waitFor } from "../../helpers/wait.js";
+} from "../../../../src/agent/tools/exec/exec.js";
+import { findDestructive, type GuardContext } from "../../../../src/workspace/exec-guard.js";
+import { findOutsidePath } from "../../../../src/agent/tools/exec/paths.js";
+import { describeSandbox, ExecSandbox } from "../../../../src/agent/tools/exec/sandbox.js";
+import { ConfigError } from "../../../../src/util/errors.js";
+import { TempDirs, makeContext, writeUnconfinedBwrap } from "../helpers.js";
+import { MIN_WAIT_MS, waitFor } from "../../../helpers/wait.js";
 
 const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.warn("exec tests of a bwrap that keeps root skipped: they need root (as CI runs)");
@@ -51,7 +51,7 @@ async function waitForFile(path: string): Promise<string> {
 /**
  * The tool without the sandbox (tools.exec.sandbox "off", or "auto" where
  * bwrap is missing): process handling, the guard, the path refusals of
- * restrictToWorkspace and the environment. exec-sandbox.test.ts covers bwrap.
+ * restrictToWorkspace and the environment. sandbox.test.ts covers bwrap.
  */
 describe("exec tool (not sandboxed)", () => {
   const temps = new TempDirs();

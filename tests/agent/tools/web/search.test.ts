@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createWebSearchTool, formatResults } from "../../../src/agent/tools/web-search.js";
-import { makeContext } from "./helpers.js";
+import { createWebSearchTool, formatResults } from "../../../../src/agent/tools/web/search.js";
+import { makeContext } from "../helpers.js";
 
 describe("web_search", () => {
   let server: Server | undefined;

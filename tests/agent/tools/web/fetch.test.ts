@@ -8,10 +8,10 @@ import {
   isPrivateAddress,
   type FetchInternals,
   type WebFetchOptions,
-} from "../../../src/agent/tools/web-fetch.js";
-import { ToolError } from "../../../src/util/errors.js";
-import { makeContext } from "./helpers.js";
-import { waitFor } from "../../helpers/wait.js";
+} from "../../../../src/agent/tools/web/fetch.js";
+import { ToolError } from "../../../../src/util/errors.js";
+import { makeContext } from "../helpers.js";
+import { waitFor } from "../../../helpers/wait.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

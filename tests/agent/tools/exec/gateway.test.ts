@@ -8,10 +8,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { lastUserText, toolCall, type FakeOpenAI } from "../../fakes/openai-server.js";
-import type { FakeTelegram } from "../../fakes/telegram-server.js";
-import type { RunningCli } from "../../helpers/cli.js";
-import { GatewayHarness, writeGatewayConfig } from "../../helpers/gateway-process.js";
+import { lastUserText, toolCall, type FakeOpenAI } from "../../../fakes/openai-server.js";
+import type { FakeTelegram } from "../../../fakes/telegram-server.js";
+import type { RunningCli } from "../../../helpers/cli.js";
+import { GatewayHarness, writeGatewayConfig } from "../../../helpers/gateway-process.js";
 
 const CONFIG_KEY = "sk-e2e-config-key-31337";
 const DOTENV_KEY = "sk-e2e-dotenv-key-27182";

@@ -1,10 +1,10 @@
 /**
  * The `exec` tool: one shell command, with a timeout, a bounded output, an
  * allow-listed environment and, where bubblewrap works, a sandbox that shows
- * it only the workspace (exec-sandbox.ts). Before anything runs, the guard
+ * it only the workspace (sandbox.ts). Before anything runs, the guard
  * (workspace/exec-guard.ts, a seatbelt) refuses the obviously destructive and, without
  * the sandbox, restrictToWorkspace refuses commands naming paths outside the
- * workspace (exec-paths.ts, best effort). Other chats' data (the sessions
+ * workspace (paths.ts, best effort). Other chats' data (the sessions
  * folder, other chats' media) is hidden in the sandbox and, without it,
  * refused by name (chat-privacy.ts).
  */
@@ -12,21 +12,21 @@ import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import * as z from "zod";
-import { resolveConfigPath, stateDir as stateDirOf } from "../../config/paths.js";
-import { logger, registerSecrets } from "../../log.js";
-import { expandEnvRecord } from "../../util/expand-env.js";
-import { childEnv } from "../../util/child-env.js";
-import { mkdirPrivate } from "../../util/private-fs.js";
-import { ConfigError, ToolError } from "../../util/errors.js";
-import { findDestructive } from "../../workspace/exec-guard.js";
-import { chatFolders, privateChatReason, type ChatFolders } from "./chat-privacy.js";
-import { findOutsidePath, findPrivatePath } from "./exec-paths.js";
-import { runCommand, type RunResult } from "./exec-run.js";
-import { bwrapArgs, ExecSandbox, INSTALL_HINT, type SandboxState } from "./exec-sandbox.js";
-import { defineTool, type Tool } from "./types.js";
-import { isInside, realPathLoose, resolveToolPath, type PathPolicy } from "../../workspace/paths.js";
+import { resolveConfigPath, stateDir as stateDirOf } from "../../../config/paths.js";
+import { logger, registerSecrets } from "../../../log.js";
+import { expandEnvRecord } from "../../../util/expand-env.js";
+import { childEnv } from "../../../util/child-env.js";
+import { mkdirPrivate } from "../../../util/private-fs.js";
+import { ConfigError, ToolError } from "../../../util/errors.js";
+import { findDestructive } from "../../../workspace/exec-guard.js";
+import { chatFolders, privateChatReason, type ChatFolders } from "../chat-privacy.js";
+import { findOutsidePath, findPrivatePath } from "./paths.js";
+import { runCommand, type RunResult } from "./run.js";
+import { bwrapArgs, ExecSandbox, INSTALL_HINT, type SandboxState } from "./sandbox.js";
+import { defineTool, type Tool } from "../types.js";
+import { isInside, realPathLoose, resolveToolPath, type PathPolicy } from "../../../workspace/paths.js";
 
-export { CappedText } from "./exec-run.js";
+export { CappedText } from "./run.js";
 
 export interface ExecToolOptions {
   workspace: string;

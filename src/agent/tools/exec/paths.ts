@@ -6,8 +6,8 @@
  * the README says so and points at the sandbox.
  */
 import { posix } from "node:path";
-import { privateChatReason, type ChatFolders } from "./chat-privacy.js";
-import { isInside } from "../../workspace/paths.js";
+import { privateChatReason, type ChatFolders } from "../chat-privacy.js";
+import { isInside } from "../../../workspace/paths.js";
 
 /** Characters that end a shell word or start a new one (redirections, pipes, grouping, quotes, `=`). */
 const BOUNDARY = String.raw`\s=<>|;&(){}\x60'"`;

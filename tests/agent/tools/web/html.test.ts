@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { convertHtml, decodeEntities, htmlToMarkdown, htmlToText } from "../../../src/agent/tools/html.js";
+import {
+  convertHtml,
+  decodeEntities,
+  htmlToMarkdown,
+  htmlToText,
+} from "../../../../src/agent/tools/web/html.js";
 
 const PAGE = `<!doctype html>
 <html><head><title> Tea &amp; Biscuits </title><style>body{color:red}</style>

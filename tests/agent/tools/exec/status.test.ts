@@ -6,12 +6,12 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildStatus, formatStatus } from "../../../src/cli/status.js";
-import { loadConfig } from "../../../src/config/load.js";
-import { startHarness, type Harness } from "../../helpers/agent-harness.js";
-import { runCli } from "../../helpers/cli.js";
-import { waitFor } from "../../helpers/wait.js";
-import { writeUnconfinedBwrap } from "./helpers.js";
+import { buildStatus, formatStatus } from "../../../../src/cli/status.js";
+import { loadConfig } from "../../../../src/config/load.js";
+import { startHarness, type Harness } from "../../../helpers/agent-harness.js";
+import { runCli } from "../../../helpers/cli.js";
+import { waitFor } from "../../../helpers/wait.js";
+import { writeUnconfinedBwrap } from "../helpers.js";
 
 const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.warn("palaver status with a bwrap that keeps root skipped: it needs root (as CI runs)");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isPrivateAddress, parseIPv6 } from "../../../src/agent/tools/web-fetch.js";
+import { isPrivateAddress, parseIPv6 } from "../../../../src/agent/tools/web/fetch.js";
 
 describe("isPrivateAddress", () => {
   it.each([
