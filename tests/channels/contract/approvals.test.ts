@@ -8,14 +8,12 @@ import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
+import type { Gateway } from "../../../src/gateway.js";
 import { FakeOpenAI, toolCall, type FakeMessage, type RecordedRequest } from "../../fakes/openai-server.js";
-import { captureLog } from "../../helpers/log.js";
 import { waitFor } from "../../helpers/wait.js";
 import type { PlatformRig } from "./driver.js";
 import { DRIVERS } from "./drivers.js";
+import { startRigGateway } from "./gateway.js";
 
 /** The tool messages the model was shown in a request. */
 function toolResults(req: RecordedRequest | undefined): FakeMessage[] {
@@ -53,20 +51,8 @@ describe.each(DRIVERS)("approvals in the chat: $name", (driver) => {
   });
 
   async function startGateway(approval: Record<string, unknown> = {}): Promise<void> {
-    const config = ConfigSchema.parse({
-      agents: { defaults: { workspace, provider: "custom", model: "fake-model" } },
-      providers: { custom: { apiKey: "k", apiBase: fake.baseURL } },
-      channels: { [driver.name]: { enabled: true, allowFrom: [rig.allowedSender] } },
-      tools: { approval },
-      gateway: { heartbeat: { enabled: false }, port: 0 },
-    });
-    gateway = new Gateway({
-      loaded: { config, workspace, path: join(dir, "config.json") },
-      provider: createProvider(config),
-      platforms: { [driver.name]: async () => rig.channel },
-      log: captureLog().log,
-    });
-    await gateway.start();
+    const configPath = join(dir, "config.json");
+    gateway = await startRigGateway({ driver, rig, llm: fake, workspace, configPath, tools: { approval } });
   }
 
   /** The model runs `commands` (one tool call each, all in one reply), then repeats what the tools said. */

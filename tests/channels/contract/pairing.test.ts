@@ -9,9 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
+import type { Gateway } from "../../../src/gateway.js";
 import { CODE_TTL_MS, pairingPath, PairingStore } from "../../../src/pairing/store.js";
 import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
 import { runCli } from "../../helpers/cli.js";
@@ -19,6 +17,7 @@ import { captureLog } from "../../helpers/log.js";
 import { waitFor } from "../../helpers/wait.js";
 import type { PlatformRig } from "./driver.js";
 import { DRIVERS } from "./drivers.js";
+import { startRigGateway } from "./gateway.js";
 
 const CODE = /pairing code: ([A-Z2-9]{8})/;
 
@@ -35,22 +34,17 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
     rig = await driver.create({ workspace: join(dir, "downloads") });
     llm = await FakeOpenAI.start();
     llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
-    const config = ConfigSchema.parse({
-      agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
-      providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-      // dmPolicy is left out: "pairing" is the default.
-      channels: { streaming: false, [driver.name]: { enabled: true, allowFrom: [rig.allowedSender] } },
-      gateway: { heartbeat: { enabled: false }, port: 0 },
-    });
     // The same file for `palaver pairing` in a child process (it finds the state folder beside it).
     await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
-    gateway = new Gateway({
-      loaded: { config, workspace: join(dir, "ws"), path: configPath },
-      provider: createProvider(config),
-      platforms: { [driver.name]: async () => rig.channel },
-      log: captureLog().log,
+    // dmPolicy is left out: "pairing" is the default.
+    gateway = await startRigGateway({
+      driver,
+      rig,
+      llm,
+      workspace: join(dir, "ws"),
+      configPath,
+      channels: { streaming: false },
     });
-    await gateway.start();
   });
 
   afterEach(async () => {
