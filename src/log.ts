@@ -126,7 +126,7 @@ function makeLogger(opts: LogOptions): Logger {
   const usePretty = opts.pretty ?? process.stderr.isTTY;
   if (usePretty) {
     // NO_COLOR (no-color.org) turns the colours off, as the chat itself does.
-    // Loaded only for a terminal: a service logs JSON and never needs it (~20 ms of start-up).
+    // Loaded only for a terminal: a service logs JSON and never needs it.
     const { prettyFactory } = createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty;
     const format = prettyFactory({ colorize: !process.env.NO_COLOR, ignore: "pid,hostname" });
     return pino(options, { write: (line: string) => writeLogLine(format(line)) });

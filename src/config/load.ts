@@ -68,7 +68,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): LoadedConfig {
   const envPaths = applyEnvOverrides(raw, env, warnings);
 
   // jitless: parsed once, so zod compiling a fast path for each object schema (new Function) costs
-  // ~10 ms of the start and saves nothing. main.ts's z.config({ jitless }) comes too late for
+  // start-up time and saves nothing. main.ts's z.config({ jitless }) comes too late for
   // ConfigSchema, which is built as its module loads, before main.ts's own code runs.
   const result = ConfigSchema.safeParse(raw, { reportInput: true, jitless: true });
   if (!result.success) {

@@ -75,7 +75,7 @@ const isOptionalString = (v: unknown) => v === undefined || typeof v === "string
 
 /**
  * Whether MessageLineSchema would take this line unchanged: the same rules written out by hand,
- * about 5× cheaper than the zod parse on a long session's first load. Anything it does not
+ * much cheaper than the zod parse on a long session's first load. Anything it does not
  * recognise (a default to fill, arguments to stringify, a wrong type) goes to the schema.
  */
 function isWellFormedMessage(json: unknown): boolean {
@@ -112,8 +112,7 @@ export interface BadLine {
  * (in order: the last one wins) and the lines that did not parse. A synchronous function of its
  * own, not a loop inside the store's async load(): that loop, in a function called once per
  * session, was compiled anew (on-stack replacement) by every load, where this one stays optimized
- * from one load to the next. A 10,000-message load: median 18.6 → 15.1 ms in three alternating
- * pairs on a slow hour of the bench machine (bench/session-load.ts).
+ * from one load to the next (bench/session-load.ts measures it).
  */
 export function readLines(
   data: Buffer,

@@ -440,7 +440,7 @@ function* batches(head: string, messages: readonly ChatMessage[]): Generator<str
 
 /**
  * The file's bytes in one read of the size fstat gives (what readFile does, less its 512 KiB
- * reads and their copy into one buffer: 0.6 ms instead of 2.2 ms for a 10,000-message session).
+ * reads and their copy into one buffer, which a long session pays on every load).
  */
 async function readWholeFile(path: string): Promise<Buffer> {
   const fh = await open(path, "r");
@@ -485,8 +485,8 @@ async function isFile(path: string): Promise<boolean> {
 
 /**
  * All of `text` written at the end of a file opened for appending, synchronously, as the journal
- * writes: into the page cache, a few µs, where an asynchronous write cost ~0.1 ms of main-thread
- * CPU per append at 100 chats at once (bench/throughput.ts, CPU profile). writeSync may write part.
+ * writes: into the page cache, where an asynchronous write costs main-thread CPU per append in a
+ * thread-pool round trip at 100 chats at once (bench/throughput.ts). writeSync may write part.
  */
 function appendAll(fh: FileHandle, text: string): void {
   const data = Buffer.from(text, "utf8");

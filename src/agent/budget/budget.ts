@@ -11,7 +11,7 @@ import type { BudgetSettings } from "./windows.js";
 
 /**
  * Below this share of the budget by the chars/4 estimate, the estimate is close enough: nothing
- * is left out either way. The tokenizer (o200k: ~1 s to load, ~20 MB of heap for good) is loaded
+ * is left out either way. The tokenizer (slow to load, its tables kept for good) is loaded
  * only when a prompt comes nearer the limit, so short chats never pay for it.
  */
 const PRECISE_FROM_SHARE = 0.5;

@@ -5,9 +5,9 @@
  * pure JS: o200k_base or cl100k_base); other models with chars/4, which is
  * close enough for a budget that keeps a safety margin (and the overflow
  * recovery catches the rest). The encoding is imported by load(), which the
- * budget calls only for prompts that come near the limit: it takes about a
- * second and ~20 MB of heap (60 MB of RSS for o200k), which a process whose
- * chats stay short should not pay for.
+ * budget calls only for prompts that come near the limit: its tables are large
+ * to load and to keep, which a process whose chats stay short should not pay
+ * for.
  *
  * Counts are cached per text (the same tool result is counted once, however
  * many calls and turns it is sent in), not per message object: a WeakMap keyed

@@ -2,7 +2,7 @@
  * The page's files from dist/web/ (built by `npm run build`): `/` is index.html (never cached, so
  * a new build shows at once), `/assets/*` are content-hashed and cached for good. Each file is read
  * once, when first asked for, with the brotli and gzip copies the build wrote beside it
- * (scripts/build-web.mjs: compressing here left ~3.5 MB of idle RSS behind), and kept in memory: the
+ * (scripts/build-web.mjs: compressing here would keep zlib's buffers in the daemon), and kept in memory: the
  * page is small. A file without them is sent as it is.
  */
 import { readFile } from "node:fs/promises";

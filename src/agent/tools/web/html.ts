@@ -8,7 +8,7 @@
  * lets /healthz and other chats through while it converts. No worker thread
  * is needed because no step is super-linear: doubling a hostile page
  * (unclosed or nested tags, attribute and "<" floods, comments, scripts)
- * doubles the time, and bench/html.ts holds each 50 KB shape to 100 ms.
+ * doubles the time (bench/html.ts guards each hostile shape).
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { HtmlRenderer } from "./html-render.js";
