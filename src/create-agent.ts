@@ -30,7 +30,7 @@ import { ConversationAgents } from "./agent/agents/conversation.js";
 import { AgentDirectory } from "./agent/agents/directory.js";
 import { NamedAgents } from "./agent/agents/named-agents.js";
 import { createDelegateTool } from "./agent/tools/delegate.js";
-import { isSenderAllowed } from "./channels/access.js";
+import { isSenderAllowed } from "./config/allow-from.js";
 import { normalizeModel, resolveProvider } from "./llm/providers.js";
 import { withModel } from "./llm/with-model.js";
 import { createTodoTools } from "./agent/tools/todo.js";

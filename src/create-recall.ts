@@ -10,7 +10,7 @@ import type { MemoryFiles } from "./agent/memory.js";
 import { createMemoryTools } from "./agent/tools/memory-search.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import type { InboundMessage } from "./bus/types.js";
-import { isSenderAllowed } from "./channels/access.js";
+import { isSenderAllowed } from "./config/allow-from.js";
 import { memoryIndexPath, memoryVersionsDir } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { embedderFor } from "./llm/embeddings.js";

@@ -1,7 +1,8 @@
 /**
  * What the agent loop needs from the parts that live beside it (subagents,
- * cron, memory consolidation). Small interfaces so the loop does not depend on
- * their implementations and tests can leave any of them out.
+ * memory consolidation; the schedule's view is cron/types.ts's ScheduleView).
+ * Small interfaces so the loop does not depend on their implementations and
+ * tests can leave any of them out.
  */
 import type { Session } from "../sessions/session.js";
 
@@ -12,15 +13,6 @@ export interface SubagentControl {
   listForSession(sessionKey: string): { id: string; label: string }[];
   /** Cancels every subagent (shutdown) and waits for them to settle, up to `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
-}
-
-export interface ScheduleView {
-  /** The next jobs that deliver to this chat, soonest first. */
-  nextJobsFor(
-    channel: string,
-    chatId: string,
-    limit: number,
-  ): Promise<{ id: string; description: string; nextRunAt: Date }[]>;
 }
 
 export interface MemoryArchiver {

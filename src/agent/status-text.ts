@@ -6,7 +6,8 @@
 import type { InboundMessage } from "../bus/types.js";
 import type { Session } from "../sessions/session.js";
 import type { ContextBudget } from "./budget/budget.js";
-import type { ScheduleView, SubagentControl } from "./extensions.js";
+import type { ScheduleView } from "../cron/types.js";
+import type { SubagentControl } from "./extensions.js";
 
 /** Session metadata key: the last prompt's size in tokens (the provider's count, else ours). */
 export const LAST_PROMPT_TOKENS = "lastPromptTokens";

@@ -10,7 +10,8 @@ import type { ToolCall } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { describeCall } from "./describe.js";
 import { ruleCovers } from "./exec-shape.js";
-import { formatWait, type Answer, type AskRequest, type DeskChoice } from "./questions.js";
+import type { Answer, AskRequest, DeskChoice } from "../agent/questions.js";
+import { formatWait } from "./questions.js";
 import type { ApprovalDecision, ApprovalPolicy, ChatRuleStore } from "./types.js";
 
 /** How a call's approval ended, as counted in palaver_approvals_total{decision}. */

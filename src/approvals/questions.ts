@@ -13,52 +13,14 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import * as z from "zod";
-import type { Choice, InboundMessage, OutboundMessage } from "../bus/types.js";
+import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import type { Answer, AskRequest, DeskChoice } from "../agent/questions.js";
 import { parseCommand } from "../bus/commands.js";
-import { isSenderAllowed } from "../channels/access.js";
+import { isSenderAllowed } from "../config/allow-from.js";
 import type { ChoiceClick, ChoiceOutcome, QuestionDesk } from "../channels/types.js";
 import { logger, type Logger } from "../log.js";
 import { mkdirPrivateSync, writeFilePrivateSync } from "../util/private-fs.js";
 import { timerDelay } from "../util/timers.js";
-
-export type QuestionKind = "approval" | "ask_human";
-
-/** A choice as the desk knows it: what the button says, and what the prompt becomes once chosen. */
-export interface DeskChoice extends Choice {
-  /** The start of the closing edit ("✅ Approved"), followed by "by <who>: <summary>". */
-  verdict?: string;
-  /** Shown to the presser alone ("Approved."). */
-  notice?: string;
-  /** Typed words that pick this choice besides its id and label ("y", "yes"). */
-  words?: string[];
-}
-
-export interface AskRequest {
-  kind: QuestionKind;
-  /** The chat to ask in (for background work: its origin chat). */
-  channel: string;
-  chatId: string;
-  /** The chat's metadata (thread ids), so the prompt stays in the thread. */
-  metadata?: Record<string, unknown>;
-  /** The person whose message started the turn; absent for background work. */
-  sender?: { id: string; aliases: string[] };
-  /** The prompt's text. */
-  text: string;
-  /** What is asked about, in a few words, for the closing edit and /status. */
-  summary: string;
-  choices: DeskChoice[];
-  /** The turn's signal: /stop and shutdown close the question and reject. */
-  signal: AbortSignal;
-}
-
-export type Answer =
-  /** A button, or typed text that named a choice; `text` when typed words said more (an approval denied in words). */
-  | { choiceId: string; by: string; text?: string }
-  /** Typed text that is the answer itself (ask_human). */
-  | { text: string; by: string }
-  | { timedOut: true; waitedMs: number }
-  /** Nobody may answer in this chat: the question was not asked. */
-  | { nobody: true };
 
 export interface QuestionsOptions {
   publish(msg: OutboundMessage): void;

@@ -112,6 +112,9 @@ export function sessionKeyOf(msg: InboundMessage): string {
 /** The channel of messages that background work (subagents, cron, heartbeat) publishes. */
 export const SYSTEM_CHANNEL = "system";
 
+/** The channel of `palaver chat`, the terminal (nanobot's name for it). */
+export const TERMINAL_CHANNEL = "cli";
+
 /** The chat that background work reports back to. */
 export interface Origin {
   channel: string;

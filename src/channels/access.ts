@@ -1,5 +1,6 @@
 /** Access control for every channel, in one place. Pure functions plus a small notice limiter. */
 import type { InboundMessage } from "../bus/types.js";
+import { isSenderAllowed } from "../config/allow-from.js";
 import { BoundedMap } from "../util/bounded-map.js";
 
 /**
@@ -29,18 +30,6 @@ export const ALLOW_FROM_ONLY: AccessPolicy = {
   allowsSender: () => false,
   refusal: () => undefined,
 };
-
-/** The same rule for a sender known by id and aliases only (a cron job's creator, say). */
-export function isSenderAllowed(
-  senderId: string,
-  aliases: readonly string[],
-  allowFrom: readonly string[],
-): boolean {
-  if (allowFrom.includes("*")) return true;
-  return [senderId, ...aliases].some(
-    (id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")),
-  );
-}
 
 /** What a refused sender is told: its own id and the exact config key that would let it in. */
 export function refusalNotice(channel: string, senderId: string): string {

@@ -9,7 +9,8 @@ import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import type { Journal } from "../daemon/journal.js";
 import type { Logger } from "../log.js";
-import { isSenderAllowed, refusalNotice, type AccessPolicy, type NoticeLimiter } from "./access.js";
+import { isSenderAllowed } from "../config/allow-from.js";
+import { refusalNotice, type AccessPolicy, type NoticeLimiter } from "./access.js";
 import type { ChoiceClick, ChoiceOutcome, InboundReservation, InboundSink, QuestionDesk } from "./types.js";
 
 export interface InboundGateOptions {

@@ -35,3 +35,19 @@ export function dmPolicyOf(config: Pick<Config, "channels">, channel: string): D
   const policy = (section as { dmPolicy?: unknown }).dmPolicy;
   return DM_POLICIES.find((p) => p === policy);
 }
+
+/**
+ * Whether a sender known by id and aliases is on `allowFrom`: "*" lets everybody in, an empty list
+ * nobody; an alias may be written with or without its "@". The one rule every check uses (channels'
+ * live messages through channels/access.ts, a cron job's creator, approval answers).
+ */
+export function isSenderAllowed(
+  senderId: string,
+  aliases: readonly string[],
+  allowFrom: readonly string[],
+): boolean {
+  if (allowFrom.includes("*")) return true;
+  return [senderId, ...aliases].some(
+    (id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")),
+  );
+}

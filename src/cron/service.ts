@@ -15,9 +15,8 @@
  */
 import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ScheduleView } from "../agent/extensions.js";
 import { systemMessage, type InboundMessage } from "../bus/types.js";
-import { isSenderAllowed } from "../channels/access.js";
+import { isSenderAllowed } from "../config/allow-from.js";
 import { logger, type Logger } from "../log.js";
 import { safeKey } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
@@ -25,7 +24,13 @@ import { KeyedQueue } from "../util/keyed-queue.js";
 import { describeSchedule, formatTime, nextRun } from "./schedule.js";
 import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
 import { idOf, isDue, jobPrompt, matches, needsNextRun, newId, sortJobs, type JobFilter } from "./jobs.js";
-import { deliveryTarget, type CronCreator, type CronJob, type CronSchedule } from "./types.js";
+import {
+  deliveryTarget,
+  type CronCreator,
+  type CronJob,
+  type CronSchedule,
+  type ScheduleView,
+} from "./types.js";
 
 /** setTimeout's limit (about 24.8 days); longer waits are re-armed in chunks. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

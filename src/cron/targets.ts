@@ -4,7 +4,7 @@
  * and `palaver chat` runs the jobs of its own terminal chat while it is open
  * (the gateway has no terminal to print them in).
  */
-import { TERMINAL_CHANNEL } from "../channels/terminal/adapter.js";
+import { TERMINAL_CHANNEL } from "../bus/types.js";
 import type { Config } from "../config/schema.js";
 import { deliveryTarget, type CronJob } from "./types.js";
 

@@ -159,3 +159,13 @@ export function deliveryTarget(payload: CronPayload): DeliveryTarget | null {
   const metadata = obj(payload.metadata) ?? obj(payload.originMetadata) ?? obj(payload.channelMeta);
   return { channel, chatId, ...(sessionKey ? { sessionKey } : {}), ...(metadata ? { metadata } : {}) };
 }
+
+/** What /status shows of the schedule (the agent reads it; CronService implements it). */
+export interface ScheduleView {
+  /** The next jobs that deliver to this chat, soonest first. */
+  nextJobsFor(
+    channel: string,
+    chatId: string,
+    limit: number,
+  ): Promise<{ id: string; description: string; nextRunAt: Date }[]>;
+}

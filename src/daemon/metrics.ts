@@ -8,7 +8,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import type { TurnReport } from "../agent/loop.js";
-import type { ApprovalMeter, ApprovalOutcome } from "../approvals/gate.js";
 import type { ChatRequest, ChatResponse, Provider } from "../llm/types.js";
 import type { UsageEntry } from "../usage/record.js";
 import { LlmError } from "../util/errors.js";
@@ -19,7 +18,7 @@ export interface LiveCounts {
   activeSubagents(): number;
 }
 
-export class Metrics implements ApprovalMeter {
+export class Metrics {
   readonly registry = new Registry();
   private readonly messagesIn: Counter<"channel">;
   private readonly messagesOut: Counter<"channel" | "kind">;
@@ -168,8 +167,11 @@ export class Metrics implements ApprovalMeter {
     }
   }
 
-  /** One tool call's approval check; `waitedMs` when a person was asked. */
-  approval(outcome: ApprovalOutcome, waitedMs?: number): void {
+  /**
+   * One tool call's approval check (the gate's ApprovalMeter: `outcome` is an ApprovalOutcome of
+   * approvals/gate.ts, which sits above the daemon's folder); `waitedMs` when a person was asked.
+   */
+  approval(outcome: string, waitedMs?: number): void {
     this.approvals.inc({ decision: outcome });
     if (waitedMs !== undefined) this.approvalWait.observe({ decision: outcome }, waitedMs / 1000);
   }

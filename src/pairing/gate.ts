@@ -15,7 +15,8 @@
  * long pause does not greet people out of the blue; at most WELCOMES_PER_ROUND go out per round.
  */
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
-import { isAllowed, isSenderAllowed } from "../channels/access.js";
+import { isAllowed } from "../channels/access.js";
+import { isSenderAllowed } from "../config/allow-from.js";
 import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
 import type { DmPolicy } from "../config/platforms/common.js";
 import type { Config } from "../config/schema.js";

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OutboundMessage } from "../../src/bus/types.js";
-import { Questions, type AskRequest, type QuestionsOptions } from "../../src/approvals/questions.js";
+import type { AskRequest } from "../../src/agent/questions.js";
+import { Questions, type QuestionsOptions } from "../../src/approvals/questions.js";
 import { waitFor } from "../helpers/wait.js";
 
 const CHOICES: AskRequest["choices"] = [

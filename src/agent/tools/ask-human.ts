@@ -4,12 +4,8 @@
  * not start a new turn: the loop hands it to the question desk (approvals/questions.ts) instead.
  */
 import * as z from "zod";
-import type { Answer, AskRequest } from "../../approvals/questions.js";
+import type { HumanDesk } from "../questions.js";
 import { defineTool, type Tool } from "./types.js";
-
-export interface HumanDesk {
-  ask(req: AskRequest): Promise<Answer>;
-}
 
 const parameters = z.object({
   question: z.string().min(1).max(1000).describe("The question, complete on its own."),

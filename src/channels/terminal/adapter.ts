@@ -22,13 +22,12 @@ import { mkdirPrivateSync } from "../../util/private-fs.js";
 import { dirname } from "node:path";
 import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Channel, InboundSink, PreviewSurface, PreviewTarget } from "../types.js";
-import type { OutboundMessage, Question, TurnEvent } from "../../bus/types.js";
+import { TERMINAL_CHANNEL, type OutboundMessage, type Question, type TurnEvent } from "../../bus/types.js";
 import { parseCommand } from "../../bus/commands.js";
 import { aroundTerminalLogs } from "../../log.js";
 import { dim, renderMarkdown } from "./format.js";
 import { TerminalStream, type StreamOutput } from "./stream.js";
 
-export const TERMINAL_CHANNEL = "cli";
 /** The sender id of whatever is typed at the terminal. */
 export const TERMINAL_SENDER = "user";
 const HISTORY_LINES = 1000;
