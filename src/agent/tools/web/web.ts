@@ -11,9 +11,9 @@ export interface WebToolOptions {
   fetch: WebFetchOptions;
   search: { apiKey: string; maxResults: number; baseUrl?: string };
   /**
-   * tools.web.proxy: accepted (nanobot configs have it) but not supported: Node 20's fetch cannot
-   * use a proxy without undici's ProxyAgent, which is not a dependency. Requests go direct and a
-   * warning says so.
+   * tools.web.proxy: accepted (nanobot configs have it) but not supported: web_fetch connects to
+   * the address its SSRF check approved (pinned per hop), which a proxy would resolve on its own.
+   * Requests go direct and a warning says so.
    */
   proxy?: string | null;
 }
