@@ -28,6 +28,7 @@ import { evaluateReadiness, HealthServer } from "./daemon/health.js";
 import { heldStatusLines, messageJournalPath } from "./daemon/outbox-file.js";
 import { Journal, type JournalIo } from "./daemon/journal.js";
 import { StateLock } from "./daemon/lock.js";
+import { sessionsDirOf } from "./sessions/store.js";
 import { Metrics } from "./daemon/metrics.js";
 import { ToolJournal } from "./daemon/tool-journal.js";
 import { HeartbeatService } from "./heartbeat/heartbeat.js";
@@ -62,7 +63,7 @@ export class Gateway {
   /** Who may write in direct messages besides allowFrom (dmPolicy "pairing"), and their welcomes. */
   readonly pairing: PairingGate;
   private readonly log: Logger;
-  private lock: StateLock | null = null;
+  private readonly locks: StateLock[] = [];
   /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
   private running = false;
   /** Aborted by stop(): a start still under way gives up at its next step (pending connects are aborted). */
@@ -167,8 +168,10 @@ export class Gateway {
 
   private async startSteps(stopped: AbortSignal): Promise<void> {
     const { config, workspace, path } = this.opts.loaded;
-    // First: a second gateway on this state folder must stop before it touches the journal (exit 78).
-    this.lock = StateLock.acquire(stateDir(path), this.log);
+    // First: a second gateway on this state folder or workspace must stop before it touches the
+    // journal or a session file (exit 78).
+    this.lock(StateLock.acquire(stateDir(path), this.log, "state"));
+    this.lock(StateLock.acquire(sessionsDirOf(workspace), this.log, "workspace"));
     createWorkspace(workspace);
     // The enabled platforms' SDKs load (one after another) while the sandbox probe runs bwrap (tens
     // of ms with this thread idle) and the rest starts; each channel connects as soon as its own SDK
@@ -303,6 +306,10 @@ export class Gateway {
     this.journal.close();
     this.toolJournal.close();
     await this.health.stop();
-    this.lock?.release();
+    for (const lock of this.locks) lock.release();
+  }
+
+  private lock(taken: StateLock | null): void {
+    if (taken) this.locks.push(taken);
   }
 }

@@ -10,6 +10,7 @@
 import { lstatSync, readdirSync, readFileSync, type Dirent } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { memoryIndexPath } from "../config/paths.js";
+import { sessionsDirOf } from "../sessions/store.js";
 import { tokenFileOf } from "../channels/web/auth.js";
 import { mkdirPrivateSync, writeFilePrivateSync } from "../util/private-fs.js";
 import {
@@ -61,6 +62,7 @@ export function takeSnapshot(source: SnapshotSource, staging: string): Snapshot 
       resolve(source.configPath),
       envFile,
       join(state, "gateway.lock"),
+      join(sessionsDirOf(workspace), "gateway.lock"),
       join(state, "gateway.json"),
       ...["", "-wal", "-shm", "-journal"].map((s) => memoryIndexPath(state) + s),
       ...(source.includeSecrets ? [] : [tokenFileOf(state)]),

@@ -1,9 +1,12 @@
 /**
- * One gateway per state folder. Two gateways on the same folder corrupt each
- * other's journal (the second one's startup compaction renames the file the
- * first is appending to, and the first then writes into an unlinked file), so
- * the gateway takes `<state folder>/gateway.lock` at start and a second one
- * exits 78 naming the pid that holds it.
+ * One gateway per state folder, and one per workspace. Two gateways on the
+ * same state folder corrupt each other's journal (the second one's startup
+ * compaction renames the file the first is appending to, and the first then
+ * writes into an unlinked file); two on one workspace (different config
+ * folders) append to the same session files and show each other's web chat
+ * conversations. So the gateway takes `<state folder>/gateway.lock` and
+ * `<workspace>/sessions/gateway.lock` at start, and a second one exits 78
+ * naming the pid that holds them.
  *
  * Node has no flock, so the lock is a pid file created with O_EXCL. A lock
  * left by a killed gateway is stale and taken over: its pid is gone, or (pid
@@ -18,16 +21,22 @@ import { join } from "node:path";
 import { logger, type Logger } from "../log.js";
 import { ConfigError, errorMessage } from "../util/errors.js";
 
-/** Another live gateway holds the state folder. A ConfigError, so the CLI exits 78 and systemd does not loop. */
+/** What a lock guards, and how a second gateway gets one of its own. */
+export type LockedFolder = "state" | "workspace";
+
+const OWN_ONE: Record<LockedFolder, string> = {
+  state: "give this one its own config folder (--config)",
+  workspace: "give this one its own workspace (agents.defaults.workspace)",
+};
+
+/** Another live gateway holds the folder. A ConfigError, so the CLI exits 78 and systemd does not loop. */
 export class StateFolderInUseError extends ConfigError {
   constructor(
     readonly pid: number,
-    readonly stateDir: string,
+    readonly folder: string,
+    what: LockedFolder = "state",
   ) {
-    super(
-      `another palaver gateway (pid ${pid}) uses ${stateDir}; stop it first, ` +
-        "or give this one its own config folder (--config)",
-    );
+    super(`another palaver gateway (pid ${pid}) uses ${folder}; stop it first, or ${OWN_ONE[what]}`);
   }
 }
 
@@ -50,19 +59,20 @@ export class StateLock {
   }
 
   /**
-   * Takes the lock of `stateDir`, throwing StateFolderInUseError when a live
-   * gateway holds it. When the lock file cannot be written at all (read-only
-   * or full disk) the gateway runs without it, with a warning: it could not
-   * write its journal there either, and /readyz says so.
+   * Takes the lock of `dir` (the state folder, or the workspace's sessions
+   * folder), throwing StateFolderInUseError when a live gateway holds it. When
+   * the lock file cannot be written at all (read-only or full disk) the gateway
+   * runs without it, with a warning: it could not write its journal or
+   * sessions there either, and /readyz says so.
    */
-  static acquire(stateDir: string, log: Logger = logger("lock")): StateLock | null {
-    const path = join(stateDir, "gateway.lock");
+  static acquire(dir: string, log: Logger = logger("lock"), what: LockedFolder = "state"): StateLock | null {
+    const path = join(dir, "gateway.lock");
     const mine: LockContent = { pid: process.pid, ...optional("startTime", startTimeOf(process.pid)) };
     const content = `${JSON.stringify(mine)}\n`;
     // Bounded: a second round only after removing a stale lock; a third means someone races us.
     for (let round = 0; round < 3; round++) {
       try {
-        mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
         const fd = openSync(path, "wx", 0o600);
         try {
           writeSync(fd, content);
@@ -74,13 +84,13 @@ export class StateLock {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
           log.warn(
             { file: path, err: errorMessage(err) },
-            "could not create the state-folder lock; running without protection against a second gateway",
+            `could not create the ${what} lock; running without protection against a second gateway`,
           );
           return null;
         }
       }
       const held = readLock(path);
-      if (held && isAlive(held)) throw new StateFolderInUseError(held.pid, stateDir);
+      if (held && isAlive(held)) throw new StateFolderInUseError(held.pid, dir, what);
       removeIfUnchanged(path, held, log);
     }
     throw new Error(`could not take ${path}: another process keeps creating it`);

@@ -39,6 +39,7 @@ beforeEach(async () => {
   await writeFile(join(home, "web", "token"), WEB_TOKEN);
   await writeFile(join(home, "memory", "index.sqlite"), "an index");
   await writeFile(join(home, "gateway.lock"), '{"pid":1}');
+  await writeFile(join(home, "workspace", "sessions", "gateway.lock"), '{"pid":1}');
   await writeFile(join(home, "workspace", "memory", "MEMORY.md"), "# Memory\n");
   // A line still being appended (no newline yet) is not part of the backup.
   await writeFile(join(home, "workspace", "sessions", "telegram_1.jsonl"), '{"role":"user"}\n{"role":"assi');
@@ -96,6 +97,7 @@ describe("backup create", { timeout: 60_000 }, () => {
     );
     // Never archived: the lock, the rebuilt memory index; a half-written JSONL line.
     expect(files.has("state/gateway.lock")).toBe(false);
+    expect(files.has("workspace/sessions/gateway.lock")).toBe(false);
     expect(files.has("state/memory/index.sqlite")).toBe(false);
     expect(files.get("workspace/sessions/telegram_1.jsonl")).toBe('{"role":"user"}\n');
     // The workspace inside the state folder is archived once, as workspace/.

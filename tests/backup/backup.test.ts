@@ -20,10 +20,13 @@ function palaver(args: string[]) {
   return runCli(args, { cwd: harness.dir, env: { HOME: harness.dir }, timeoutMs: 60_000 });
 }
 
+/** The session files (name → text) of a workspace; the running gateway's lock beside them is not one. */
 async function sessionsOf(workspace: string): Promise<Map<string, string>> {
   const dir = join(workspace, "sessions");
   const out = new Map<string, string>();
-  for (const name of await readdir(dir)) out.set(name, await readFile(join(dir, name), "utf8"));
+  for (const name of await readdir(dir)) {
+    if (name.endsWith(".jsonl")) out.set(name, await readFile(join(dir, name), "utf8"));
+  }
   return out;
 }
 

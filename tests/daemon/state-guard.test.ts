@@ -1,7 +1,7 @@
 /**
  * The real `palaver gateway` as a child process (through tsx) against the
  * loopback fake Telegram and fake LLM: state that survives a poison message,
- * a bad journal line, a second gateway on the same folder, SIGTERM with
+ * a bad journal line, a second gateway on the same folder or workspace, SIGTERM with
  * messages queued, and a reply for a channel that is no longer enabled.
  */
 import { existsSync } from "node:fs";
@@ -12,7 +12,7 @@ import { Journal } from "../../src/daemon/journal.js";
 import { lastUserText, type FakeOpenAI } from "../fakes/openai-server.js";
 import type { FakeTelegram } from "../fakes/telegram-server.js";
 import { runCli, type RunningCli } from "../helpers/cli.js";
-import { GatewayHarness } from "../helpers/gateway-process.js";
+import { GatewayHarness, writeGatewayConfig } from "../helpers/gateway-process.js";
 import { waitFor } from "../helpers/wait.js";
 
 /** Temp folder, fakes, config and gateway children (killed after each test): see GatewayHarness. */
@@ -105,6 +105,31 @@ describe("palaver gateway keeps its state sane", { timeout: 240_000 }, () => {
     expect(await readFile(`${journalPath()}.corrupt`, "utf8")).toBe('{"t":"in","id":"x","at":1}\n');
     expect(run.stderr).toContain("journal: skipping a bad line");
     await terminate(run);
+  });
+
+  it("one gateway per workspace: a second with its own config folder but the same workspace exits 78 naming the first", async () => {
+    const first = await startGateway();
+    const otherDir = join(dir, "other");
+    await mkdir(otherDir);
+    const otherConfig = await writeGatewayConfig(
+      otherDir,
+      { llmBaseURL: llm.baseURL, telegram: tg },
+      { agents: { defaults: { workspace: join(dir, "ws") } } },
+    );
+    const second = await runCli(["gateway", "--config", otherConfig], {
+      cwd: otherDir,
+      env: { HOME: otherDir },
+      timeoutMs: CHILD_LIMIT_MS,
+    });
+    expect(second.code).toBe(78);
+    expect(second.stderr).toContain(
+      `another palaver gateway (pid ${first.child.pid}) uses ${join(dir, "ws", "sessions")}; stop it first, ` +
+        "or give this one its own workspace (agents.defaults.workspace)",
+    );
+    // The first one still answers.
+    llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    tg.userMessage({ text: "still here?" });
+    await tg.waitForSent((m) => m.text === "re: still here?", STEP_MS);
   });
 
   it("one gateway per state folder: a second exits 78 naming the first; CLI edits still work; a killed one's lock is taken over", async () => {
