@@ -22,6 +22,8 @@ export interface AccessPolicy {
   allowsSender(channel: string, senderId: string): boolean;
   /** Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for the refusal notice. */
   refusal(channel: string, msg: InboundMessage): string | null | undefined;
+  /** A sender closed their direct chat with the bot (blocked it): what waits on them there is dropped. */
+  senderLeft?(channel: string, senderId: string): void;
 }
 
 /** allowFrom alone, and the usual refusal notice: the terminal chat and managers without pairing. */

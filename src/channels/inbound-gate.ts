@@ -37,6 +37,7 @@ export class InboundGate {
       refuse: (msg) => this.refuse(name, msg),
       reserve: (msg) => this.reserve(name, msg),
       choose: (click) => this.choose(name, allowFrom, click),
+      left: (senderId) => this.opts.access.senderLeft?.(name, senderId),
     };
   }
 

@@ -29,6 +29,11 @@ export interface InboundSink {
    * Synchronous: the answer is decided at once.
    */
   choose?(click: ChoiceClick): ChoiceOutcome;
+  /**
+   * A person closed their direct chat with the bot (blocked it, left it), as far as the platform
+   * tells: a pending pairing code of theirs is dropped. Never a message: no journal, no reply.
+   */
+  left?(senderId: string): void;
 }
 
 /** A button press: who pressed which choice of which question, in which chat. */

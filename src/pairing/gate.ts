@@ -116,6 +116,22 @@ export class PairingGate {
     return pairingNotice(request.code, channel, msg.senderId);
   }
 
+  /**
+   * A sender closed their direct chat with the bot (blocked or left it): their open code, if any,
+   * is dropped, so a stranger cannot keep a slot after walking away. Nothing else happens: no
+   * reply, and an approval stays (only the owner revokes).
+   */
+  senderLeft(channel: string, senderId: string): void {
+    let dropped;
+    try {
+      dropped = this.opts.store.dropPending(channel, senderId);
+    } catch (err) {
+      this.log.warn({ err, channel, senderId }, "cannot drop the pairing code of a sender who left");
+      return;
+    }
+    if (dropped) this.log.info({ channel, senderId }, "pairing code dropped: the sender left the chat");
+  }
+
   /** The ids approved in `channel` while its dmPolicy is "pairing" (the cron scheduler, the message tool). */
   approvedIds(channel: string): string[] {
     if (this.policy(channel) !== "pairing") return [];

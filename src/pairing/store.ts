@@ -161,6 +161,18 @@ export class PairingStore {
     });
   }
 
+  /**
+   * Drops the sender's open code (they left or blocked the bot in the chat it was given in, so
+   * nobody is there to welcome and their slot is freed for a newcomer); false when they had none.
+   */
+  dropPending(channel: string, senderId: string): boolean {
+    return this.file.update((data) => {
+      const kept = data.pending.filter((p) => !(p.channel === channel && p.senderId === senderId));
+      if (kept.length === data.pending.length) return { result: false };
+      return { next: { ...data, pending: kept }, result: true };
+    });
+  }
+
   /** Takes an approved sender out again; false when they were not approved. */
   revoke(channel: string, senderId: string): boolean {
     return this.file.update((data) => {

@@ -14,8 +14,17 @@ import { cronStorePath } from "../../src/config/paths.js";
 import { CronService } from "../../src/cron/service.js";
 import type { CronJob } from "../../src/cron/types.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
-import { runCli, type CliResult } from "../helpers/cli.js";
+import { CHILD_TIMEOUT_MS, runCli, type CliResult } from "../helpers/cli.js";
+import { DIST_MAIN } from "../helpers/dist.js";
+import { haveCommand, requireOrSkip } from "../helpers/requires.js";
+import { onTerminal } from "../helpers/terminal.js";
 import { waitFor } from "../helpers/wait.js";
+
+const NO_SCRIPT = requireOrSkip(
+  haveCommand("script")
+    ? ""
+    : "the terminal test of cron add needs util-linux `script` (apt-get install bsdutils)",
+);
 
 let dir: string;
 let home: string;
@@ -198,6 +207,65 @@ describe("palaver cron add / list / remove", { timeout: 180_000 }, () => {
     );
     expect(await jobsOnDisk()).toEqual([]);
   });
+
+  it.skipIf(NO_SCRIPT)(
+    "on a terminal, asks before adding a job for a platform that is not enabled: n writes nothing, y adds it",
+    async () => {
+      const PROMPT = "Add it anyway? [y/N] ";
+      /** `cron add` for telegram (configured, not enabled) on a pseudo-terminal, answered with `answer`. */
+      const addAnswering = async (answer: string) => {
+        const term = onTerminal(
+          [
+            DIST_MAIN,
+            "cron",
+            "add",
+            "--message",
+            "stretch",
+            "--every",
+            "3600",
+            "--channel",
+            "telegram",
+            "--to",
+            "42",
+            "--config",
+            configPath,
+          ],
+          { cwd: dir, home },
+        );
+        let ended = false;
+        void term.exited.then(() => (ended = true));
+        try {
+          // Or its end: a CLI that never asks fails below at once rather than after the wait.
+          await waitFor(() => term.screen.includes(PROMPT) || ended, CHILD_TIMEOUT_MS, "the y/N question");
+          expect(term.screen, "the question before any answer").toContain(PROMPT);
+          term.child.stdin.write(`${answer}\r`);
+          const code = await term.exited;
+          return { code, screen: term.screen.replaceAll("\r", "") };
+        } finally {
+          term.child.kill();
+        }
+      };
+
+      const no = await addAnswering("n");
+      expect(no.screen).toContain(
+        "channels.telegram is not enabled: this job's replies will wait until it is.",
+      );
+      expect(no.screen).toContain("--channel web --to <conversation id>");
+      expect(no.code).toBe(1);
+      expect(no.screen).toContain(
+        "palaver: channels.telegram is not enabled, so this job's replies would only wait",
+      );
+      expect(no.screen).not.toContain("Added job");
+      expect(await jobsOnDisk()).toEqual([]);
+
+      const yes = await addAnswering("y");
+      expect(yes.code).toBe(0);
+      expect(yes.screen).toMatch(/Added job \S+ \(stretch\): .*, to telegram:42\n/);
+      expect((await jobsOnDisk()).map((j) => [j.payload.channel, j.payload.to, j.payload.message])).toEqual([
+        ["telegram", "42", "stretch"],
+      ]);
+    },
+  );
 
   it("an empty list says how to add a job", async () => {
     const list = await cli(["list"]);

@@ -28,6 +28,10 @@
  * `minEditIntervalMs` set, an edit or draft update of one message or draft
  * sooner than that after its last change gets Telegram's 429 with
  * retry_after (counted in `rateLimited`).
+ * allowed_updates (of getUpdates or setWebhook) is kept as Telegram keeps it
+ * (`allowedUpdates`; unset or [] means every kind but chat_member and the
+ * reactions) and updates of other kinds are discarded, never delivered;
+ * userBlocksBot delivers the my_chat_member update of a user blocking the bot.
  * GET /file/bot<token>/<path> serves files registered with addFile; an
  * OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  */
@@ -120,6 +124,9 @@ interface Poller {
   done: boolean;
 }
 
+/** Update kinds Telegram delivers only when allowed_updates names them. */
+const NOT_BY_DEFAULT = new Set(["chat_member", "message_reaction", "message_reaction_count"]);
+
 const BOT_DEFAULT: FakeUser = {
   id: 777000111,
   is_bot: true,
@@ -144,6 +151,8 @@ export class FakeTelegram {
   token: string;
   readonly bot: FakeUser;
   webhook: { url: string; secret_token?: string; allowed_updates?: unknown } | null = null;
+  /** The update kinds the bot last asked for (getUpdates or setWebhook); null: never said, Telegram's default. */
+  allowedUpdates: string[] | null = null;
   /** Answers to callback queries, in the order they came. */
   readonly callbackAnswers: CallbackAnswer[] = [];
   /** Every draft update, in order. */
@@ -298,6 +307,23 @@ export class FakeTelegram {
     return id;
   }
 
+  /**
+   * `from` blocks the bot in their private chat (Telegram's "Stop and block bot"): a my_chat_member
+   * update with the bot's new status "kicked". Returns its update_id.
+   */
+  userBlocksBot(from: Partial<FakeUser> & { id: number }): number {
+    const user = { is_bot: false, first_name: "Ada", ...from };
+    return this.pushUpdate({
+      my_chat_member: {
+        chat: { id: user.id, type: "private", first_name: user.first_name },
+        from: user,
+        date: Math.floor(Date.now() / 1000),
+        old_chat_member: { user: this.bot, status: "member" },
+        new_chat_member: { user: this.bot, status: "kicked", until_date: 0 },
+      },
+    });
+  }
+
   /** The next editMessageText or sendMessageDraft, whichever comes first, fails with `error`. */
   failNextEdit(error: ScriptedError): void {
     this.editFailure = error;
@@ -429,6 +455,7 @@ export class FakeTelegram {
           ...(typeof p.secret_token === "string" ? { secret_token: p.secret_token } : {}),
           allowed_updates: p.allowed_updates,
         };
+        this.keepAllowedUpdates(p.allowed_updates);
         if (p.drop_pending_updates === true) this.updates = [];
         return ok(res, true);
       case "getWebhookInfo":
@@ -654,6 +681,8 @@ export class FakeTelegram {
       res.on("close", () => this.hung.delete(res));
       return;
     }
+    this.keepAllowedUpdates(p.allowed_updates);
+    this.discardUnwanted();
     const offset = typeof p.offset === "number" ? p.offset : 0;
     if (offset > 0) this.updates = this.updates.filter((u) => (u.update_id as number) >= offset);
     const limit = typeof p.limit === "number" && p.limit > 0 ? Math.min(p.limit, 100) : 100;
@@ -684,7 +713,22 @@ export class FakeTelegram {
     if (!poller.res.writableEnded && !poller.res.destroyed) finish();
   }
 
+  /** As Telegram does: a list replaces the setting, a call without one keeps it. */
+  private keepAllowedUpdates(given: unknown): void {
+    if (Array.isArray(given)) this.allowedUpdates = given.map(String);
+  }
+
+  /** Updates of kinds the bot did not ask for are dropped, as Telegram never delivers them. */
+  private discardUnwanted(): void {
+    const wanted = this.allowedUpdates;
+    const kindOf = (u: Json) => Object.keys(u).find((k) => k !== "update_id") ?? "";
+    const allowed = (kind: string) =>
+      wanted && wanted.length > 0 ? wanted.includes(kind) : !NOT_BY_DEFAULT.has(kind);
+    this.updates = this.updates.filter((u) => allowed(kindOf(u)));
+  }
+
   private wakePollers(): void {
+    this.discardUnwanted();
     for (const poller of [...this.pollers]) {
       const ready = this.updates
         .filter((u) => (u.update_id as number) >= poller.offset)

@@ -107,6 +107,20 @@ describe("PairingStore", () => {
     expect(s.revoke("telegram", "7")).toBe(false);
   });
 
+  it("drops a sender's open code (they left the chat), and only theirs; none to drop says so", () => {
+    const s = store();
+    s.request("telegram", "7", "7");
+    const other = codeOf(s.request("telegram", "8", "8"));
+    const elsewhere = codeOf(s.request("slack", "7", "D7"));
+    expect(s.dropPending("telegram", "7")).toBe(true);
+    expect(s.pending().map((p) => p.code)).toEqual([other, elsewhere]);
+    expect(s.dropPending("telegram", "7")).toBe(false);
+    // Approved people are not touched: only the owner revokes.
+    s.approve(other, "cli");
+    expect(s.dropPending("telegram", "8")).toBe(false);
+    expect(s.isApproved("telegram", "8")).toBe(true);
+  });
+
   it("sees what another process wrote at its next read (the CLI and a running gateway)", () => {
     const gateway = store();
     const cli = store();

@@ -56,6 +56,8 @@ const STREAMED =
   "In a browser it writes to the developer console; in Node, to standard output.\n\n" +
   "1. `console.error` writes to standard error.\n2. `console.table` shows arrays as a table.\n\nThat is all.";
 const SLOW = "This answer takes its time: ".padEnd(400, "word ");
+/** One line of code, long enough to reach the Copy button at phone width. */
+const ONE_LINE_CODE = "```sh\nnpx palaver gateway --verbose --config ~/.palaver/config.json\n```";
 /** Every way an answer could try to run something or make the page load something. */
 const xssAnswer = (watched: string) =>
   [
@@ -69,6 +71,13 @@ const xssAnswer = (watched: string) =>
 
 let watchedUrl = "";
 
+interface DOMRectLike {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
 /** The fake LLM's answers, chosen by the user's words (each test has its own). */
 function reply(req: RecordedRequest): FakeReply {
   const last = req.body.messages.at(-1);
@@ -77,6 +86,11 @@ function reply(req: RecordedRequest): FakeReply {
     return last?.role === "tool"
       ? { content: "Ran it." }
       : { toolCalls: [toolCall("exec", { command: "touch approved-by-page" })] };
+  }
+  if (text.includes("check the date")) {
+    return last?.role === "tool"
+      ? { content: "The command has run; the answer continues below the question." }
+      : { toolCalls: [toolCall("exec", { command: "echo checked" })] };
   }
   if (text.includes("send me the report")) {
     return last?.role === "tool"
@@ -87,6 +101,7 @@ function reply(req: RecordedRequest): FakeReply {
   if (text.includes("slow please")) return { content: SLOW, pieceChars: 4, pieceDelayMs: 100 };
   if (text.includes("attack please")) return { content: xssAnswer(watchedUrl) };
   if (text.includes("[Attached file:")) return { content: "Got your file." };
+  if (text.includes("one line of code")) return { content: ONE_LINE_CODE };
   return { content: `You said: ${text}` };
 }
 
@@ -363,6 +378,97 @@ describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
       undefined,
       "the command ran",
     );
+  });
+
+  it("a decided approval stays where it was asked; the answer continues below it", async () => {
+    const page = await openChat();
+    await send(page, "check the date");
+    const question = page.locator("#transcript article.question");
+    await question.locator('button[data-choice="approve"]').click();
+    await lastAnswer(page).locator("text=the answer continues below").waitFor();
+    await question.locator("button").first().waitFor({ state: "detached" });
+    await poll(() => question.getAttribute("class")).toContain("closed");
+    // The transcript in order: each article's kind, and whether it is the card or holds the answer.
+    const order = await page.evaluate<string[]>(`
+      Array.from(document.querySelectorAll("#transcript article")).map((a) =>
+        a.classList.contains("question") ? "question"
+          : a.textContent.includes("the answer continues below") ? "answer"
+          : a.classList.contains("user") ? "user" : "other")
+    `);
+    expect(order.filter((kind) => kind !== "other")).toEqual(["user", "question", "answer"]);
+  });
+
+  it("has a favicon the page's own policy lets the browser show, and nothing is missing", async () => {
+    const page = await openPage();
+    const missing: string[] = [];
+    const consoleErrors: string[] = [];
+    page.on("response", (r) => {
+      if (r.status() >= 400) missing.push(`${r.status()} ${r.url()}`);
+    });
+    page.on("console", (msg) => {
+      if (msg.type() === "error") consoleErrors.push(msg.text());
+    });
+    await page.goto(chatUrl);
+    await page.locator("#app").waitFor({ state: "visible" });
+    const href = await page.evaluate<string | null>(
+      `document.querySelector('link[rel~="icon"]')?.getAttribute("href") ?? null`,
+    );
+    expect(href, "a <link rel=icon> in the page").toBeTruthy();
+    // Loaded as the browser loads the icon: an image under the page's Content-Security-Policy.
+    const icon = await page.evaluate<{ type: string; width: number }>(`new Promise((resolve) => {
+      const href = document.querySelector('link[rel~="icon"]').href;
+      const img = new Image();
+      img.onload = () => resolve({ type: href.startsWith("data:") ? href.slice(5, href.indexOf(",")) : "", width: img.naturalWidth });
+      img.onerror = () => resolve({ type: "", width: 0 });
+      img.src = href;
+    })`);
+    expect(icon.width).toBeGreaterThan(0);
+    if (href!.startsWith("data:")) expect(icon.type).toMatch(/^image\//);
+    else {
+      const served = await page.evaluate<{ status: number; type: string }>(
+        `fetch(${JSON.stringify(href)}).then((r) => ({ status: r.status, type: r.headers.get("content-type") ?? "" }))`,
+      );
+      expect(served.status).toBe(200);
+      expect(served.type).toMatch(/^image\//);
+    }
+    // A round trip after the load: a favicon request the browser made on its own has been answered by now.
+    await page.evaluate(`fetch("/api/me").then((r) => r.status)`);
+    expect(missing).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("the Copy button never covers a one-line code block on a phone", async () => {
+    const page = await openChat();
+    // Phone width after opening: the conversation list (which openChat uses) is folded away there.
+    await page.setViewportSize(PHONE);
+    await send(page, "one line of code please");
+    const block = lastAnswer(page).locator(".code");
+    await block.locator("button.copy").waitFor();
+    // Where the code's text may run (the pre's content box, as wide as the screen allows) and the button.
+    const box = await page.evaluate<{ textRight: number; pre: DOMRectLike; button: DOMRectLike }>(`(() => {
+      const el = Array.from(document.querySelectorAll("#transcript article.assistant .code")).at(-1);
+      const pre = el.querySelector("pre");
+      const r = pre.getBoundingClientRect();
+      const style = getComputedStyle(pre);
+      const b = el.querySelector("button.copy").getBoundingClientRect();
+      return {
+        textRight: r.right - parseFloat(style.paddingRight) - parseFloat(style.borderRightWidth),
+        pre: { left: r.left, right: r.right, top: r.top, bottom: r.bottom },
+        button: { left: b.left, right: b.right, top: b.top, bottom: b.bottom },
+      };
+    })()`);
+    // The button sits on the block (so the check below means something) ...
+    expect(box.button.top).toBeGreaterThanOrEqual(box.pre.top);
+    expect(box.button.right).toBeLessThanOrEqual(box.pre.right);
+    expect(box.button.top).toBeLessThan(box.pre.bottom);
+    // ... and the text's area ends before it starts.
+    expect(box.textRight).toBeLessThanOrEqual(box.button.left);
+    // The line is long enough to scroll under that area, not to stop short of the button by luck.
+    const overflow = await page.evaluate<boolean>(`(() => {
+      const pre = Array.from(document.querySelectorAll("#transcript article.assistant .code pre")).at(-1);
+      return pre.scrollWidth > pre.clientWidth;
+    })()`);
+    expect(overflow).toBe(true);
   });
 
   it("two tabs on one conversation both see the reply", async () => {

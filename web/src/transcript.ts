@@ -1,7 +1,8 @@
 /**
  * The conversation shown: its history, then live events. A turn's answer streams into one
  * article (re-rendered at most once per frame), progress and tool hints go quietly above it, and
- * the final replaces the streamed text. The log region is polite and a streaming answer is
+ * the final replaces the streamed text. A question asked during a turn splits it: the rest of the
+ * turn continues in a new article below the card. The log region is polite and a streaming answer is
  * aria-busy, so a screen reader reads each answer once, when it is complete.
  */
 import type { FileRef, HistoryMessage, WebEvent } from "../../src/channels/web/protocol.js";
@@ -111,6 +112,8 @@ export class Transcript {
         break;
       case "question":
         this.append(this.questionArticle(event));
+        // Approval questions name no turn: the one running here asked (one turn at a time per conversation).
+        for (const turnId of event.turnId ? [event.turnId] : [...this.running]) this.continueBelow(turnId);
         break;
       case "questionClosed":
         this.closeQuestion(event.questionId, event.text);
@@ -155,6 +158,21 @@ export class Transcript {
     if (turnId) this.turns.set(turnId, turn);
     this.append(article);
     return turn;
+  }
+
+  /**
+   * A question was asked in a running turn: what the turn says after it goes into a new article
+   * below the card, so the card (and, once answered, the decision) stays where it was asked instead
+   * of ending up under the answer. What came before stays above it.
+   */
+  private continueBelow(turnId: string): void {
+    const turn = this.turns.get(turnId);
+    if (!turn || turn.final) return;
+    this.turns.delete(turnId);
+    turn.paint.cancel();
+    if (turn.text) turn.body.replaceChildren(renderMarkdown(turn.text));
+    settle(turn.article);
+    if (!turn.text && turn.hints.hidden) turn.article.remove(); // nothing said before the question
   }
 
   private hint(turnId: string | undefined, text: string): void {

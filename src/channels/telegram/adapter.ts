@@ -18,7 +18,7 @@
 import { setMaxListeners } from "node:events";
 import { setImmediate as nextLoopTurn } from "node:timers/promises";
 import type { Bot } from "grammy";
-import type { CallbackQuery, Message } from "grammy/types";
+import type { CallbackQuery, ChatMemberUpdated, Message } from "grammy/types";
 import { COMMANDS, parseCommand } from "../../bus/commands.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import { logger, type Logger } from "../../log.js";
@@ -38,6 +38,7 @@ import { describeTelegramError } from "./errors.js";
 import {
   CHANNEL,
   conversationKey,
+  leftPrivateChat,
   mapMessage,
   replyTarget,
   type BotIdentity,
@@ -178,6 +179,7 @@ export class TelegramChannel implements Channel {
     });
     this.bot.on("message", (ctx) => this.onMessage(ctx.message));
     this.bot.on("callback_query", (ctx) => this.onPress(ctx.callbackQuery));
+    this.bot.on("my_chat_member", (ctx) => this.onMembership(ctx.myChatMember));
     this.typing = new TypingIndicator<ReplyTarget>({
       signal: async (target) => {
         const thread = target.threadId !== undefined ? { message_thread_id: target.threadId } : {};
@@ -388,6 +390,12 @@ export class TelegramChannel implements Channel {
       this.log.error({ err, questionId: click.questionId }, "answering a button press failed");
       return "Something went wrong with that answer; please try again.";
     }
+  }
+
+  /** The bot's membership changed: a user who blocked it in their private chat is told to the sink, silently. */
+  private onMembership(update: ChatMemberUpdated): void {
+    const senderId = leftPrivateChat(update);
+    if (senderId !== undefined) this.sink?.left?.(senderId);
   }
 
   private onMessage(msg: Message): void {

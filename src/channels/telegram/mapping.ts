@@ -2,7 +2,7 @@
  * Telegram messages → InboundMessage. Pure: group policy, mention stripping,
  * reply context, attachment choice, session keys, albums and where replies go.
  */
-import type { Message, MessageEntity, User } from "grammy/types";
+import type { ChatMemberUpdated, Message, MessageEntity, User } from "grammy/types";
 import type { InboundMessage } from "../../bus/types.js";
 
 export const CHANNEL = "telegram";
@@ -380,4 +380,14 @@ export function replyTarget(
 /** The typing indicator and album buffers are kept per chat and topic. */
 export function conversationKey(chatId: string, threadId?: number): string {
   return threadId === undefined ? chatId : `${chatId}:${threadId}`;
+}
+
+/**
+ * The user who closed their private chat with the bot (blocked it: "kicked"; or "left"), from a
+ * my_chat_member update; undefined for anything else (groups, unblocking, promotions).
+ */
+export function leftPrivateChat(update: ChatMemberUpdated): string | undefined {
+  if (update.chat.type !== "private") return undefined;
+  const status = update.new_chat_member.status;
+  return status === "kicked" || status === "left" ? String(update.from.id) : undefined;
 }

@@ -12,8 +12,11 @@ import { gs } from "./api.js";
 import type { TelegramConfig } from "../../config/platforms/telegram.js";
 import type { TelegramTuning } from "./tuning.js";
 
-/** What palaver asks Telegram for: messages, and presses on the buttons under its questions. */
-export const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+/**
+ * What palaver asks Telegram for: messages, presses on the buttons under its questions, and changes
+ * of the bot's own membership (a user blocking it in their private chat drops their pairing code).
+ */
+export const ALLOWED_UPDATES = ["message", "callback_query", "my_chat_member"] as const;
 
 export interface PollingOptions {
   bot: Bot;

@@ -1,9 +1,10 @@
-import type { Message } from "grammy/types";
+import type { ChatMemberUpdated, Message } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import {
   acceptedInGroup,
   attachmentsOf,
   commandOf,
+  leftPrivateChat,
   mapMessage,
   mentionsBot,
   mergeAlbum,
@@ -314,5 +315,33 @@ describe("replyTarget", () => {
       threadId: 77,
     });
     expect(replyTarget({ chatId: "5", metadata: { threadId: "x" } }, true)).toEqual({ chatId: "5" });
+  });
+});
+
+describe("leftPrivateChat", () => {
+  const bot = { id: 1, is_bot: true, first_name: "palaver", username: "palaver_test_bot" };
+  const update = (
+    chat: ChatMemberUpdated["chat"],
+    status: "kicked" | "left" | "member",
+  ): ChatMemberUpdated => ({
+    chat,
+    from: { id: 7, is_bot: false, first_name: "Eve" },
+    date: 0,
+    old_chat_member: { user: bot, status: "member" },
+    new_chat_member: status === "kicked" ? { user: bot, status, until_date: 0 } : { user: bot, status },
+  });
+  const dm = { id: 7, type: "private", first_name: "Eve" } as const;
+
+  it("names the user who blocked the bot or left their private chat with it", () => {
+    expect(leftPrivateChat(update(dm, "kicked"))).toBe("7");
+    expect(leftPrivateChat(update(dm, "left"))).toBe("7");
+  });
+
+  it("ignores unblocking and anything in a group", () => {
+    expect(leftPrivateChat(update(dm, "member"))).toBeUndefined();
+    expect(leftPrivateChat(update({ id: -100, type: "supergroup", title: "Team" }, "left"))).toBeUndefined();
+    expect(
+      leftPrivateChat(update({ id: -100, type: "supergroup", title: "Team" }, "kicked")),
+    ).toBeUndefined();
   });
 });

@@ -77,11 +77,11 @@ describe("asking", () => {
   it("asks Telegram for callback queries, when polling and with a webhook", async () => {
     const { fake } = await started();
     const poll = await fake.waitForCall("getUpdates", (c) => c.params.allowed_updates !== undefined);
-    expect(poll.params.allowed_updates).toEqual(["message", "callback_query"]);
+    expect(poll.params.allowed_updates).toEqual(["message", "callback_query", "my_chat_member"]);
     await r!.cleanup();
     r = await rig({ config: { mode: "webhook", webhook: { url: "https://palaver.test/hook", port: 0 } } });
     await r.start();
-    expect(r.fake.webhook?.allowed_updates).toEqual(["message", "callback_query"]);
+    expect(r.fake.webhook?.allowed_updates).toEqual(["message", "callback_query", "my_chat_member"]);
   });
 
   it("puts the buttons under the formatted text, with our data and styles, and returns the message id", async () => {
