@@ -254,7 +254,8 @@ export class Gateway {
   /**
    * Applies a new config (SIGHUP): a chat platform whose section changed is
    * restarted (or started, or stopped); the others keep running untouched.
-   * The budget applies at once (it is read per decision). Other changes need a restart, and the log says which.
+   * The budget and the prices apply at once (they are read per decision and per LLM call). Other
+   * changes need a restart, and the log says which.
    */
   async reload(next: Pick<LoadedConfig, "config">): Promise<void> {
     const before = this.opts.loaded.config;
@@ -273,7 +274,7 @@ export class Gateway {
       if (created) await this.channels.replace(created.channel, created.options);
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
-    const liveSections = new Set(["channels", "budget"]);
+    const liveSections = new Set(["channels", "budget", "pricing"]);
     const needRestart = Object.keys(after).filter(
       (key) =>
         !liveSections.has(key) &&
@@ -284,7 +285,7 @@ export class Gateway {
     }
     this.opts.loaded = {
       ...this.opts.loaded,
-      config: { ...before, channels: after.channels, budget: after.budget },
+      config: { ...before, channels: after.channels, budget: after.budget, pricing: after.pricing },
     };
   }
 
