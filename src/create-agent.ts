@@ -53,6 +53,7 @@ import { SYSTEM_CHANNEL, type InboundMessage } from "./bus/types.js";
 import { BudgetWatch } from "./usage/budget.js";
 import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
 import { meterUsage } from "./usage/metered.js";
+import { OwnerNotices, type OwnerRef } from "./usage/owner-notices.js";
 import type { UsageEntry, UsageKind } from "./usage/record.js";
 
 export interface Agent {
@@ -454,8 +455,9 @@ function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean
 }
 
 /**
- * The budget's watch (usage/budget.ts), its limits read live. The warning goes to the chats the
- * owners have written from since this process started (only the log when none has yet).
+ * The budget's watch (usage/budget.ts), its limits read live. The warning goes to every owner
+ * (usage/owner-notices.ts): the chats they wrote from since the start, a Telegram owner's private
+ * chat, and otherwise the owner's chat the first time they write.
  */
 function createBudgetWatch(
   bus: MessageBus,
@@ -463,18 +465,37 @@ function createBudgetWatch(
   stateDir: string,
   currentConfig: () => Pick<Config, "channels" | "budget">,
 ): BudgetWatch {
-  const ownerChats = new Map<string, { channel: string; chatId: string }>();
-  bus.onInbound((msg) => {
-    if (msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()))
-      ownerChats.set(`${msg.channel}\0${msg.chatId}`, { channel: msg.channel, chatId: msg.chatId });
+  const notices = new OwnerNotices({
+    owners: () => configuredOwners(currentConfig()),
+    isOwner: (msg) => msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()),
+    matches: (senderId, aliases, ownerId) => isSenderAllowed(senderId, aliases, [ownerId]),
+    publish: (msg) => bus.publishOutbound(msg),
+    pendingPath: join(stateDir, "usage", "owner-notices.json"),
+    log: logger("budget"),
   });
+  bus.onInbound((msg) => notices.seen(msg));
   return new BudgetWatch({
     budget: () => currentConfig().budget,
     entries: ledger.read(),
     markerPath: join(stateDir, "usage", "budget-warned.json"),
-    notifyOwners: (content) => {
-      for (const chat of ownerChats.values()) bus.publishOutbound({ ...chat, content });
-    },
+    notifyOwners: (content) => notices.notify(content),
     log: logger("budget"),
   });
+}
+
+/** The owners of the enabled platforms: their allowFrom and admins (the wildcard names nobody). */
+function configuredOwners(config: Pick<Config, "channels">): OwnerRef[] {
+  const owners: OwnerRef[] = [];
+  for (const [channel, section] of Object.entries(config.channels)) {
+    if (
+      section === null ||
+      typeof section !== "object" ||
+      !("enabled" in section) ||
+      section.enabled !== true
+    )
+      continue;
+    const ids = new Set([...(configAllowFrom(config, channel) ?? []), ...configAdmins(config, channel)]);
+    for (const id of ids) if (id !== "*") owners.push({ channel, id });
+  }
+  return owners;
 }
