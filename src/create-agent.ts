@@ -49,9 +49,15 @@ import { secondsToTimerMs } from "./util/timers.js";
 import { createRecall } from "./create-recall.js";
 import { loadSqlite } from "./recall/sqlite.js";
 import type { MemoryRecall } from "./recall/service.js";
-import { SYSTEM_CHANNEL, type InboundMessage } from "./bus/types.js";
+import { SYSTEM_CHANNEL } from "./bus/types.js";
 import { BudgetWatch } from "./usage/budget.js";
 import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
+import {
+  usageReportFor,
+  type UsageAsker,
+  type UsageCommandOptions,
+  type UsageReport,
+} from "./usage/command.js";
 import { meterUsage } from "./usage/metered.js";
 import { OwnerNotices, type OwnerRef } from "./usage/owner-notices.js";
 import type { UsageEntry, UsageKind } from "./usage/record.js";
@@ -78,6 +84,8 @@ export interface Agent {
   questions: Questions;
   /** Spending limits (usage/budget.ts): the heartbeat asks it whether to pause. */
   budget: BudgetWatch;
+  /** What /usage reports, as numbers, for `session` as `asker` may see it (the web chat's panel). */
+  usageReport(asker: UsageAsker, session: string): UsageReport;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -342,6 +350,10 @@ export function createAgent({
   // Which endpoint the config routes to and why (said once; an injected test provider has no route to show).
   const choice = describeProviderChoice(config);
   const llmStatus = "error" in choice ? [] : [`LLM: ${formatProviderChoice(choice)}`];
+  const usageOptions: UsageCommandOptions = {
+    ledger: usageLedger,
+    isOwner: (msg) => isOwner(msg, currentConfig()),
+  };
   const loop = new AgentLoop({
     bus,
     provider: llm,
@@ -366,7 +378,7 @@ export function createAgent({
     tiers,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
-    usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
+    usage: usageOptions,
     budgetStop: () => budgetWatch.hardStopReply(),
     statusLines: () => [
       ...llmStatus,
@@ -401,6 +413,7 @@ export function createAgent({
     questions,
     recall: recall.recall,
     budget: budgetWatch,
+    usageReport: (asker, session) => usageReportFor(asker, session, usageOptions),
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -444,7 +457,7 @@ function usageMeterOptions(
  * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
  * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
  */
-function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean {
+function isOwner(msg: UsageAsker, config: Pick<Config, "channels">): boolean {
   // The person at the terminal (palaver chat) can read the state folder anyway.
   if (msg.channel === "cli") return true;
   const owners = [

@@ -240,6 +240,7 @@ export class Gateway {
       sessions: this.agent.sessions,
       stateDir: stateDir(this.opts.loaded.path),
       model: this.agent.provider.model,
+      usageReport: (asker, session) => this.agent.usageReport(asker, session),
     };
   }
 
