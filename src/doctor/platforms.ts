@@ -5,7 +5,6 @@
  * WARNs (the token may be fine: the network or the API root is what to look at). The SDKs are
  * imported only for the platforms that are enabled.
  */
-import { slackLogger } from "../channels/slack/logger.js";
 import type { Config } from "../config/schema.js";
 import { logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
@@ -134,6 +133,8 @@ const SLACK_TOKEN_ERRORS = new Set([
 
 async function checkSlack(token: string, apiUrl: string): Promise<TokenOutcome> {
   const { webApi } = await import("@slack/bolt");
+  // Loaded with the SDK, never at startup: it needs Bolt's log levels.
+  const { slackLogger } = await import("../channels/slack/logger.js");
   try {
     const client = new webApi.WebClient(token, {
       ...(apiUrl ? { slackApiUrl: apiUrl.endsWith("/") ? apiUrl : `${apiUrl}/` } : {}),
