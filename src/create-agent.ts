@@ -49,10 +49,17 @@ import { secondsToTimerMs } from "./util/timers.js";
 import { createRecall } from "./create-recall.js";
 import { loadSqlite } from "./recall/sqlite.js";
 import type { MemoryRecall } from "./recall/service.js";
-import { SYSTEM_CHANNEL, type InboundMessage } from "./bus/types.js";
+import { SYSTEM_CHANNEL } from "./bus/types.js";
 import { BudgetWatch } from "./usage/budget.js";
 import { UsageLedger, usageLedgerPath } from "./usage/ledger.js";
+import {
+  usageReportFor,
+  type UsageAsker,
+  type UsageCommandOptions,
+  type UsageReport,
+} from "./usage/command.js";
 import { meterUsage } from "./usage/metered.js";
+import { OwnerNotices, type OwnerRef } from "./usage/owner-notices.js";
 import type { UsageEntry, UsageKind } from "./usage/record.js";
 
 export interface Agent {
@@ -77,6 +84,8 @@ export interface Agent {
   questions: Questions;
   /** Spending limits (usage/budget.ts): the heartbeat asks it whether to pause. */
   budget: BudgetWatch;
+  /** What /usage reports, as numbers, for `session` as `asker` may see it (the web chat's panel). */
+  usageReport(asker: UsageAsker, session: string): UsageReport;
   /**
    * Stops taking messages, lets running turns finish for up to `graceMs`,
    * then cancels subagents, waits for memory consolidation and stops the scheduler.
@@ -341,6 +350,10 @@ export function createAgent({
   // Which endpoint the config routes to and why (said once; an injected test provider has no route to show).
   const choice = describeProviderChoice(config);
   const llmStatus = "error" in choice ? [] : [`LLM: ${formatProviderChoice(choice)}`];
+  const usageOptions: UsageCommandOptions = {
+    ledger: usageLedger,
+    isOwner: (msg) => isOwner(msg, currentConfig()),
+  };
   const loop = new AgentLoop({
     bus,
     provider: llm,
@@ -365,7 +378,7 @@ export function createAgent({
     tiers,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
-    usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
+    usage: usageOptions,
     budgetStop: () => budgetWatch.hardStopReply(),
     statusLines: () => [
       ...llmStatus,
@@ -400,6 +413,7 @@ export function createAgent({
     questions,
     recall: recall.recall,
     budget: budgetWatch,
+    usageReport: (asker, session) => usageReportFor(asker, session, usageOptions),
     async shutdown(graceMs) {
       await loop.shutdown(graceMs);
       await subagents.shutdown(Math.min(graceMs, 5000));
@@ -443,7 +457,7 @@ function usageMeterOptions(
  * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
  * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
  */
-function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean {
+function isOwner(msg: UsageAsker, config: Pick<Config, "channels">): boolean {
   // The person at the terminal (palaver chat) can read the state folder anyway.
   if (msg.channel === "cli") return true;
   const owners = [
@@ -454,8 +468,9 @@ function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean
 }
 
 /**
- * The budget's watch (usage/budget.ts), its limits read live. The warning goes to the chats the
- * owners have written from since this process started (only the log when none has yet).
+ * The budget's watch (usage/budget.ts), its limits read live. The warning goes to every owner
+ * (usage/owner-notices.ts): the chats they wrote from since the start, a Telegram owner's private
+ * chat, and otherwise the owner's chat the first time they write.
  */
 function createBudgetWatch(
   bus: MessageBus,
@@ -463,18 +478,37 @@ function createBudgetWatch(
   stateDir: string,
   currentConfig: () => Pick<Config, "channels" | "budget">,
 ): BudgetWatch {
-  const ownerChats = new Map<string, { channel: string; chatId: string }>();
-  bus.onInbound((msg) => {
-    if (msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()))
-      ownerChats.set(`${msg.channel}\0${msg.chatId}`, { channel: msg.channel, chatId: msg.chatId });
+  const notices = new OwnerNotices({
+    owners: () => configuredOwners(currentConfig()),
+    isOwner: (msg) => msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()),
+    matches: (senderId, aliases, ownerId) => isSenderAllowed(senderId, aliases, [ownerId]),
+    publish: (msg) => bus.publishOutbound(msg),
+    pendingPath: join(stateDir, "usage", "owner-notices.json"),
+    log: logger("budget"),
   });
+  bus.onInbound((msg) => notices.seen(msg));
   return new BudgetWatch({
     budget: () => currentConfig().budget,
     entries: ledger.read(),
     markerPath: join(stateDir, "usage", "budget-warned.json"),
-    notifyOwners: (content) => {
-      for (const chat of ownerChats.values()) bus.publishOutbound({ ...chat, content });
-    },
+    notifyOwners: (content) => notices.notify(content),
     log: logger("budget"),
   });
+}
+
+/** The owners of the enabled platforms: their allowFrom and admins (the wildcard names nobody). */
+function configuredOwners(config: Pick<Config, "channels">): OwnerRef[] {
+  const owners: OwnerRef[] = [];
+  for (const [channel, section] of Object.entries(config.channels)) {
+    if (
+      section === null ||
+      typeof section !== "object" ||
+      !("enabled" in section) ||
+      section.enabled !== true
+    )
+      continue;
+    const ids = new Set([...(configAllowFrom(config, channel) ?? []), ...configAdmins(config, channel)]);
+    for (const id of ids) if (id !== "*") owners.push({ channel, id });
+  }
+  return owners;
 }

@@ -243,6 +243,7 @@ export class Gateway {
       sessions: this.agent.sessions,
       stateDir: stateDir(this.opts.loaded.path),
       model: this.agent.provider.model,
+      usageReport: (asker, session) => this.agent.usageReport(asker, session),
     };
   }
 
@@ -257,7 +258,8 @@ export class Gateway {
   /**
    * Applies a new config (SIGHUP): a chat platform whose section changed is
    * restarted (or started, or stopped); the others keep running untouched.
-   * The budget applies at once (it is read per decision). Other changes need a restart, and the log says which.
+   * The budget and the prices apply at once (they are read per decision and per LLM call). Other
+   * changes need a restart, and the log says which.
    */
   async reload(next: Pick<LoadedConfig, "config">): Promise<void> {
     const before = this.opts.loaded.config;
@@ -276,7 +278,7 @@ export class Gateway {
       if (created) await this.channels.replace(created.channel, created.options);
       this.log.info({ channel: name, enabled: Boolean(created) }, "channel reloaded");
     }
-    const liveSections = new Set(["channels", "budget"]);
+    const liveSections = new Set(["channels", "budget", "pricing"]);
     const needRestart = Object.keys(after).filter(
       (key) =>
         !liveSections.has(key) &&
@@ -287,7 +289,7 @@ export class Gateway {
     }
     this.opts.loaded = {
       ...this.opts.loaded,
-      config: { ...before, channels: after.channels, budget: after.budget },
+      config: { ...before, channels: after.channels, budget: after.budget, pricing: after.pricing },
     };
   }
 

@@ -9,6 +9,7 @@ import type { HttpMount } from "../daemon/health.js";
 import type { Logger } from "../log.js";
 import type { SessionStore } from "../sessions/store.js";
 import type { Channel } from "./types.js";
+import type { UsageAsker, UsageReport } from "../usage/command.js";
 
 export interface ChannelFactoryContext {
   config: Config;
@@ -27,6 +28,8 @@ export interface GatewayServices {
   stateDir: string;
   /** The model answering, for the page's header. */
   model: string;
+  /** What /usage reports for `session` as `asker` may see it (the web chat's usage panel). */
+  usageReport(asker: UsageAsker, session: string): UsageReport;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;

@@ -10,7 +10,9 @@ import { formatChecks } from "../../src/cli/doctor.js";
 import { serviceCheck } from "../../src/cli/doctor-service.js";
 import { runDoctor } from "../../src/doctor/doctor.js";
 import type { CheckResult } from "../../src/doctor/types.js";
+import { FakeDiscord } from "../fakes/discord-server.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
+import { FakeSlack } from "../fakes/slack-server.js";
 import { FakeTelegram } from "../fakes/telegram-server.js";
 
 let dir: string;
@@ -51,6 +53,9 @@ async function doctor(
 
 const byName = (results: CheckResult[], name: string) => results.find((r) => r.name === name);
 
+/** An address where nothing listens: connections are refused at once. */
+const NOBODY = "http://127.0.0.1:9";
+
 describe("palaver doctor", () => {
   it("passes a working setup, with the LLM's latency and the clock compared", async () => {
     const results = await doctor();
@@ -73,6 +78,89 @@ describe("palaver doctor", () => {
     expect(line?.detail).toMatch(/getMe failed.*Unauthorized/);
     expect(line?.fix).toMatch(/@BotFather/);
     expect(formatChecks(results)).toMatch(/FAIL\s+telegram token/);
+  });
+
+  it("warns, not fails, when the Telegram API cannot be reached: the token was not checked", async () => {
+    const results = await doctor({
+      channels: { telegram: { enabled: true, token: telegram.token, apiRoot: NOBODY, allowFrom: ["1"] } },
+    });
+    const line = byName(results, "telegram token");
+    expect(line?.status).toBe("warn");
+    expect(line?.detail).toContain(NOBODY);
+    expect(line?.fix).toMatch(/could not reach the API.*channels\.telegram\.apiRoot/);
+  });
+
+  describe("Slack and Discord tokens against their APIs", () => {
+    let slack: FakeSlack;
+    let discord: FakeDiscord;
+    beforeEach(async () => {
+      slack = await FakeSlack.start();
+      discord = await FakeDiscord.start();
+    });
+    afterEach(async () => {
+      await slack.close();
+      await discord.close();
+    });
+
+    const slackSection = (botToken: string, apiUrl: string) => ({
+      enabled: true,
+      botToken,
+      appToken: slack.appToken,
+      apiUrl,
+      allowFrom: ["U1"],
+    });
+    const discordSection = (token: string, apiUrl: string) => ({
+      enabled: true,
+      token,
+      apiUrl,
+      allowFrom: ["1"],
+    });
+
+    it("fails a Slack token the API rejects, with where to set a good one", async () => {
+      const results = await doctor({
+        channels: {
+          slack: slackSection("xoxb-revoked", slack.apiUrl),
+          discord: discordSection(discord.token, discord.apiUrl),
+        },
+      });
+      // Each check on its own: the good Discord token passes with the bot's name beside it.
+      expect(byName(results, "discord token")).toMatchObject({
+        status: "ok",
+        detail: expect.stringMatching(/^bot \S+/) as unknown,
+      });
+      const line = byName(results, "slack token");
+      expect(line?.status).toBe("fail");
+      expect(line?.detail).toMatch(/invalid_auth/);
+      expect(line?.fix).toMatch(/^token rejected: set channels\.slack\.botToken/);
+      expect(formatChecks(results)).toMatch(/FAIL\s+slack token/);
+    });
+
+    it("fails a Discord token the API rejects (401), with where to set a good one", async () => {
+      const results = await doctor({
+        channels: { discord: discordSection("not-the-token", discord.apiUrl) },
+      });
+      const line = byName(results, "discord token");
+      expect(line?.status).toBe("fail");
+      expect(line?.detail).toMatch(/401/);
+      expect(line?.fix).toMatch(/^token rejected: set channels\.discord\.token/);
+    });
+
+    it("warns when Slack or Discord cannot be reached, naming the address", async () => {
+      const results = await doctor({
+        channels: {
+          slack: slackSection(slack.botToken, `${NOBODY}/api/`),
+          discord: discordSection(discord.token, `${NOBODY}/api`),
+        },
+      });
+      const slackLine = byName(results, "slack token");
+      expect(slackLine?.status).toBe("warn");
+      expect(slackLine?.detail).toContain(NOBODY);
+      expect(slackLine?.fix).toMatch(/channels\.slack\.apiUrl/);
+      const discordLine = byName(results, "discord token");
+      expect(discordLine?.status).toBe("warn");
+      expect(discordLine?.detail).toContain(NOBODY);
+      expect(discordLine?.fix).toMatch(/channels\.discord\.apiUrl/);
+    });
   });
 
   it("fails without bubblewrap on PATH when the sandbox is required", async () => {

@@ -102,6 +102,8 @@ function reply(req: RecordedRequest): FakeReply {
   if (text.includes("attack please")) return { content: xssAnswer(watchedUrl) };
   if (text.includes("[Attached file:")) return { content: "Got your file." };
   if (text.includes("one line of code")) return { content: ONE_LINE_CODE };
+  if (text.includes("count this"))
+    return { content: "Counted.", usage: { prompt_tokens: 1234, completion_tokens: 56 } };
   return { content: `You said: ${text}` };
 }
 
@@ -146,6 +148,8 @@ describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
           approval: { mode: "off", rules: [{ tool: "exec", action: "ask" }] },
           exec: { sandbox: "off" },
         },
+        // $1000 / $2000 per million: the usage panel's test has a cost in whole cents.
+        pricing: { "fake-*": { input: 1000, output: 2000 } },
       },
     );
     chatUrl = await chatUrlOf(harness.spawnGateway({ configPath }), harness);
@@ -482,5 +486,22 @@ describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
       await lastAnswer(p).locator("text=You said: both tabs").waitFor();
     }
     expect(await other.locator("#transcript article.user").count()).toBe(1);
+  });
+
+  it("the Usage button opens a panel with this conversation's tokens and cost, as /usage says them", async () => {
+    const page = await openChat();
+    await send(page, "count this");
+    await lastAnswer(page).locator("text=Counted.").waitFor();
+    await page.locator("#usage-open").click();
+    const panel = page.locator("#usage");
+    await panel.waitFor({ state: "visible" });
+    // 1234 in at $1000 and 56 out at $2000 per million: $1.234 + $0.112.
+    const today = panel.locator("dt", { hasText: "Today" }).locator("xpath=following-sibling::dd[1]");
+    await poll(() => today.textContent()).toBe("1 call, 1234 tokens in, 56 out, $1.35");
+    // The page's sender is the owner (channels.web.allowFrom's default): the whole bot is shown too.
+    await panel.locator("h3", { hasText: "Whole bot this month" }).waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, "usage.png") });
+    await panel.locator("button.usage-close").click();
+    await panel.waitFor({ state: "hidden" });
   });
 });

@@ -12,6 +12,7 @@ import type {
   SendAccepted,
   SendRequest,
   UploadResult,
+  UsageView,
 } from "../../src/channels/web/protocol.js";
 
 /** A response that was not 2xx; `status` 401 means the token is missing or wrong. */
@@ -92,5 +93,6 @@ export const api = {
     json<ChooseResult>("POST", `/api/questions/${encodeURIComponent(questionId)}`, {
       choiceId,
     } satisfies ChooseRequest),
+  usage: (id: string) => json<UsageView>("GET", `/api/usage?conversation=${encodeURIComponent(id)}`),
   fileUrl: (fileId: string) => `/api/files/${encodeURIComponent(fileId)}`,
 };

@@ -17,6 +17,7 @@ import { byId } from "./dom.js";
 import { subscribe } from "./events.js";
 import { conversationFromHash, tokenFromHash } from "./format.js";
 import { Transcript } from "./transcript.js";
+import { renderUsage } from "./usage.js";
 
 const ui = {
   app: byId("app", HTMLDivElement),
@@ -27,6 +28,9 @@ const ui = {
   sidebar: byId("sidebar", HTMLElement),
   list: byId("conversations", HTMLUListElement),
   newChat: byId("new-chat", HTMLButtonElement),
+  usageOpen: byId("usage-open", HTMLButtonElement),
+  usage: byId("usage", HTMLDialogElement),
+  usageBody: byId("usage-body", HTMLDivElement),
   transcript: byId("transcript", HTMLElement),
   notice: byId("notice", HTMLParagraphElement),
 };
@@ -188,6 +192,20 @@ async function newChat(): Promise<void> {
   }
 }
 
+/** Opens the usage panel on the conversation shown, its figures fetched afresh. */
+async function showUsage(): Promise<void> {
+  const id = current;
+  if (!id) return;
+  ui.usageBody.replaceChildren("Loading…");
+  if (!ui.usage.open) ui.usage.showModal();
+  try {
+    const view = await api.usage(id);
+    if (id === current) ui.usageBody.replaceChildren(...renderUsage(view));
+  } catch (err) {
+    if (!unauthorized) ui.usageBody.replaceChildren(`Could not load the usage: ${describe(err)}`);
+  }
+}
+
 function closeMenu(): void {
   ui.sidebar.classList.remove("open");
   ui.menu.setAttribute("aria-expanded", "false");
@@ -203,6 +221,7 @@ ui.sidebar.addEventListener("keydown", (e) => {
   ui.menu.focus();
 });
 ui.newChat.addEventListener("click", () => void newChat());
+ui.usageOpen.addEventListener("click", () => void showUsage());
 window.addEventListener("hashchange", () => {
   const id = conversationFromHash(location.hash);
   if (id && id !== current) void open(id);

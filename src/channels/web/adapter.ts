@@ -26,12 +26,14 @@ import type {
   Me,
   SendAccepted,
   SendRequest,
+  UsageView,
   WebEvent,
 } from "./protocol.js";
 import { ClientLimits, RateLimit } from "./rate.js";
 import { createWebHandler, type WebApp } from "./routes.js";
 import { StaticAssets } from "./static.js";
 import { AgentFiles, Uploads, type Upload } from "./uploads.js";
+import { usageViewOf } from "./usage.js";
 import { BoundedMap } from "../../util/bounded-map.js";
 
 /** Longest message text accepted from the page. */
@@ -254,6 +256,15 @@ class WebChannel implements Channel, WebApp {
   }
 
   // ---- what the routes ask (routes.ts) ----
+
+  usage(conversationId: string): UsageView {
+    // The page's sender is WEB_SENDER_ID: an owner while channels.web.allowFrom or admins name it.
+    const report = this.gateway.usageReport(
+      { channel: this.name, senderId: WEB_SENDER_ID },
+      sessionKeyOf(conversationId),
+    );
+    return usageViewOf(report);
+  }
 
   me(): Me {
     return {

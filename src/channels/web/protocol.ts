@@ -21,6 +21,9 @@
  *                                            413 (too large, or the unsent uploads' quota) | 429
  *   GET  /api/files/:fileId                  a file the agent sent (Content-Disposition: attachment)
  *   POST /api/questions/:questionId          ChooseRequest → 200 ChooseResult
+ *   GET  /api/usage?conversation=:id         → UsageView (this conversation today and this month;
+ *                                            the whole bot this month when the page's sender is an
+ *                                            owner, as /usage says it)
  *   GET  /api/events?conversation=:id        text/event-stream of WebEvent (one `data:` JSON per
  *                                            event, `event:` = its type); every tab on a
  *                                            conversation gets every event of it
@@ -129,3 +132,31 @@ export type WebEvent =
   | { type: "ping" };
 
 export type WebEventType = WebEvent["type"];
+
+/** One sum of LLM calls as /usage adds them up; `text` is how /usage words it. */
+export interface UsageFigures {
+  calls: number;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+  /** USD of the calls whose model has a price. */
+  costUsd: number;
+  /** Calls whose model has no price (counted in tokens only). */
+  unpricedCalls: number;
+  /** Calls whose counts were estimated. */
+  estimatedCalls: number;
+  /** "3 calls, 1200 tokens in (400 cached), 80 out, $0.0123" */
+  text: string;
+}
+
+export interface UsageGroupFigures extends UsageFigures {
+  /** The kind of work ("chat", "heartbeat", ...) or the model. */
+  key: string;
+}
+
+export interface UsageView {
+  conversation: { today: UsageFigures; month: UsageFigures };
+  /** Only when the page's sender is an owner (channels.web.allowFrom or admins): the whole bot this month. */
+  bot?: { month: UsageFigures; byKind: UsageGroupFigures[]; byModel: UsageGroupFigures[] };
+}

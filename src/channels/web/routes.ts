@@ -34,6 +34,7 @@ import type {
   Me,
   SendAccepted,
   SendRequest,
+  UsageView,
 } from "./protocol.js";
 import type { ClientLimits } from "./rate.js";
 import type { StaticAssets } from "./static.js";
@@ -50,6 +51,8 @@ export interface WebApp {
   sendMessage(conversationId: string, request: SendRequest): Promise<SendAccepted>;
   stopTurn(conversationId: string): void;
   choose(questionId: string, choiceId: string): ChooseResult;
+  /** The usage panel: this conversation's LLM calls, and the whole bot's for an owner. */
+  usage(conversationId: string): UsageView;
 }
 
 export interface RouteDeps {
@@ -158,6 +161,9 @@ async function route(deps: RouteDeps, req: IncomingMessage, res: ServerResponse)
   if (what === "questions" && id !== undefined && parts.length === 2 && method === "POST") {
     const { choiceId } = await readJson(req, ChooseSchema);
     return sendJson(res, 200, app.choose(id, choiceId));
+  }
+  if (what === "usage" && parts.length === 1 && method === "GET") {
+    return sendJson(res, 200, app.usage(conversationId(url.searchParams.get("conversation") ?? "")));
   }
   if (what === "events" && parts.length === 1 && method === "GET") {
     const conversation = conversationId(url.searchParams.get("conversation") ?? "");
