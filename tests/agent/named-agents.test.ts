@@ -9,6 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ApprovalPolicy } from "../../src/approvals/types.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { toolCall, type FakeReply, type RecordedRequest } from "../fakes/openai-server.js";
+import { groupUsage } from "../../src/usage/summary.js";
+import { UsageLedger, usageLedgerPath } from "../../src/usage/ledger.js";
 import { startHarness, type Harness, type HarnessOptions } from "../helpers/agent-harness.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -385,5 +387,89 @@ describe("palaver agents check's report", () => {
       `${dir}/good.md: skills: there is no skill named "nope"`,
     ]);
     expect(agentLines(inputs)).toContain("  tools: read_file, mcp_github_* (MCP tools, if any)");
+  });
+});
+
+describe("usage of named agents", { timeout: 60_000 }, () => {
+  /** The ledger's lines (the harness keeps its state folder in the workspace), as agent, kind and tokens. */
+  const ledger = (harness: Harness) =>
+    new UsageLedger(usageLedgerPath(join(harness.workspace, "state"))).read();
+  const rows = (harness: Harness) =>
+    ledger(harness).map((e) => ({ agent: e.agent, kind: e.kind, promptTokens: e.promptTokens }));
+  const usage = (promptTokens: number) => ({ prompt_tokens: promptTokens, completion_tokens: 1 });
+
+  it("a delegate's calls are counted under kind delegate and the agent's name, the turn's under main", async () => {
+    const harness = await withAgents({ "researcher.md": RESEARCHER });
+    harness.fake!.enqueue(
+      { toolCalls: [toolCall("delegate", { agent: "researcher", task: "Find it" })], usage: usage(100) },
+      { content: "In plan.md.", usage: usage(7) },
+      { content: "It is in plan.md.", usage: usage(200) },
+    );
+    await harness.ask("c1", "where is the plan?");
+    expect(rows(harness)).toEqual([
+      { agent: "main", kind: "chat", promptTokens: 100 },
+      { agent: "researcher", kind: "delegate", promptTokens: 7 },
+      { agent: "main", kind: "chat", promptTokens: 200 },
+    ]);
+    // As `palaver usage --by kind` adds them up: the delegate's tokens on a line of their own.
+    expect(groupUsage(ledger(harness), "kind")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ key: "delegate", promptTokens: 7 }),
+        expect.objectContaining({ key: "chat", promptTokens: 300 }),
+      ]),
+    );
+    expect(groupUsage(ledger(harness), "agent").map((r) => [r.key, r.promptTokens])).toEqual([
+      ["main", 300],
+      ["researcher", 7],
+    ]);
+    expect(ledger(harness).every((e) => e.session === "test:c1")).toBe(true);
+  });
+
+  it("a spawned agent's calls are counted under kind subagent and its name", async () => {
+    const harness = await withAgents({ "researcher.md": RESEARCHER });
+    harness.fake!.setHandler((req): FakeReply => {
+      if (systemOf(req).includes("# Agent: researcher\n"))
+        return { content: "Indexed 3 notes.", usage: usage(7) };
+      if (JSON.stringify(req.body.messages).includes("Indexed 3 notes.")) {
+        return { content: "The researcher indexed 3 notes.", usage: usage(300) };
+      }
+      if (toolResults(req).length) return { content: "Started it.", usage: usage(200) };
+      return {
+        toolCalls: [toolCall("spawn", { task: "Index the notes", agent: "researcher" })],
+        usage: usage(100),
+      };
+    });
+    await harness.ask("c1", "index my notes");
+    await waitFor(() => harness.outbound.filter((m) => m.kind === "final").length === 2);
+    // The agent's calls (a short answer gets one follow-up) are its own; the report's turn is main's.
+    const own = rows(harness).filter((r) => r.promptTokens === 7);
+    expect(own.length).toBeGreaterThan(0);
+    expect(own).toEqual(own.map(() => ({ agent: "researcher", kind: "subagent", promptTokens: 7 })));
+    expect(rows(harness).filter((r) => r.promptTokens !== 7)).toEqual([
+      { agent: "main", kind: "chat", promptTokens: 100 },
+      { agent: "main", kind: "chat", promptTokens: 200 },
+      { agent: "main", kind: "subagent", promptTokens: 300 },
+    ]);
+  });
+
+  it("a conversation bound to an agent is counted under that agent's name, kind chat", async () => {
+    const harness = await withAgents(
+      { "grouper.md": "---\ndescription: The group's agent\n---\nYou speak for the team.\n" },
+      {
+        config: {
+          agents: { bindings: [{ match: { channel: "telegram", chatId: "-100" }, agent: "grouper" }] },
+        },
+      },
+    );
+    harness.fake!.enqueue(
+      { content: "team reply", usage: usage(11) },
+      { content: "dm reply", usage: usage(13) },
+    );
+    await harness.ask("-100", "hello team", { channel: "telegram", isGroup: true });
+    await harness.ask("42", "hello me", { channel: "telegram" });
+    expect(rows(harness)).toEqual([
+      { agent: "grouper", kind: "chat", promptTokens: 11 },
+      { agent: "main", kind: "chat", promptTokens: 13 },
+    ]);
   });
 });
