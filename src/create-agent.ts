@@ -184,7 +184,9 @@ export function createAgent({
   const approval = config.tools.approval;
   // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
   const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
-  const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig);
+  // One owner check for /agent, /usage, /memory undo and the budget's warnings (README, "Who may talk to it").
+  const isOwnerNow = (msg: InboundMessage) => isOwner(msg, currentConfig());
+  const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig, isOwnerNow);
   const recordUsage = (entry: UsageEntry) => {
     budgetWatch.record(entry);
     onUsage?.(entry);
@@ -308,13 +310,7 @@ export function createAgent({
     tools,
     bindings: () => config.agents.bindings,
     allowSwitch: () => config.agents.allowSwitch,
-    // An owner: named in allowFrom or admins of the channel (the wildcard makes nobody one), as for /pairing.
-    isOwner: (msg) =>
-      isSenderAllowed(
-        msg.senderId,
-        msg.senderAliases ?? [],
-        [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*"),
-      ),
+    isOwner: isOwnerNow,
     ...(!defaults.supportsVision && defaults.models.vision
       ? { visionModel: modelName(defaults.models.vision) }
       : {}),
@@ -328,7 +324,7 @@ export function createAgent({
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
-  const recall = createRecall({ config, stateDir, sessions, memory, tools, allowFromOf, adminsOf });
+  const recall = createRecall({ config, stateDir, sessions, memory, tools, isOwner: isOwnerNow });
   const mcp = loadMcp({
     servers: config.tools.mcpServers,
     registry: tools,
@@ -365,7 +361,7 @@ export function createAgent({
     tiers,
     ...(pairing ? { pairing } : {}),
     memoryCommand: recall.command,
-    usage: { ledger: usageLedger, isOwner: (msg) => isOwner(msg, currentConfig()) },
+    usage: { ledger: usageLedger, isOwner: isOwnerNow },
     budgetStop: () => budgetWatch.hardStopReply(),
     statusLines: () => [
       ...llmStatus,
@@ -441,7 +437,9 @@ function usageMeterOptions(
 
 /**
  * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
- * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
+ * channel. People let in by a pairing code may talk to the bot but are not owners (they are in the
+ * gateway's `allowFromOf`, which is why this reads the config and not that), and the wildcard makes
+ * nobody one.
  */
 function isOwner(msg: InboundMessage, config: Pick<Config, "channels">): boolean {
   // The person at the terminal (palaver chat) can read the state folder anyway.
@@ -461,11 +459,12 @@ function createBudgetWatch(
   bus: MessageBus,
   ledger: UsageLedger,
   stateDir: string,
-  currentConfig: () => Pick<Config, "channels" | "budget">,
+  currentConfig: () => Pick<Config, "budget">,
+  isOwnerNow: (msg: InboundMessage) => boolean,
 ): BudgetWatch {
   const ownerChats = new Map<string, { channel: string; chatId: string }>();
   bus.onInbound((msg) => {
-    if (msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()))
+    if (msg.channel !== SYSTEM_CHANNEL && isOwnerNow(msg))
       ownerChats.set(`${msg.channel}\0${msg.chatId}`, { channel: msg.channel, chatId: msg.chatId });
   });
   return new BudgetWatch({

@@ -349,31 +349,64 @@ describe("routing conversations to agents", { timeout: 60_000 }, () => {
     const harness = await withAgents(
       { "grouper.md": GROUPER },
       {
-        config: { agents: { allowSwitch: true } },
-        agent: { allowFromOf: () => ["boss", "guest"], adminsOf: () => [] },
+        config: { agents: { allowSwitch: true }, channels: { telegram: { allowFrom: ["boss", "guest"] } } },
       },
     );
-    const refused = await harness.ask("c1", "/agent grouper", { senderId: "stranger" });
+    const as = (senderId: string) => ({ channel: "telegram", senderId });
+    const refused = await harness.ask("c1", "/agent grouper", as("stranger"));
     expect(refused.content).toBe(
       "Only the owner can switch agents (someone in allowFrom or admins of this channel).",
     );
-    const listed = await harness.ask("c1", "/agent", { senderId: "stranger" });
+    const listed = await harness.ask("c1", "/agent", as("stranger"));
     expect(listed.content).toContain("grouper — The group's agent");
     expect(listed.content).toContain("This conversation's agent: default");
 
-    const switched = await harness.ask("c1", "/agent grouper", { senderId: "boss" });
+    const switched = await harness.ask("c1", "/agent grouper", as("boss"));
     expect(switched.content).toBe("This conversation now talks to grouper.");
     harness.fake!.enqueue({ content: "as grouper" });
-    await harness.ask("c1", "hi", { senderId: "guest" });
+    await harness.ask("c1", "hi", as("guest"));
     expect(systemOf(harness.fake!.requests[0]!)).toContain("You speak for the team.");
     // Kept across restarts: the session file's metadata says so when read afresh.
-    harness.sessions.invalidate("test:c1");
-    expect((await harness.sessions.get("test:c1")).metadata.agent).toBe("grouper");
+    harness.sessions.invalidate("telegram:c1");
+    expect((await harness.sessions.get("telegram:c1")).metadata.agent).toBe("grouper");
+  });
+
+  it("a paired sender (let in, not an owner) cannot switch agents and sees only their conversation's /usage", async () => {
+    const harness = await withAgents(
+      { "grouper.md": GROUPER },
+      {
+        config: { agents: { allowSwitch: true }, channels: { telegram: { allowFrom: ["boss"] } } },
+        // As the gateway passes it: allowFrom and the people approved by a pairing code.
+        agent: { allowFromOf: (channel) => (channel === "telegram" ? ["boss", "paired"] : undefined) },
+      },
+    );
+    const paired = { channel: "telegram", senderId: "paired" };
+    expect((await harness.ask("c1", "/agent grouper", paired)).content).toBe(
+      "Only the owner can switch agents (someone in allowFrom or admins of this channel).",
+    );
+    expect((await harness.ask("c1", "/agent", paired)).content).toContain(
+      "This conversation's agent: default",
+    );
+    harness.fake!.enqueue({ content: "hello", usage: { prompt_tokens: 5, completion_tokens: 1 } });
+    await harness.ask("c2", "hi", { channel: "telegram", senderId: "boss" });
+    const theirs = (await harness.ask("c1", "/usage", paired)).content;
+    expect(theirs).toContain("Usage of this conversation:");
+    expect(theirs).not.toContain("Whole bot");
+    // The owner, in the same chat, sees the whole bot.
+    expect((await harness.ask("c1", "/usage", { channel: "telegram", senderId: "boss" })).content).toContain(
+      "Whole bot this month",
+    );
   });
 
   it("/agent <name> is refused when agents.allowSwitch is off", async () => {
-    const harness = await withAgents({ "grouper.md": GROUPER }, { agent: { allowFromOf: () => ["boss"] } });
-    const reply: OutboundMessage = await harness.ask("c1", "/agent grouper", { senderId: "boss" });
+    const harness = await withAgents(
+      { "grouper.md": GROUPER },
+      { config: { channels: { telegram: { allowFrom: ["boss"] } } } },
+    );
+    const reply: OutboundMessage = await harness.ask("c1", "/agent grouper", {
+      channel: "telegram",
+      senderId: "boss",
+    });
     expect(reply.content).toBe("Switching agents is turned off (agents.allowSwitch in the config).");
   });
 });
