@@ -182,7 +182,8 @@ export class SubagentManager implements SubagentControl {
     if (!release) return;
     let outcome: Outcome;
     try {
-      // A named agent's calls are counted as its own, kind "subagent" (the generic worker's provider says the kind).
+      // A named agent's calls are counted as its own, kind "subagent" (the generic worker's
+      // provider records that kind itself).
       outcome = await (entry.agent
         ? withAgentScope({ agent: entry.agent.name, kind: "subagent", session: entry.sessionKey }, () =>
             this.execute(entry),
