@@ -193,7 +193,9 @@ export function createAgent({
   const approval = config.tools.approval;
   // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
   const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
-  const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig);
+  // One owner check for /agent, /usage, /memory undo and the budget's warnings (README, "Who may talk to it").
+  const isOwnerNow = (msg: UsageAsker) => isOwner(msg, currentConfig());
+  const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig, isOwnerNow);
   const recordUsage = (entry: UsageEntry) => {
     budgetWatch.record(entry);
     onUsage?.(entry);
@@ -317,13 +319,7 @@ export function createAgent({
     tools,
     bindings: () => config.agents.bindings,
     allowSwitch: () => config.agents.allowSwitch,
-    // An owner: named in allowFrom or admins of the channel (the wildcard makes nobody one), as for /pairing.
-    isOwner: (msg) =>
-      isSenderAllowed(
-        msg.senderId,
-        msg.senderAliases ?? [],
-        [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*"),
-      ),
+    isOwner: isOwnerNow,
     ...(!defaults.supportsVision && defaults.models.vision
       ? { visionModel: modelName(defaults.models.vision) }
       : {}),
@@ -337,7 +333,7 @@ export function createAgent({
   // In every mode: asking the user a question needs no approval.
   tools.register(createAskHumanTool(questions, formatWait(questionTimeoutMs)));
   tools.register(createCronTool(cron, (channel, chatId) => checkTarget(config, channel, chatId)));
-  const recall = createRecall({ config, stateDir, sessions, memory, tools, allowFromOf, adminsOf });
+  const recall = createRecall({ config, stateDir, sessions, memory, tools, isOwner: isOwnerNow });
   const mcp = loadMcp({
     servers: config.tools.mcpServers,
     registry: tools,
@@ -350,10 +346,7 @@ export function createAgent({
   // Which endpoint the config routes to and why (said once; an injected test provider has no route to show).
   const choice = describeProviderChoice(config);
   const llmStatus = "error" in choice ? [] : [`LLM: ${formatProviderChoice(choice)}`];
-  const usageOptions: UsageCommandOptions = {
-    ledger: usageLedger,
-    isOwner: (msg) => isOwner(msg, currentConfig()),
-  };
+  const usageOptions: UsageCommandOptions = { ledger: usageLedger, isOwner: isOwnerNow };
   const loop = new AgentLoop({
     bus,
     provider: llm,
@@ -455,7 +448,9 @@ function usageMeterOptions(
 
 /**
  * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
- * channel; people let in by a pairing code are not, and the wildcard makes nobody one.
+ * channel. People let in by a pairing code may talk to the bot but are not owners (they are in the
+ * gateway's `allowFromOf`, which is why this reads the config and not that), and the wildcard makes
+ * nobody one.
  */
 function isOwner(msg: UsageAsker, config: Pick<Config, "channels">): boolean {
   // The person at the terminal (palaver chat) can read the state folder anyway.
@@ -477,10 +472,11 @@ function createBudgetWatch(
   ledger: UsageLedger,
   stateDir: string,
   currentConfig: () => Pick<Config, "channels" | "budget">,
+  isOwnerNow: (msg: UsageAsker) => boolean,
 ): BudgetWatch {
   const notices = new OwnerNotices({
     owners: () => configuredOwners(currentConfig()),
-    isOwner: (msg) => msg.channel !== SYSTEM_CHANNEL && isOwner(msg, currentConfig()),
+    isOwner: (msg) => msg.channel !== SYSTEM_CHANNEL && isOwnerNow(msg),
     matches: (senderId, aliases, ownerId) => isSenderAllowed(senderId, aliases, [ownerId]),
     publish: (msg) => bus.publishOutbound(msg),
     pendingPath: join(stateDir, "usage", "owner-notices.json"),

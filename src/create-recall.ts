@@ -10,7 +10,6 @@ import type { MemoryFiles } from "./agent/memory.js";
 import { createMemoryTools } from "./agent/tools/memory-search.js";
 import type { ToolRegistry } from "./agent/tools/registry.js";
 import type { InboundMessage } from "./bus/types.js";
-import { isSenderAllowed } from "./config/allow-from.js";
 import { memoryIndexPath, memoryVersionsDir } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { embedderFor } from "./llm/embeddings.js";
@@ -36,8 +35,8 @@ export function createRecall(opts: {
   sessions: SessionStore;
   memory: MemoryFiles;
   tools: ToolRegistry;
-  allowFromOf: (channel: string) => readonly string[] | undefined;
-  adminsOf: (channel: string) => readonly string[];
+  /** Who may undo memory changes (create-agent.ts's owner check). */
+  isOwner: (msg: InboundMessage) => boolean;
 }): RecallSetup {
   const { config, stateDir, sessions, memory, tools } = opts;
   const log = logger("memory");
@@ -89,17 +88,7 @@ export function createRecall(opts: {
       memoryCommand(
         { versions, read: () => memory.readMemory(), write: (text) => memory.writeMemory(text) },
         args,
-        isOwner(msg, opts.allowFromOf, opts.adminsOf),
+        opts.isOwner(msg),
       ),
   };
-}
-
-/** An owner, as for /pairing: named in allowFrom or admins of the channel (the wildcard "*" makes nobody one). */
-function isOwner(
-  msg: InboundMessage,
-  allowFromOf: (channel: string) => readonly string[] | undefined,
-  adminsOf: (channel: string) => readonly string[],
-): boolean {
-  const owners = [...(allowFromOf(msg.channel) ?? []), ...adminsOf(msg.channel)].filter((id) => id !== "*");
-  return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
 }

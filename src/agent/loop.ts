@@ -35,7 +35,7 @@ import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext } from "./tools/types.js";
 import { reportedUntrusted } from "./untrusted.js";
 import { LAST_PROMPT_TOKENS } from "./status-text.js";
-import { turnKindOf, withUsageScope } from "../usage/scope.js";
+import { turnKindOf, withAgentScope, withUsageScope } from "../usage/scope.js";
 import { planOf, withPlanReminder } from "./plan.js";
 import { withToolDirectory, type ToolTiers } from "./tool-tiers.js";
 
@@ -344,37 +344,40 @@ export class AgentLoop {
 
     let result;
     try {
-      result = await runTurn({
-        provider: agent?.provider ?? provider,
-        tools: agent?.tools ?? tools,
-        messages: prompt,
-        maxIterations: agent?.maxIterations ?? settings.maxToolIterations,
-        maxContinuations: settings.maxContinuations ?? 0,
-        // Read at each call: a todo_write earlier in the turn is in the next call's reminder.
-        prepare: (messages) => withPlanReminder(messages, planOf(session.metadata).items),
-        ...(tiers
-          ? {
-              definitions: () => tiers.definitions(session.metadata),
-              // A call to a known tool not loaded yet runs, and loads it for the calls after.
-              onCall: (name: string) => {
-                if (tiers.load(session.metadata, [name])) void sessions.saveMetadata(session);
-              },
-            }
-          : {}),
-        toolResultMaxChars: settings.toolResultMaxChars,
-        ctx,
-        onProgress: (text) => this.reply(turn, text, "progress"),
-        onToolHint: (hint) => this.reply(turn, hint, "toolHint"),
-        // Not for background work: a heartbeat's "nothing to report" must not show while it is written.
-        ...(settings.streaming && msg.channel !== SYSTEM_CHANNEL
-          ? { onText: (text: string) => this.reply(turn, text, "delta") }
-          : {}),
-        replay: this.deps.toolJournal?.forTurn(msg),
-        ...(this.deps.approve ? { approve: this.deps.approve } : {}),
-        ...(this.deps.budget ? { budget: this.deps.budget } : {}),
-        // The runtime context and the user's message.
-        turnMessages: 2,
-      });
+      const run = () =>
+        runTurn({
+          provider: agent?.provider ?? provider,
+          tools: agent?.tools ?? tools,
+          messages: prompt,
+          maxIterations: agent?.maxIterations ?? settings.maxToolIterations,
+          maxContinuations: settings.maxContinuations ?? 0,
+          // Read at each call: a todo_write earlier in the turn is in the next call's reminder.
+          prepare: (messages) => withPlanReminder(messages, planOf(session.metadata).items),
+          ...(tiers
+            ? {
+                definitions: () => tiers.definitions(session.metadata),
+                // A call to a known tool not loaded yet runs, and loads it for the calls after.
+                onCall: (name: string) => {
+                  if (tiers.load(session.metadata, [name])) void sessions.saveMetadata(session);
+                },
+              }
+            : {}),
+          toolResultMaxChars: settings.toolResultMaxChars,
+          ctx,
+          onProgress: (text) => this.reply(turn, text, "progress"),
+          onToolHint: (hint) => this.reply(turn, hint, "toolHint"),
+          // Not for background work: a heartbeat's "nothing to report" must not show while it is written.
+          ...(settings.streaming && msg.channel !== SYSTEM_CHANNEL
+            ? { onText: (text: string) => this.reply(turn, text, "delta") }
+            : {}),
+          replay: this.deps.toolJournal?.forTurn(msg),
+          ...(this.deps.approve ? { approve: this.deps.approve } : {}),
+          ...(this.deps.budget ? { budget: this.deps.budget } : {}),
+          // The runtime context and the user's message.
+          turnMessages: 2,
+        });
+      // A conversation bound to a named agent: its calls are counted as that agent's.
+      result = await (agent?.name ? withAgentScope({ agent: agent.name, session: session.key }, run) : run());
     } catch (err) {
       // A stopped or failed turn saves nothing, so the session stays clean.
       if (signal.aborted) {

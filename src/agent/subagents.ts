@@ -19,6 +19,7 @@ import type { SubagentControl } from "./extensions.js";
 import type { PreparedAgent } from "./agents/named-agents.js";
 import type { ContextBudget } from "./budget/budget.js";
 import { runTurn, type ApproveCall } from "./runner.js";
+import { withAgentScope } from "../usage/scope.js";
 import type { ToolRegistry } from "./tools/registry.js";
 import type { ToolContext, UntrustedRead } from "./tools/types.js";
 import { untrustedMetadata } from "./untrusted.js";
@@ -181,7 +182,13 @@ export class SubagentManager implements SubagentControl {
     if (!release) return;
     let outcome: Outcome;
     try {
-      outcome = await this.execute(entry);
+      // A named agent's calls are counted as its own, kind "subagent" (the generic worker's
+      // provider records that kind itself).
+      outcome = await (entry.agent
+        ? withAgentScope({ agent: entry.agent.name, kind: "subagent", session: entry.sessionKey }, () =>
+            this.execute(entry),
+          )
+        : this.execute(entry));
     } finally {
       release();
     }

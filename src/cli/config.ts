@@ -7,6 +7,7 @@ import { maskSecrets } from "../config/secrets.js";
 import { describeProviderChoice, formatProviderChoice } from "../llm/provider-report.js";
 import { resolveProvider } from "../llm/providers.js";
 import { ConfigError } from "../util/errors.js";
+import { agentStatus } from "./agents.js";
 import { addCommonOptions, exitOnConfigError, exitOnRefusedConfig, loadForCli } from "./common.js";
 
 export function registerConfigCommand(program: Command): Command {
@@ -16,10 +17,10 @@ export function registerConfigCommand(program: Command): Command {
     .command("check")
     .description(
       "validate the config the way `palaver gateway` and `palaver chat` do (exit 78 where they would " +
-        "refuse it); print the verdict, the LLM chosen and the warnings",
+        "refuse it); print the verdict, the LLM chosen and the warnings (broken agent files among them)",
     )
     .option("--print", "also print the effective configuration (secrets masked)")
-    .action((opts: { print?: boolean }, cmd: Command) => {
+    .action(async (opts: { print?: boolean }, cmd: Command) => {
       // An invalid config never returns from loadForCli: it prints every problem and exits 78, as
       // it does for every command.
       const loaded = loadForCli(cmd, { logWarnings: false });
@@ -41,7 +42,10 @@ export function registerConfigCommand(program: Command): Command {
         exitOnConfigError(new ConfigError(`invalid configuration in ${loaded.path}`, problems), loaded.path);
       }
       const llm = describeProviderChoice(loaded.config);
-      const warnings = [...loaded.warnings, ...llm.warnings];
+      // A broken agent file is left out and the other agents still load, so it warns rather than
+      // refuses: the same problems `palaver agents check` lists (path:line, or the config path).
+      const agents = await agentStatus(loaded);
+      const warnings = [...loaded.warnings, ...llm.warnings, ...agents.problems];
       const out = [
         warnings.length > 0 ? "Configuration is valid, with warnings (below)." : "Configuration is valid.",
         loaded.exists

@@ -1,5 +1,5 @@
 /**
- * `palaver usage [--by chat|model|kind|day] [--since 2026-11-01] [--json]`: what the LLM calls
+ * `palaver usage [--by chat|model|kind|agent|day] [--since 2026-11-01] [--json]`: what the LLM calls
  * cost, from the usage ledger in the state folder. Reads only; works while the gateway runs.
  */
 import type { Command } from "commander";
@@ -26,7 +26,7 @@ interface UsageOptions {
 export function registerUsageCommand(program: Command): void {
   const usage = program
     .command("usage")
-    .description("tokens and cost of the LLM calls, by chat, model, kind of work or day")
+    .description("tokens and cost of the LLM calls, by chat, model, kind of work, agent or day")
     .option("--by <grouping>", `group by ${USAGE_GROUPINGS.join(", ")}`, "kind")
     .option("--since <date>", "only calls on or after this day (YYYY-MM-DD, local time)")
     .option("--json", "print the groups and the total as JSON")

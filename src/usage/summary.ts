@@ -1,11 +1,11 @@
 /**
- * Usage added up: per conversation, model, kind or day, since a date; and how a sum reads.
+ * Usage added up: per conversation, model, kind, agent or day, since a date; and how a sum reads.
  * Pure, shared by `/usage`, `palaver usage` and the web chat's panel.
  */
 import type { UsageEntry } from "./record.js";
 
-export type UsageGrouping = "chat" | "model" | "kind" | "day";
-export const USAGE_GROUPINGS: readonly UsageGrouping[] = ["chat", "model", "kind", "day"];
+export type UsageGrouping = "chat" | "model" | "kind" | "agent" | "day";
+export const USAGE_GROUPINGS: readonly UsageGrouping[] = ["chat", "model", "kind", "agent", "day"];
 
 export interface UsageSum {
   calls: number;
@@ -76,6 +76,8 @@ function keyOf(e: UsageEntry, by: UsageGrouping): string {
       return e.model;
     case "kind":
       return e.kind;
+    case "agent":
+      return e.agent;
     case "day":
       return dayOf(e.time);
   }

@@ -150,6 +150,38 @@ describe("palaver config check", () => {
   });
 });
 
+describe("palaver config check: named agents", () => {
+  it("warns about a broken agent file with its path and line, as `agents check` does; exit 0", async () => {
+    const workspace = join(dir, "ws");
+    await mkdir(join(workspace, "agents"), { recursive: true });
+    const broken = join(workspace, "agents", "broken.md");
+    await writeFile(broken, "---\ndescription: Broken\nmaxIterations: lots\n---\nNever loads.\n");
+    await writeFile(
+      join(workspace, "agents", "good.md"),
+      "---\ndescription: Works\ntools: [read_file]\n---\nYou read files.\n",
+    );
+    await writeConfig({
+      agents: { defaults: { workspace } },
+      providers: { openai: { apiKey: "sk-test-5" } },
+    });
+
+    const run = await cli(["config", "check"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toBe("Configuration is valid, with warnings (below).");
+    const warnings = run.stdout
+      .split("\n")
+      .filter((l) => l.startsWith("  - "))
+      .map((l) => l.slice(4));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.startsWith(`${broken}:3: maxIterations: `)).toBe(true);
+    // The same line `palaver agents check` prints for it.
+    const check = await cli(["agents", "check"]);
+    expect(check.code).toBe(1);
+    expect(check.stdout.trim()).toBe(warnings[0]);
+  });
+});
+
 describe("palaver config check: the LLM provider", () => {
   it("says which provider, address, model and rule, and warns when the choice looks wrong", async () => {
     await writeConfig({

@@ -46,8 +46,10 @@ afterEach(async () => {
 
 async function start(memory?: Record<string, unknown>): Promise<Harness> {
   h = await startHarness({
-    config: memory ? { memory } : {},
-    agent: { allowFromOf: () => ["user-1"] },
+    // The owner of /memory undo: named in the config's allowFrom (Telegram's, where they ask).
+    config: { ...(memory ? { memory } : {}), channels: { telegram: { allowFrom: ["user-1"] } } },
+    // As the gateway passes it: allowFrom and the people approved by a pairing code (not owners).
+    agent: { allowFromOf: (channel) => (channel === "telegram" ? ["user-1", "paired"] : undefined) },
   });
   h.fake!.setHandler(script);
   return h;
@@ -118,9 +120,16 @@ describe.skipIf(noSqlite)("memory search through the agent", () => {
     expect((await h.ask("c1", "/memory")).content).toMatch(
       /Last changes, newest first:\n- .*1 line added, 1 removed/,
     );
-    expect((await h.ask("c1", "/memory undo", { senderId: "guest" })).content).toMatch(/Only the owner/);
+    const onTelegram = { channel: "telegram" };
+    for (const senderId of ["guest", "paired"]) {
+      expect((await h.ask("c1", "/memory undo", { ...onTelegram, senderId })).content).toMatch(
+        /Only the owner/,
+      );
+    }
     expect(await readFile(memoryFile, "utf8")).toBe(consolidatedMemory);
-    expect((await h.ask("c1", "/memory undo")).content).toMatch(/Memory restored to the version of/);
+    expect((await h.ask("c1", "/memory undo", onTelegram)).content).toMatch(
+      /Memory restored to the version of/,
+    );
     expect(await readFile(memoryFile, "utf8")).toBe("# Drinks\n\n- likes tea\n");
   });
 });

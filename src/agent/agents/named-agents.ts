@@ -8,6 +8,7 @@ import type { Provider } from "../../llm/types.js";
 import { withModel } from "../../llm/with-model.js";
 import { globToRegExp } from "../../util/glob.js";
 import { formatLocalTime } from "../../util/time.js";
+import { withAgentScope } from "../../usage/scope.js";
 import type { ContextBudget } from "../budget/budget.js";
 import { runTurn, type ApproveCall } from "../runner.js";
 import type { SkillsLoader } from "../skills.js";
@@ -117,19 +118,22 @@ export class NamedAgents {
       turn: { sentToOriginChat: false, untrusted: [...reads] },
     };
     try {
-      const result = await runTurn({
-        provider: agent.provider,
-        tools: agent.tools,
-        messages: [
-          { role: "system", content: this.delegatePrompt(agent) },
-          { role: "user", content: task },
-        ],
-        maxIterations: agent.maxIterations,
-        toolResultMaxChars: this.opts.toolResultMaxChars,
-        ctx,
-        ...(this.opts.approve ? { approve: this.opts.approve } : {}),
-        ...(this.opts.budget ? { budget: this.opts.budget } : {}),
-      });
+      // Its LLM calls are counted as this agent's, kind "delegate", in the caller's conversation.
+      const result = await withAgentScope({ agent: name, kind: "delegate", session: parent.sessionKey }, () =>
+        runTurn({
+          provider: agent.provider,
+          tools: agent.tools,
+          messages: [
+            { role: "system", content: this.delegatePrompt(agent) },
+            { role: "user", content: task },
+          ],
+          maxIterations: agent.maxIterations,
+          toolResultMaxChars: this.opts.toolResultMaxChars,
+          ctx,
+          ...(this.opts.approve ? { approve: this.opts.approve } : {}),
+          ...(this.opts.budget ? { budget: this.opts.budget } : {}),
+        }),
+      );
       return result.content?.trim() || `${name} finished without an answer.`;
     } finally {
       // What the delegate read marks the calling turn too: its answer may repeat it.

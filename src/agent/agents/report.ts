@@ -9,15 +9,19 @@ import { formatProblem } from "./definition.js";
 import type { AgentCatalog } from "./directory.js";
 import type { AgentBinding } from "./routing.js";
 
-export interface ReportInputs {
+/** What the problems are found in. */
+export interface ProblemInputs {
   catalog: AgentCatalog;
   bindings: readonly AgentBinding[];
+  /** Installed skills. */
+  skills: readonly string[];
+}
+
+export interface ReportInputs extends ProblemInputs {
   /** Built-in tool names an agent without `tools` gets (the subagent set). */
   workerTools: readonly string[];
   /** Every built-in tool name (MCP tools are not known offline). */
   allTools: readonly string[];
-  /** Installed skills. */
-  skills: readonly string[];
 }
 
 /** The built-in tools `def` may use, and its patterns that match none (MCP globs, typically). */
@@ -51,7 +55,7 @@ export function agentLines(inputs: ReportInputs): string[] {
 }
 
 /** Every problem, one line each (`path:line: what`, or the config path). */
-export function agentProblems(inputs: ReportInputs): string[] {
+export function agentProblems(inputs: ProblemInputs): string[] {
   const { agents, problems } = inputs.catalog;
   const out = problems.map(formatProblem);
   inputs.bindings.forEach((b, i) => {
