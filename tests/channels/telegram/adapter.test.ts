@@ -532,7 +532,7 @@ describe("sending", () => {
       Array.from({ length: n }, (_, i) => `${tag}${i} ${"x".repeat(3500)}`).join("\n\n");
     await channel.send({ channel: "telegram", chatId: "42", content: parts("p", 3) });
     await channel.send({ channel: "telegram", chatId: "-100", content: parts("g", 5) });
-    expect(fake.sent.map((m) => `${String(m.chatId)} ${m.text.split(" ")[0]}`)).toEqual([
+    expect(fake.sent.map((m) => `${String(m.chatId)} ${(m.text ?? "").split(" ")[0]}`)).toEqual([
       "42 p0",
       "42 p1",
       "42 p2",
