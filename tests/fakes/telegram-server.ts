@@ -909,7 +909,7 @@ function parseField(value: string): unknown {
  */
 function placeOf(call: RecordedCall): string {
   const p = call.params;
-  const chat = String(p.chat_id ?? "");
+  const chat = typeof p.chat_id === "number" || typeof p.chat_id === "string" ? String(p.chat_id) : "";
   if (SEND_METHODS.has(call.method)) return `send:${chat}`;
   if (call.method === "editMessageText") return `m:${chat}:${String(p.message_id)}`;
   if (call.method === "sendMessageDraft") return `d:${chat}:${String(p.draft_id)}`;

@@ -94,8 +94,8 @@ describe("Slack HTTP mode: acknowledgements", () => {
       const deliveries = await slack.sendEventOverHttp(target, dmEvent("take your time"));
       await waitFor(() => llm.requests.length === 1, MIN_WAIT_MS, "the turn to reach the model");
       // One delivery, answered 200 in time: no 200 within 3 s, and the fake (as Slack) sends it again.
-      expect(deliveries).toEqual([
-        { eventId: expect.any(String), attempt: 0, status: 200, ackMs: expect.any(Number) },
+      expect(deliveries.map((d) => [d.attempt, d.retryReason, d.status, typeof d.ackMs])).toEqual([
+        [0, undefined, 200, "number"],
       ]);
     } finally {
       release();
