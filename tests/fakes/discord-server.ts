@@ -673,6 +673,11 @@ export class FakeDiscord {
     return { id, token };
   }
 
+  /** The Retry-After of every 429 so far has passed (time went by while the app was down, say). */
+  endRateLimits(): void {
+    this.limitedUntil.clear();
+  }
+
   /** The next `count` requests matching get 429 with retry_after (seconds). */
   rateLimitNext(opts: {
     method?: string;

@@ -334,6 +334,11 @@ export class FakeSlack {
     return sections.length ? sections.join("\n") : (message?.text ?? "");
   }
 
+  /** The Retry-After of every 429 so far has passed (time went by while the app was down, say). */
+  endRateLimits(): void {
+    this.limitedUntil.clear();
+  }
+
   /** The next `times` calls of `method` get HTTP 429 with this Retry-After (seconds). */
   rateLimit(method: string, retryAfterSeconds: number, times = 1): void {
     this.rateLimits.set(method, { retryAfter: String(retryAfterSeconds), times });
