@@ -51,7 +51,8 @@
  *
  * Rate limits: after a 429 (rateLimitNext, editMinIntervalMs) the same route (method and path; every
  * route for a global one) answers 429 again to any request sent before retry_after has passed, and
- * counts it in `earlyRetries`, as Discord does (and bans a client that keeps doing it).
+ * counts it in `earlyRetries`, as Discord does (and bans a client that keeps doing it);
+ * endRateLimits() lets every retry_after pass at once (the app was down meanwhile).
  * botMessages() and buttonsOf() show what the chat shows now (after edits); `shown` is every
  * text a bot message showed in a channel, in order (each post and each accepted edit);
  * botMessage() posts as the bot outside the adapter (an older version's

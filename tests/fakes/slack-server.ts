@@ -37,7 +37,8 @@
  *
  * Rate limits: after a 429 (rateLimit, minUpdateIntervalMs) a call of the same
  * method (for chat.update: of the same message) sent before its Retry-After
- * has passed is answered 429 again and recorded in `earlyRetries`.
+ * has passed is answered 429 again and recorded in `earlyRetries`;
+ * endRateLimits() lets every Retry-After pass at once (the app was down meanwhile).
  */
 import { randomUUID } from "node:crypto";
 import { createHmac } from "node:crypto";
