@@ -23,7 +23,7 @@
  *
  * Events pushed while no socket is connected are queued and delivered on the
  * next connection, and events a closed socket never acknowledged are sent
- * again (retry_attempt + 1), as Slack does. An envelope not acknowledged
+ * again (retry_attempt + 1), as Slack does. An event's envelope not acknowledged
  * within `ackWindowMs` (3 s, Slack's limit) is sent again too, with
  * retry_reason "timeout", at most `maxRetries` (3) times; `ackTimes` records
  * how long each acknowledgement took.
@@ -632,7 +632,8 @@ export class FakeSlack {
   private resendUnacked(pending: Pending): void {
     const { envelope } = pending;
     if (!this.inFlight.has(envelope.envelope_id) || !this.connected) return;
-    if ((envelope.retry_attempt ?? 0) >= this.maxRetries) return;
+    // Slack retries events only: a slash command or a press without an ack fails in front of the user.
+    if (envelope.type !== "events_api" || (envelope.retry_attempt ?? 0) >= this.maxRetries) return;
     envelope.retry_attempt = (envelope.retry_attempt ?? 0) + 1;
     envelope.retry_reason = "timeout";
     this.socketRetries++;
