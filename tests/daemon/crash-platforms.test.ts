@@ -142,6 +142,8 @@ describe("exactly once across a SIGKILL: Slack (Socket Mode)", { timeout: 180_00
     expect(postsOf("re: ping")).toHaveLength(1); // the refused attempt, recorded by the fake
     expect(llm.requests).toHaveLength(1);
 
+    // The 120 s pass while the gateway is down (Slack would refuse a send before then).
+    slack.endRateLimits();
     await start(); // the rate limit was used up: the outbox replays
     await push(dmEvent("marker"));
     await waitUntilPosted("re: marker");
@@ -209,6 +211,8 @@ describe("exactly once across a SIGKILL: Discord", { timeout: 180_000 }, () => {
     expect(sentOf("re: ping")).toEqual([]);
     expect(llm.requests).toHaveLength(1);
 
+    // The 120 s pass while the gateway is down (Discord would refuse a send before then).
+    discord.endRateLimits();
     await start();
     await waitUntilSent("re: ping");
     discord.userMessage({ channelId: dmId, author: alice, content: "marker" });

@@ -41,6 +41,18 @@
  * pressButton() is a person clicking a button under a message: INTERACTION_CREATE
  * type 3 (MESSAGE_COMPONENT); what the bot answers is in callbacksOf(id)
  * (type 4 with flags 64 is the ephemeral notice only the presser sees).
+ *
+ * Deadlines, as Discord keeps them: an interaction's callback later than `interactionCallbackMs`
+ * (3 s) after the interaction was created is a 404 code 10062 "Unknown interaction"; a follow-up or
+ * an edit of the original response later than `interactionTokenMs` (15 minutes) after it is a 401
+ * code 50027 "Invalid Webhook Token". The interaction token's clock is the fake's `now()`, which
+ * advanceClock(ms) moves on (the 15 minutes are not waited for); `callbackDelays` records how long
+ * after its creation each callback came.
+ *
+ * Rate limits: after a 429 (rateLimitNext, editMinIntervalMs) the same route (method and path; every
+ * route for a global one) answers 429 again to any request sent before retry_after has passed, and
+ * counts it in `earlyRetries`, as Discord does (and bans a client that keeps doing it);
+ * endRateLimits() lets every retry_after pass at once (the app was down meanwhile).
  * botMessages() and buttonsOf() show what the chat shows now (after edits); `shown` is every
  * text a bot message showed in a channel, in order (each post and each accepted edit);
  * botMessage() posts as the bot outside the adapter (an older version's
@@ -214,6 +226,8 @@ interface FakeInteraction {
   guildId?: string;
   callbacks: unknown[];
   original?: FakeMessage;
+  /** When it was created, by the fake's now(). */
+  createdAt: number;
 }
 
 /** Flag of a message recorded with a Discord client's voice-message button. */
@@ -238,6 +252,8 @@ interface RateLimitRule {
 
 const DISCORD_EPOCH = 1420070400000n;
 const MAX_LOG = 5000;
+/** A retry this close to the end of retry_after is in time: timers and Date.now() round to the ms. */
+const CLOCK_GRAIN_MS = 2;
 
 export class FakeDiscord {
   readonly token: string;
@@ -256,6 +272,14 @@ export class FakeDiscord {
   readonly bot: FakeUser;
   readonly applicationId: string;
   heartbeats = 0;
+  /** An interaction callback later than this after the interaction was created: 404 code 10062. */
+  interactionCallbackMs = 3000;
+  /** Follow-ups and edits of the original response later than this after the interaction: 50027. */
+  interactionTokenMs = 15 * 60_000;
+  /** How long after its interaction was created each callback came (ms, the fake's clock). */
+  readonly callbackDelays: number[] = [];
+  /** Requests sent to a route before the retry_after of its last 429 had passed (each answered 429 again). */
+  readonly earlyRetries: RecordedRequest[] = [];
   identifies = 0;
   resumes = 0;
   /** The close code to answer the next IDENTIFY with (e.g. 4004), then cleared. */
@@ -277,6 +301,10 @@ export class FakeDiscord {
   private readonly failures: FailureRule[] = [];
   /** When each message last changed (posted or edited), for editMinIntervalMs. */
   private readonly changedAt = new Map<string, number>();
+  /** Route ("METHOD /path", or "global") → when its last 429's retry_after ends (Date.now() ms). */
+  private readonly limitedUntil = new Map<string, number>();
+  /** advanceClock's offset of the interaction clock from the real one. */
+  private clockOffsetMs = 0;
   private readonly sockets = new Set<Socket>();
   private session: Session | null = null;
   private snowflake: bigint;
@@ -327,6 +355,16 @@ export class FakeDiscord {
 
   get gatewayUrl(): string {
     return `${this.baseUrl.replace(/^http/, "ws")}/gateway`;
+  }
+
+  /** The clock interaction deadlines are kept by: the real one, moved on by advanceClock. */
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
+  /** Moves the interaction clock on by `ms` (15 minutes pass without being waited for). */
+  advanceClock(ms: number): void {
+    this.clockOffsetMs += ms;
   }
 
   /** Requests by method and a path pattern. */
@@ -609,6 +647,7 @@ export class FakeDiscord {
       channelId: channel.id,
       ...(channel.guild_id ? { guildId: channel.guild_id } : {}),
       callbacks: [],
+      createdAt: this.now(),
     });
     const inGuild = channel.guild_id !== undefined;
     this.dispatch("INTERACTION_CREATE", {
@@ -633,6 +672,11 @@ export class FakeDiscord {
       context: inGuild ? 0 : 1,
     });
     return { id, token };
+  }
+
+  /** The Retry-After of every 429 so far has passed (time went by while the app was down, say). */
+  endRateLimits(): void {
+    this.limitedUntil.clear();
   }
 
   /** The next `count` requests matching get 429 with retry_after (seconds). */
@@ -839,6 +883,11 @@ export class FakeDiscord {
     if (!tokenless && headers.authorization !== `Bot ${this.token}`) {
       return this.reply(res, record, 401, { message: "401: Unauthorized", code: 0 });
     }
+    const early = this.earlyRetryWait(method, path);
+    if (early > 0) {
+      this.earlyRetries.push(record);
+      return this.rateLimited(res, record, early, false);
+    }
     const limited = this.rateLimitFor(method, path);
     if (limited) return this.rateLimited(res, record, limited.retryAfter, limited.global);
     const failure = this.failureFor(method, path);
@@ -949,6 +998,11 @@ export class FakeDiscord {
       const interaction = this.interactions.get(m[1]!);
       if (!interaction || interaction.token !== m[2])
         return this.reply(res, record, 404, { message: "Unknown interaction", code: 10062 });
+      const delay = this.now() - interaction.createdAt;
+      this.callbackDelays.push(delay);
+      // Too late: Discord has shown the user "This interaction failed" and forgotten it.
+      if (delay > this.interactionCallbackMs)
+        return this.reply(res, record, 404, { message: "Unknown interaction", code: 10062 });
       if (interaction.callbacks.length > 0)
         return this.reply(res, record, 400, {
           message: "Interaction has already been acknowledged.",
@@ -972,6 +1026,8 @@ export class FakeDiscord {
       const interaction = this.interactionByToken(m[2]!);
       if (!interaction || interaction.callbacks.length === 0)
         return this.reply(res, record, 404, { message: "Unknown Webhook", code: 10015 });
+      if (this.tokenExpired(interaction))
+        return this.reply(res, record, 401, { message: "Invalid Webhook Token", code: 50027 });
       const invalid = invalidMessageBody(body, record.files.length);
       if (invalid) return this.reply(res, record, 400, invalid);
       const channel = this.channels.get(interaction.channelId)!;
@@ -988,6 +1044,8 @@ export class FakeDiscord {
       const interaction = this.interactionByToken(m[2]!);
       if (!interaction || interaction.callbacks.length === 0)
         return this.reply(res, record, 404, { message: "Unknown Webhook", code: 10015 });
+      if (this.tokenExpired(interaction))
+        return this.reply(res, record, 401, { message: "Invalid Webhook Token", code: 50027 });
       const invalid = invalidMessageBody(body, record.files.length);
       if (invalid) return this.reply(res, record, 400, invalid);
       const channel = this.channels.get(interaction.channelId)!;
@@ -1010,6 +1068,9 @@ export class FakeDiscord {
     global: boolean,
   ): void {
     record.status = 429;
+    const until = Date.now() + retryAfter * 1000;
+    const route = global ? "global" : `${record.method} ${record.path}`;
+    this.limitedUntil.set(route, Math.max(until, this.limitedUntil.get(route) ?? 0));
     const body = JSON.stringify({ message: "You are being rate limited.", retry_after: retryAfter, global });
     res.writeHead(429, {
       "content-type": "application/json",
@@ -1044,6 +1105,21 @@ export class FakeDiscord {
       edit,
       at,
     });
+  }
+
+  /** Seconds still left of the last 429's retry_after on this route (or a global one); 0 when none. */
+  private earlyRetryWait(method: string, path: string): number {
+    const until = Math.max(
+      this.limitedUntil.get(`${method} ${path}`) ?? 0,
+      this.limitedUntil.get("global") ?? 0,
+    );
+    const leftMs = until - Date.now() - CLOCK_GRAIN_MS;
+    return leftMs > 0 ? Math.ceil(leftMs) / 1000 : 0;
+  }
+
+  /** An interaction token lives 15 minutes (interactionTokenMs) after its interaction. */
+  private tokenExpired(interaction: FakeInteraction): boolean {
+    return this.now() - interaction.createdAt > this.interactionTokenMs;
   }
 
   private rateLimitFor(method: string, path: string): RateLimitRule | null {

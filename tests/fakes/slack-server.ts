@@ -23,7 +23,22 @@
  *
  * Events pushed while no socket is connected are queued and delivered on the
  * next connection, and events a closed socket never acknowledged are sent
- * again (retry_attempt + 1), as Slack does.
+ * again (retry_attempt + 1), as Slack does. An event's envelope not acknowledged
+ * within `ackWindowMs` (3 s, Slack's limit) is sent again too, with
+ * retry_reason "timeout", at most `maxRetries` (3) times; `ackTimes` records
+ * how long each acknowledgement took.
+ *
+ * The Events API over HTTP: sendEventOverHttp(target, event) posts a signed
+ * event_callback to the app's request URL, as Slack does, and sends it again
+ * with `X-Slack-Retry-Num` / `X-Slack-Retry-Reason` (http_timeout, http_error)
+ * when no HTTP 200 came within `ackWindowMs`, at most `maxRetries` times, after
+ * `httpRetryDelaysMs`; `httpDeliveries` records every attempt. `loseAcks`
+ * lets the next acknowledgements (either kind) get lost on the way.
+ *
+ * Rate limits: after a 429 (rateLimit, minUpdateIntervalMs) a call of the same
+ * method (for chat.update: of the same message) sent before its Retry-After
+ * has passed is answered 429 again and recorded in `earlyRetries`;
+ * endRateLimits() lets every Retry-After pass at once (the app was down meanwhile).
  */
 import { randomUUID } from "node:crypto";
 import { createHmac } from "node:crypto";
@@ -116,6 +131,27 @@ interface Pending {
   resolve: (ack: Ack) => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
+  /** Sends it again when no ack came within ackWindowMs of the last delivery. */
+  retryTimer?: NodeJS.Timeout;
+  deliveredAt?: number;
+}
+
+/** One HTTP delivery of an event to the app's request URL. */
+export interface HttpDelivery {
+  eventId: string;
+  /** 0 for the first, then X-Slack-Retry-Num. */
+  attempt: number;
+  retryReason?: string;
+  /** The app's answer (none when it came too late or not at all). */
+  status?: number;
+  /** How long the answer took, when one came within ackWindowMs. */
+  ackMs?: number;
+}
+
+/** Where Slack posts events in HTTP mode: the app's request URL and its signing secret. */
+export interface HttpTarget {
+  url: string;
+  signingSecret: string;
 }
 
 export interface FakeSlackOptions {
@@ -124,6 +160,9 @@ export interface FakeSlackOptions {
   /** How long pushEvent waits for an ack (default MIN_WAIT_MS: it only ends a hung test). */
   ackTimeoutMs?: number;
 }
+
+/** Slack's time for an acknowledgement (HTTP 200, or a Socket Mode envelope's ack). */
+export const SLACK_ACK_WINDOW_MS = 3000;
 
 export class FakeSlack {
   readonly calls: SlackCall[] = [];
@@ -150,6 +189,25 @@ export class FakeSlack {
   updatesLimited = 0;
   /** How many Socket Mode connections said hello so far. */
   connections = 0;
+  /** An acknowledgement later than this is none: the event is sent again (Slack: 3 s). */
+  ackWindowMs = SLACK_ACK_WINDOW_MS;
+  /** How many times an unacknowledged event is sent again (Slack: 3). */
+  maxRetries = 3;
+  /** HTTP mode: the wait before each retry (Slack: nearly at once, then 1 minute, then 5). */
+  httpRetryDelaysMs = [0, 60_000, 300_000];
+  /**
+   * The app's next acknowledgements (HTTP answers, Socket Mode acks) are lost on the way: Slack saw
+   * none within ackWindowMs and sends the event again.
+   */
+  loseAcks = 0;
+  /** Every HTTP delivery of an event, retries included. */
+  readonly httpDeliveries: HttpDelivery[] = [];
+  /** Socket Mode: how long each acknowledgement took after its (last) delivery, by envelope. */
+  readonly ackTimes: { envelopeId: string; ms: number }[] = [];
+  /** Envelopes sent again because no ack came within ackWindowMs. */
+  socketRetries = 0;
+  /** Web API calls sent before the Retry-After of the 429 that limited them had passed. */
+  readonly earlyRetries: SlackCall[] = [];
   /** Web API calls are answered after this long (a slow Slack), so calls made together overlap. */
   apiLatencyMs = 0;
   /** The most Web API calls that were being answered at once. */
@@ -178,6 +236,8 @@ export class FakeSlack {
   private apiCallsNow = 0;
   /** `channel:ts` → when that message was last posted or updated (for minUpdateIntervalMs). */
   private readonly lastWrite = new Map<string, number>();
+  /** Method (chat.update: per message) → when the Retry-After of its last 429 ends (Date.now() ms). */
+  private readonly limitedUntil = new Map<string, number>();
   private readonly waiters = new Set<() => void>();
   private current: WebSocket | undefined;
   private nextTs = 1_700_000_000;
@@ -275,6 +335,11 @@ export class FakeSlack {
     return sections.length ? sections.join("\n") : (message?.text ?? "");
   }
 
+  /** The Retry-After of every 429 so far has passed (time went by while the app was down, say). */
+  endRateLimits(): void {
+    this.limitedUntil.clear();
+  }
+
   /** The next `times` calls of `method` get HTTP 429 with this Retry-After (seconds). */
   rateLimit(method: string, retryAfterSeconds: number, times = 1): void {
     this.rateLimits.set(method, { retryAfter: String(retryAfterSeconds), times });
@@ -335,25 +400,78 @@ export class FakeSlack {
       accepts_response_payload: false,
       retry_attempt: 0,
       retry_reason: "",
-      payload: {
-        token: "verification-token",
-        team_id: TEAM_ID,
-        api_app_id: "A1",
-        event: { event_ts: event.ts, ...event },
-        type: "event_callback",
-        event_id: `Ev${this.nextId++}`,
-        event_time: Math.floor(Date.now() / 1000),
-        authorizations: [
-          {
-            enterprise_id: null,
-            team_id: TEAM_ID,
-            user_id: BOT_USER_ID,
-            is_bot: true,
-            is_enterprise_install: false,
-          },
-        ],
-      },
+      payload: this.eventCallback(event),
     });
+  }
+
+  /**
+   * Posts an Events API event to the app's request URL, signed, as Slack does in HTTP mode; sends it
+   * again (X-Slack-Retry-Num, X-Slack-Retry-Reason) while no HTTP 200 comes within ackWindowMs, at
+   * most maxRetries times. Resolves with this event's deliveries once one was acknowledged or the
+   * retries ran out.
+   */
+  async sendEventOverHttp(target: HttpTarget, event: Record<string, unknown>): Promise<HttpDelivery[]> {
+    const payload = this.eventCallback(event);
+    const eventId = String(payload.event_id);
+    const body = JSON.stringify(payload);
+    const mine: HttpDelivery[] = [];
+    let reason: string | undefined;
+    for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
+      if (attempt > 0) await sleep(this.httpRetryDelaysMs[attempt - 1] ?? 0);
+      const delivery: HttpDelivery = { eventId, attempt, ...(reason ? { retryReason: reason } : {}) };
+      mine.push(delivery);
+      this.httpDeliveries.push(delivery);
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        ...signSlackRequest(target.signingSecret, body),
+        ...(reason ? { "x-slack-retry-num": String(attempt), "x-slack-retry-reason": reason } : {}),
+      };
+      const started = Date.now();
+      try {
+        const res = await fetch(target.url, {
+          method: "POST",
+          body,
+          headers,
+          signal: AbortSignal.timeout(this.ackWindowMs),
+        });
+        await res.arrayBuffer();
+        const lost = this.loseAcks > 0;
+        if (lost) this.loseAcks--;
+        if (!lost) {
+          delivery.status = res.status;
+          delivery.ackMs = Date.now() - started;
+        }
+        reason = lost ? "http_timeout" : res.status === 200 ? undefined : "http_error";
+      } catch (err) {
+        reason = err instanceof Error && err.name === "TimeoutError" ? "http_timeout" : "connection_failed";
+      } finally {
+        this.notify();
+      }
+      if (!reason) break;
+    }
+    return mine;
+  }
+
+  /** The event_callback payload Slack wraps an event in (Socket Mode and HTTP alike). */
+  private eventCallback(event: Record<string, unknown>): Record<string, unknown> {
+    return {
+      token: "verification-token",
+      team_id: TEAM_ID,
+      api_app_id: "A1",
+      event: { event_ts: event.ts, ...event },
+      type: "event_callback",
+      event_id: `Ev${this.nextId++}`,
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [
+        {
+          enterprise_id: null,
+          team_id: TEAM_ID,
+          user_id: BOT_USER_ID,
+          is_bot: true,
+          is_enterprise_install: false,
+        },
+      ],
+    };
   }
 
   /** Pushes a slash command invocation (`/palaver stop` → { text: "stop" }). */
@@ -488,6 +606,7 @@ export class FakeSlack {
   private push(envelope: Envelope): Promise<Ack> {
     return new Promise<Ack>((resolve, reject) => {
       const timer = setTimeout(() => {
+        clearTimeout(pending.retryTimer);
         this.inFlight.delete(envelope.envelope_id);
         const i = this.queue.findIndex((p) => p.envelope === envelope);
         if (i >= 0) this.queue.splice(i, 1);
@@ -503,7 +622,22 @@ export class FakeSlack {
 
   private deliver(pending: Pending): void {
     this.inFlight.set(pending.envelope.envelope_id, pending);
+    pending.deliveredAt = Date.now();
     this.current?.send(JSON.stringify(pending.envelope));
+    clearTimeout(pending.retryTimer);
+    pending.retryTimer = setTimeout(() => this.resendUnacked(pending), this.ackWindowMs);
+  }
+
+  /** No ack within the window: Slack sends the envelope again, up to maxRetries times. */
+  private resendUnacked(pending: Pending): void {
+    const { envelope } = pending;
+    if (!this.inFlight.has(envelope.envelope_id) || !this.connected) return;
+    // Slack retries events only: a slash command or a press without an ack fails in front of the user.
+    if (envelope.type !== "events_api" || (envelope.retry_attempt ?? 0) >= this.maxRetries) return;
+    envelope.retry_attempt = (envelope.retry_attempt ?? 0) + 1;
+    envelope.retry_reason = "timeout";
+    this.socketRetries++;
+    this.deliver(pending);
   }
 
   private upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
@@ -526,17 +660,24 @@ export class FakeSlack {
         return;
       }
       if (typeof msg.envelope_id !== "string") return;
-      this.acks.push(msg);
       const pending = this.inFlight.get(msg.envelope_id);
+      if (pending && this.loseAcks > 0) {
+        this.loseAcks--;
+        return;
+      }
+      this.acks.push(msg);
       if (!pending) return;
       this.inFlight.delete(msg.envelope_id);
       clearTimeout(pending.timer);
+      clearTimeout(pending.retryTimer);
+      this.ackTimes.push({ envelopeId: msg.envelope_id, ms: Date.now() - (pending.deliveredAt ?? 0) });
       pending.resolve(msg);
     });
     ws.on("close", () => {
       if (this.current === ws) this.current = undefined;
       // Slack sends what was never acknowledged again, on the next connection.
       for (const pending of this.inFlight.values()) {
+        clearTimeout(pending.retryTimer);
         pending.envelope.retry_attempt = (pending.envelope.retry_attempt ?? 0) + 1;
         pending.envelope.retry_reason = "timeout";
         this.queue.push(pending);
@@ -585,20 +726,20 @@ export class FakeSlack {
           : undefined;
       this.calls.push({ method, token, params, at: Date.now() });
       this.notify();
+      const early = this.earlyRetryWait(method, params);
+      if (early > 0) {
+        this.earlyRetries.push(this.calls[this.calls.length - 1]!);
+        return this.rateLimited(res, method, params, Math.ceil(early / 1000));
+      }
       const limited = this.rateLimits.get(method);
       if (limited && limited.times > 0) {
         limited.times--;
-        res.writeHead(429, { "retry-after": limited.retryAfter, "content-type": "application/json" });
-        res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
-        return;
+        return this.rateLimited(res, method, params, Number(limited.retryAfter));
       }
       const wait = method === "chat.update" ? this.updateWait(params) : 0;
       if (wait > 0) {
         this.updatesLimited++;
-        const seconds = String(Math.ceil(wait / 1000));
-        res.writeHead(429, { "retry-after": seconds, "content-type": "application/json" });
-        res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
-        return;
+        return this.rateLimited(res, method, params, Math.ceil(wait / 1000));
       }
       const result = this.api(method, token, params);
       res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
@@ -606,6 +747,26 @@ export class FakeSlack {
       return;
     }
     res.writeHead(404).end();
+  }
+
+  /** HTTP 429 with Retry-After (whole seconds, as Slack sends them); calls there sooner are early. */
+  private rateLimited(
+    res: ServerResponse,
+    method: string,
+    params: Record<string, unknown>,
+    retryAfterSeconds: number,
+  ): void {
+    const place = limitPlace(method, params);
+    const until = Date.now() + retryAfterSeconds * 1000;
+    this.limitedUntil.set(place, Math.max(until, this.limitedUntil.get(place) ?? 0));
+    res.writeHead(429, { "retry-after": String(retryAfterSeconds), "content-type": "application/json" });
+    res.end(JSON.stringify({ ok: false, error: "ratelimited" }));
+  }
+
+  /** Ms still left of the Retry-After of the last 429 for this call's method (or message); 0: none. */
+  private earlyRetryWait(method: string, params: Record<string, unknown>): number {
+    const left = (this.limitedUntil.get(limitPlace(method, params)) ?? 0) - Date.now() - CLOCK_GRAIN_MS;
+    return Math.max(0, left);
   }
 
   /** How much sooner than minUpdateIntervalMs this chat.update comes (0: in time). */
@@ -876,6 +1037,7 @@ export class FakeSlack {
   async close(): Promise<void> {
     for (const pending of [...this.queue.splice(0), ...this.inFlight.values()]) {
       clearTimeout(pending.timer);
+      clearTimeout(pending.retryTimer);
       pending.reject(new Error("fake Slack closed"));
     }
     this.inFlight.clear();
@@ -884,6 +1046,18 @@ export class FakeSlack {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A retry this close to the end of Retry-After is in time: timers and Date.now() round to the ms. */
+const CLOCK_GRAIN_MS = 2;
+
+/** What one rate limit covers: a Web API method, or for chat.update one message (Slack's edit limit). */
+function limitPlace(method: string, params: Record<string, unknown>): string {
+  return method === "chat.update" ? `${method}:${String(params.channel)}:${String(params.ts)}` : method;
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {

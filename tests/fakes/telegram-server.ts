@@ -32,6 +32,11 @@
  * (`allowedUpdates`; unset or [] means every kind but chat_member and the
  * reactions) and updates of other kinds are discarded, never delivered;
  * userBlocksBot delivers the my_chat_member update of a user blocking the bot.
+ * Rate limits are kept as Telegram keeps them: after any 429 with retry_after, a request to the same
+ * place (sends to that chat, edits of that message, that method otherwise) sent before retry_after
+ * has passed is answered 429 again and recorded in `earlyRetries`. With `sendLimits` set, sends to
+ * one chat are limited per window as Telegram documents (TELEGRAM_SEND_LIMITS: about one message a
+ * second in a private chat, 20 a minute in a group; tests scale the windows down).
  * GET /file/bot<token>/<path> serves files registered with addFile; an
  * OpenAI-style POST /openai/v1/audio/transcriptions answers `transcript`.
  */
@@ -116,6 +121,36 @@ export interface ScriptedError {
 
 type Json = Record<string, unknown>;
 
+/** How many messages one chat takes per window before Telegram answers 429. */
+export interface SendLimits {
+  privateChat: { count: number; windowMs: number };
+  group: { count: number; windowMs: number };
+}
+
+/** Telegram's documented limits (https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this). */
+export const TELEGRAM_SEND_LIMITS: SendLimits = {
+  privateChat: { count: 1, windowMs: 1000 },
+  group: { count: 20, windowMs: 60_000 },
+};
+
+/** Methods that post a message to a chat: what the per-chat send limit counts. */
+const SEND_METHODS = new Set([
+  "sendMessage",
+  "sendPhoto",
+  "sendDocument",
+  "sendVoice",
+  "sendAudio",
+  "sendVideo",
+  "sendAnimation",
+  "sendMediaGroup",
+  "sendSticker",
+  "copyMessage",
+  "forwardMessage",
+]);
+
+/** A retry this close to the end of retry_after is in time: timers and Date.now() round to the ms. */
+const CLOCK_GRAIN_MS = 2;
+
 interface Poller {
   offset: number;
   limit: number;
@@ -165,6 +200,15 @@ export class FakeTelegram {
   minEditIntervalMs = 0;
   /** How many edits and draft updates were refused with 429 for coming too fast. */
   rateLimited = 0;
+  /**
+   * Per-chat send limits (TELEGRAM_SEND_LIMITS, or scaled down); off when null. A send over the
+   * limit gets 429 with retry_after: whole seconds as Telegram sends them, or, for a window under a
+   * second, the exact fraction so tests stay fast. Counted in `sendsLimited`.
+   */
+  sendLimits: SendLimits | null = null;
+  sendsLimited = 0;
+  /** Requests sent before the retry_after of the 429 that limited their place had passed. */
+  readonly earlyRetries: RecordedCall[] = [];
 
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
@@ -186,6 +230,10 @@ export class FakeTelegram {
   private readonly uneditable = new Set<number>();
   /** When each message or draft last changed ("m:<chat>:<id>", "d:<chat>:<id>"), for minEditIntervalMs. */
   private readonly changedAt = new Map<string, number>();
+  /** Place (see placeOf) → when the retry_after of its last 429 ends (Date.now() ms). */
+  private readonly limitedUntil = new Map<string, number>();
+  /** Chat id → when its accepted sends went, for sendLimits. */
+  private readonly sendTimes = new Map<number, number[]>();
   /** The next edit or draft update (whichever comes first) fails with this. */
   private editFailure: ScriptedError | undefined;
 
@@ -414,8 +462,16 @@ export class FakeTelegram {
         return;
       }
       if (token !== this.token) return fail(res, { code: 401, description: "Unauthorized" });
+      const early = this.earlyRetryWait(call);
+      if (early > 0) {
+        this.earlyRetries.push(call);
+        return this.limit(res, call, early);
+      }
       const scripted = this.scripted.get(method)?.shift();
+      if (scripted?.code === 429 && scripted.retryAfter !== undefined)
+        return this.limit(res, call, scripted.retryAfter, scripted.description);
       if (scripted) return fail(res, scripted);
+      if (this.overSendLimit(call, res)) return;
       if (this.editFailure && (method === "editMessageText" || method === "sendMessageDraft")) {
         const failure = this.editFailure;
         this.editFailure = undefined;
@@ -598,7 +654,49 @@ export class FakeTelegram {
     }
     this.rateLimited++;
     const retryAfter = Math.max(1, Math.ceil(wait / 1000));
+    this.limitPlace(key, retryAfter);
     fail(res, { code: 429, description: `Too Many Requests: retry after ${retryAfter}`, retryAfter });
+    return true;
+  }
+
+  /** A 429 for the call's place: requests there before `retryAfter` seconds have passed are early. */
+  private limit(res: ServerResponse, call: RecordedCall, retryAfter: number, description?: string): void {
+    this.limitPlace(placeOf(call), retryAfter);
+    fail(res, {
+      code: 429,
+      description: description ?? `Too Many Requests: retry after ${Math.ceil(retryAfter)}`,
+      retryAfter,
+    });
+  }
+
+  private limitPlace(place: string, retryAfter: number): void {
+    const until = Date.now() + retryAfter * 1000;
+    this.limitedUntil.set(place, Math.max(until, this.limitedUntil.get(place) ?? 0));
+  }
+
+  /** Seconds still left of the retry_after of the last 429 at the call's place; 0 when none. */
+  private earlyRetryWait(call: RecordedCall): number {
+    const leftMs = (this.limitedUntil.get(placeOf(call)) ?? 0) - Date.now() - CLOCK_GRAIN_MS;
+    return leftMs > 0 ? Math.ceil(leftMs) / 1000 : 0;
+  }
+
+  /** A send over the chat's limit (sendLimits) is answered 429 with the wait until a slot frees up. */
+  private overSendLimit(call: RecordedCall, res: ServerResponse): boolean {
+    const limits = this.sendLimits;
+    const chatId = Number(call.params.chat_id);
+    if (!limits || !SEND_METHODS.has(call.method) || !Number.isInteger(chatId)) return false;
+    const { count, windowMs } = chatId > 0 ? limits.privateChat : limits.group;
+    const now = Date.now();
+    const recent = (this.sendTimes.get(chatId) ?? []).filter((t) => t > now - windowMs);
+    this.sendTimes.set(chatId, recent);
+    if (recent.length < count) {
+      recent.push(now);
+      return false;
+    }
+    this.sendsLimited++;
+    const waitMs = recent[0]! + windowMs - now;
+    const retryAfter = windowMs >= 1000 ? Math.max(1, Math.ceil(waitMs / 1000)) : Math.ceil(waitMs) / 1000;
+    this.limit(res, call, retryAfter);
     return true;
   }
 
@@ -847,6 +945,19 @@ function parseField(value: string): unknown {
     }
   }
   return value;
+}
+
+/**
+ * Where a request lands, as far as Telegram's flood control is concerned: a chat for sends, one
+ * message (or draft) for edits, else the method (for that chat, if it names one).
+ */
+function placeOf(call: RecordedCall): string {
+  const p = call.params;
+  const chat = typeof p.chat_id === "number" || typeof p.chat_id === "string" ? String(p.chat_id) : "";
+  if (SEND_METHODS.has(call.method)) return `send:${chat}`;
+  if (call.method === "editMessageText") return `m:${chat}:${String(p.message_id)}`;
+  if (call.method === "sendMessageDraft") return `d:${chat}:${String(p.draft_id)}`;
+  return `${call.method}:${chat}`;
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

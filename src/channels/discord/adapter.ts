@@ -289,11 +289,20 @@ export class DiscordChannel implements Channel {
     const messages = await outgoing(msg.content, msg.media ?? []);
     if (messages.length === 0) return false;
     const pending = this.pendingInteraction(msg.metadata);
-    if (pending && (await this.sender.toInteraction(pending, messages))) {
-      if (final) this.interactions.delete(pending.interaction.id);
-    } else {
+    const rest = pending ? await this.sender.toInteraction(pending, messages) : messages;
+    if (pending && (final || pending.gone)) this.interactions.delete(pending.interaction.id);
+    if (pending?.gone && rest.length > 0) {
+      // What was meant for the sender alone (a refusal, a pairing code) is not for the whole channel.
+      const where = pending.ephemeral ? "dropped: it was for the sender alone" : "answering in the channel";
+      this.log.warn(
+        { command: pending.interaction.commandName, chatId: msg.chatId },
+        `the slash command's interaction has expired; ${where}`,
+      );
+      if (pending.ephemeral) return true;
+    }
+    if (rest.length > 0) {
       const replyTo = final && this.opts.config.replyToMessage ? msg.replyTo : undefined;
-      await this.sender.toChannel(msg.chatId, messages, { replyTo });
+      await this.sender.toChannel(msg.chatId, rest, { replyTo });
     }
     return true;
   }
@@ -451,6 +460,7 @@ export class DiscordChannel implements Channel {
       this.track(
         this.sender
           .toInteraction(pending, [{ content: NO_NOTICE }])
+          // Not posted in the channel when the interaction is gone: the refusal was meant for the sender alone.
           .then(() => undefined)
           .catch((err: unknown) => this.log.warn({ err }, "could not answer a refused slash command")),
       );

@@ -26,7 +26,23 @@ const PERMANENT_CODES: ReadonlyMap<number, string> = new Map([
   [10008, "Unknown Message"],
   // An edit of a message somebody else wrote: only its author may change it.
   [50005, "Cannot edit a message authored by another user"],
+  // An interaction answered too late, or its token dead (see INTERACTION_GONE_CODES).
+  [10062, "Unknown interaction"],
+  [10015, "Unknown Webhook"],
+  [50027, "Invalid Webhook Token"],
 ]);
+
+/**
+ * Codes that say an interaction can no longer be answered through: its callback came after
+ * Discord's 3 s (10062), or its token, good for 15 minutes, has died (50027, 10015). What was still
+ * to say goes to the channel instead.
+ */
+const INTERACTION_GONE_CODES: ReadonlySet<number> = new Set([10062, 10015, 50027]);
+
+/** Whether a failed interaction call (classified) means the interaction cannot be answered any more. */
+export function interactionGone(err: unknown): boolean {
+  return err instanceof ChannelError && INTERACTION_GONE_CODES.has(Number(err.code));
+}
 
 /** The ChannelError for a failed Discord call (`method` names it: "createMessage", "triggerTyping"). */
 export function classifyDiscordError(err: unknown, method: string): ChannelError {

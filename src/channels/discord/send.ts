@@ -15,7 +15,7 @@ import {
   type SendableChannels,
 } from "discord.js";
 import { ChannelError } from "../../util/errors.js";
-import { classifyDiscordError } from "./errors.js";
+import { classifyDiscordError, interactionGone } from "./errors.js";
 import { discordChunks, outgoingMessages, type OutgoingMessage } from "./format.js";
 import { CHANNEL } from "./mapping.js";
 import type { ButtonRow } from "./questions.js";
@@ -32,6 +32,8 @@ export interface PendingInteraction {
   deferred: Promise<boolean>;
   /** An answer was started: the deferred response is (being) edited, further parts are follow-ups. */
   answered: boolean;
+  /** Discord refused it as expired (its token dies 15 minutes after the command): answer in the channel. */
+  gone?: boolean;
 }
 
 export class DiscordSender {
@@ -113,13 +115,21 @@ export class DiscordSender {
     return channel;
   }
 
-  /** Answers a deferred slash command; false when it cannot be used (deferring failed). */
-  async toInteraction(pending: PendingInteraction, messages: readonly OutgoingMessage[]): Promise<boolean> {
+  /**
+   * Answers a deferred slash command with as many of the messages as it can take, and returns the
+   * rest for the channel: all of them when deferring failed, those from the first one Discord
+   * refused because the interaction has expired (then `pending.gone`), else none.
+   */
+  async toInteraction(
+    pending: PendingInteraction,
+    messages: readonly OutgoingMessage[],
+  ): Promise<readonly OutgoingMessage[]> {
     const first = !pending.answered;
     pending.answered = true;
+    if (pending.gone) return messages;
     if (!(await pending.deferred)) {
       if (first) pending.answered = false;
-      return false;
+      return messages;
     }
     const { interaction, ephemeral } = pending;
     for (const [i, message] of messages.entries()) {
@@ -129,16 +139,22 @@ export class DiscordSender {
         allowedMentions: ALLOWED_MENTIONS,
         ...(files.length > 0 ? { files } : {}),
       };
-      if (first && i === 0) {
-        // The deferred response keeps the flags it was deferred with (ephemeral or not).
-        await this.call("editInteractionReply", () => interaction.editReply(payload));
-      } else {
-        await this.call("interactionFollowUp", () =>
-          interaction.followUp({ ...payload, ...(ephemeral ? { flags: MessageFlags.Ephemeral } : {}) }),
-        );
+      try {
+        if (first && i === 0) {
+          // The deferred response keeps the flags it was deferred with (ephemeral or not).
+          await this.call("editInteractionReply", () => interaction.editReply(payload));
+        } else {
+          await this.call("interactionFollowUp", () =>
+            interaction.followUp({ ...payload, ...(ephemeral ? { flags: MessageFlags.Ephemeral } : {}) }),
+          );
+        }
+      } catch (err) {
+        if (!interactionGone(err)) throw err;
+        pending.gone = true;
+        return messages.slice(i);
       }
     }
-    return true;
+    return [];
   }
 
   /** One "typing…" signal; Discord shows it for about 10 s. */

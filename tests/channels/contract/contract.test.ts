@@ -124,6 +124,8 @@ describe.each(DRIVERS)("channel contract: $name", (driver) => {
     await waitFor(() => rig.texts().includes("worth the wait"), undefined, "the retried reply");
     await manager.flush(5000);
     expect(rig.texts().filter((t) => t === "worth the wait")).toHaveLength(1);
+    // The retry waited out the platform's retry_after: one sent sooner would have met another 429.
+    expect(rig.earlyRetries()).toBe(0);
   });
 
   it("transcribes a voice note through the transcription endpoint before it reaches the bus", async () => {

@@ -108,6 +108,7 @@ export const discordDriver: PlatformDriver = {
           message: "Unknown Message",
         });
       },
+      earlyRetries: () => fake.earlyRetries.length,
       failNextSend(kind) {
         if (kind === "permanent") {
           // The user closed their DMs to the bot.

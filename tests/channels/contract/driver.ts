@@ -69,6 +69,8 @@ export interface PlatformRig {
   failNextEdit(): void;
   /** The bot's next message post fails: permanently (blocked, chat gone) or transiently (rate limit with retry-after, 5xx). */
   failNextSend(kind: "permanent" | "transient"): void;
+  /** Requests the fake answered 429 again because they came before the last 429's retry_after had passed. */
+  earlyRetries(): number;
   /** Closes the fake (the suite stops the channel first). */
   close(): Promise<void>;
 }

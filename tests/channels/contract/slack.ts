@@ -88,6 +88,7 @@ export const slackDriver: PlatformDriver = {
       previews: () => fake.shown.map((s) => s.text),
       // The message was deleted (or is past the workspace's edit window): Slack says so for good.
       failNextEdit: () => fake.failNext("chat.update", "message_not_found"),
+      earlyRetries: () => fake.earlyRetries.length,
       failNextSend(kind) {
         if (kind === "permanent") fake.failNext("chat.postMessage", "channel_not_found");
         else fake.rateLimit("chat.postMessage", 1);

@@ -91,6 +91,7 @@ export const telegramDriver: PlatformDriver = {
       failNextEdit: () =>
         // The next edit or draft update, whichever comes first, fails as for a message deleted meanwhile.
         fake.failNextEdit({ code: 400, description: "Bad Request: message to edit not found" }),
+      earlyRetries: () => fake.earlyRetries.length,
       failNextSend(kind) {
         if (kind === "permanent")
           fake.failNext("sendMessage", { code: 403, description: "Forbidden: bot was blocked by the user" });

@@ -214,7 +214,8 @@ describe("DiscordChannel: sending", () => {
     await channel.send({ channel: "discord", chatId: general.id, content: long });
     const posts = fake.calls("POST", `/channels/${general.id}/messages`);
     expect(posts.map((r) => r.status)).toEqual([429, 200, 200, 200]);
-    expect(posts[1]!.at - posts[0]!.at).toBeGreaterThanOrEqual(140);
+    // The retry waited out retry_after: one sent sooner would have met another 429.
+    expect(fake.earlyRetries).toEqual([]);
     expect(fake.sent.map((m) => m.content.slice(0, 6))).toEqual(["part 0", "part 1", "part 2"]);
   });
 
@@ -506,6 +507,29 @@ describe("DiscordChannel: slash commands", () => {
       metadata: inbound[0]!.metadata,
     });
     expect(fake.sent[2]!.via).toBe("channel");
+  });
+
+  it("answers in the channel when the interaction has expired (50027 after 15 minutes), and the send succeeds", async () => {
+    const { channel, fake, sink, inbound, alice } = await setup();
+    await channel.start(sink, never());
+    const dm = fake.dmChannel(alice);
+    const { id } = fake.slashCommand({ name: "help", user: alice, channelId: dm.id });
+    await fake.waitFor(() => inbound.length === 1 && fake.callbacksOf(id).length === 1);
+    fake.advanceClock(fake.interactionTokenMs + 1000);
+    const metadata = inbound[0]!.metadata;
+    await channel.send({ channel: "discord", chatId: dm.id, content: "a late answer", metadata });
+    const edit = fake.calls("PATCH", /^\/webhooks\/\d+\/[^/]+\/messages\/@original$/);
+    expect(edit.map((r) => [r.status, (r.body as { content?: string }).content])).toEqual([
+      [401, "a late answer"],
+    ]);
+    expect(fake.sent.map((m) => [m.via, m.channelId, m.content])).toEqual([
+      ["channel", dm.id, "a late answer"],
+    ]);
+    // The interaction is forgotten: what follows goes straight to the channel.
+    await channel.send({ channel: "discord", chatId: dm.id, content: "and more", metadata });
+    expect(fake.sent.map((m) => m.via)).toEqual(["channel", "channel"]);
+    expect(fake.calls("PATCH", /^\/webhooks\//)).toHaveLength(1);
+    expect(fake.calls("POST", /^\/webhooks\//)).toHaveLength(0);
   });
 
   it("defers a refused sender's slash command privately at once, and answers it when no notice comes", async () => {

@@ -360,6 +360,40 @@ describe("Discord end to end", () => {
     );
   });
 
+  it("defers a slash command within Discord's 3 s while a long turn holds the chat, and answers it", async () => {
+    world = await startWorld();
+    const { fake, llm, alice } = world;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    llm.setHandler(async (req) => {
+      await held;
+      return { content: `re: ${lastUserText(req)}` };
+    });
+    const dm = fake.dmChannel(alice);
+    try {
+      fake.userMessage({ channelId: dm.id, author: alice, content: "think it over" });
+      await fake.waitFor(() => llm.requests.length === 1, 5000, "the turn to reach the model");
+      const { id } = fake.slashCommand({ name: "status", user: alice, channelId: dm.id });
+      const callback = new RegExp(`^/interactions/${id}/[^/]+/callback$`);
+      const deferral = await fake.waitFor(() => fake.calls("POST", callback)[0], 5000, "the deferral");
+      // Accepted: later than 3 s after the command, the fake (as Discord) answers 404 code 10062.
+      expect(deferral).toMatchObject({ status: 204, body: { type: 5 } });
+    } finally {
+      release();
+    }
+    const answer = await fake.waitFor(
+      () => fake.sent.find((m) => m.via === "interaction-original"),
+      5000,
+      "the command's answer",
+    );
+    expect(answer.content).toContain("Model: fake-model");
+    await fake.waitFor(
+      () => fake.sent.find((m) => m.via === "channel" && m.content === "re: think it over"),
+      5000,
+      "the turn's reply",
+    );
+  });
+
   it("answers slash commands through the interaction, deferred first", async () => {
     world = await startWorld();
     const { fake, alice, general, llm } = world;

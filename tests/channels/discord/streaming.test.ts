@@ -155,6 +155,8 @@ describe("Discord streamed replies", () => {
     await waitFor(() => fake.message(preview!.messageId)?.content === final, undefined, "the final in place");
     expect(edits429().length).toBe(2);
     expect(fake.botMessages().map((m) => m.content)).toEqual([final]);
+    // Both waits lasted their retry_after: an edit sent sooner would have met another 429.
+    expect(fake.earlyRetries).toEqual([]);
   });
 
   it("an edit rate-limited for longer than the preview waits: the final goes once as a new message", async () => {

@@ -67,6 +67,27 @@ async function postMatching(pred: (p: { channel: string; text: string; thread_ts
 }
 
 describe("Slack end to end", () => {
+  it("acknowledges an event at once while the model takes its time (Slack sends nothing again)", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    llm.setHandler(async (req) => {
+      await held;
+      return { content: `re: ${lastUserText(req)}` };
+    });
+    try {
+      await slack.pushEvent(dmEvent("take your time"));
+      await waitFor(() => llm.requests.length === 1, MIN_WAIT_MS, "the turn to reach the model");
+      // Acknowledged while the turn is held: without an ack within 3 s the fake sends it again.
+      expect(slack.socketRetries).toBe(0);
+    } finally {
+      release();
+    }
+    await postMatching((p) => p.channel === "D1");
+    expect(slack.posted().filter((p) => p.channel === "D1")).toEqual([
+      { channel: "D1", text: "re: take your time" },
+    ]);
+  });
+
   it("answers a DM in the DM and marks the message done", async () => {
     llm.setHandler((req) => ({ content: `You said **${lastUserText(req)}**` }));
     const event = dmEvent("hello");

@@ -168,6 +168,19 @@ describe("Slack Socket Mode: receiving", () => {
     expect(rig!.inbound.map((m) => m.content)).toEqual(["once", "marker"]);
   });
 
+  it("takes an event once when Slack sends its envelope again (the ack lost: retry_attempt 1, timeout)", async () => {
+    const { fake } = await started();
+    // Slack's 3 s, scaled down: the lost ack's envelope comes again after this long.
+    fake.ackWindowMs = 100;
+    fake.loseAcks = 1;
+    await fake.pushEvent(dmEvent("again"));
+    expect(fake.socketRetries).toBe(1);
+    // Handled in order in D1: once the marker is in, the second delivery was dropped.
+    await fake.pushEvent(dmEvent("marker"));
+    await rig!.nextInbound(2);
+    expect(rig!.inbound.map((m) => m.content)).toEqual(["again", "marker"]);
+  });
+
   it("in a channel: ignores messages without a mention, takes a mention once (message + app_mention)", async () => {
     const { fake } = await started();
     await fake.pushEvent(channelMessage("just chatting"));
@@ -409,9 +422,9 @@ describe("Slack Socket Mode: sending", () => {
       permanent: false,
       retryAfterMs: 120_000,
     });
+    // Not retried inside the SDK (that would be an early retry, refused again): the outbox waits.
     expect(fake.callsTo("chat.postMessage")).toHaveLength(1);
-    await channel.send({ channel: "slack", chatId: "D1", content: "patience" });
-    expect(fake.delivered()).toEqual([{ channel: "D1", text: "patience" }]);
+    expect(fake.delivered()).toEqual([]);
   });
 
   it("waits out a short rate limit in the middle of a split reply instead of failing it", async () => {
@@ -425,6 +438,8 @@ describe("Slack Socket Mode: sending", () => {
     expect(texts.length).toBeGreaterThan(2);
     expect(new Set(texts).size).toBe(texts.length); // no part twice
     expect(texts.join("\n")).toContain("line 299");
+    // The part after the 429 waited out its Retry-After: sooner, it would have met another 429.
+    expect(fake.earlyRetries).toEqual([]);
   });
 
   it.each([

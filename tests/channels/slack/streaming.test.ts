@@ -68,6 +68,7 @@ describe("Slack streamed replies", () => {
       ["update", counting(60)],
     ]);
     expect(r.fake.callsTo("chat.update")).toHaveLength(2); // the refused one and the newest text
+    expect(r.fake.earlyRetries).toEqual([]); // the wait lasted the Retry-After
     expect(await preview.finish(`${counting(60)} **done**`)).toBe(true);
     expect(r.fake.botMessages().map((m) => m.message.text)).toEqual(
       formatSlackMessage(`${counting(60)} **done**`),
@@ -86,6 +87,7 @@ describe("Slack streamed replies", () => {
     expect(r.fake.callsTo("chat.postMessage")).toHaveLength(1);
     expect(r.fake.botMessages().map((m) => m.message.text)).toEqual(["The answer is *42*."]);
     expect(r.fake.shown.at(-1)).toMatchObject({ how: "update", text: "The answer is *42*." });
+    expect(r.fake.earlyRetries).toEqual([]);
   });
 
   it("in a channel thread: every post of a long reply stays in the thread, finalized in place", async () => {

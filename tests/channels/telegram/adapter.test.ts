@@ -513,13 +513,37 @@ describe("sending", () => {
       description: "Too Many Requests: retry after 1",
       retryAfter: 1,
     });
-    const t0 = Date.now();
     await channel.send({ channel: "telegram", chatId: "42", content: "patience" });
     const calls = fake.callsTo("sendMessage");
     expect(calls).toHaveLength(2);
-    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(950);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+    // The retry waited out retry_after: one sent sooner would have met another 429.
+    expect(fake.earlyRetries).toEqual([]);
     expect(fake.sent[0]!.text).toBe("patience");
+  });
+
+  it("keeps to Telegram's per-chat send limits (private chat, group), each part in order, no early retry", async () => {
+    const { fake, channel } = await started();
+    // Telegram's limits, scaled down: one message per 200 ms in a private chat, three per 300 ms in a group.
+    fake.sendLimits = {
+      privateChat: { count: 1, windowMs: 200 },
+      group: { count: 3, windowMs: 300 },
+    };
+    const parts = (tag: string, n: number) =>
+      Array.from({ length: n }, (_, i) => `${tag}${i} ${"x".repeat(3500)}`).join("\n\n");
+    await channel.send({ channel: "telegram", chatId: "42", content: parts("p", 3) });
+    await channel.send({ channel: "telegram", chatId: "-100", content: parts("g", 5) });
+    expect(fake.sent.map((m) => `${String(m.chatId)} ${(m.text ?? "").split(" ")[0]}`)).toEqual([
+      "42 p0",
+      "42 p1",
+      "42 p2",
+      "-100 g0",
+      "-100 g1",
+      "-100 g2",
+      "-100 g3",
+      "-100 g4",
+    ]);
+    expect(fake.sendsLimited).toBeGreaterThanOrEqual(3);
+    expect(fake.earlyRetries).toEqual([]);
   });
 
   it("quotes the user's message when replyToMessage is on, only on the first chunk", async () => {

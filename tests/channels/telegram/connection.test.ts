@@ -86,6 +86,9 @@ describe("while running", () => {
     });
     r.fake.userMessage({ text: "rate limited" });
     expect((await r.nthInbound(1, 5000)).content).toBe("rate limited");
+    // The next getUpdates waited out retry_after: one sent sooner would have met another 429.
+    expect(r.fake.callsTo("getUpdates").length).toBeGreaterThan(1);
+    expect(r.fake.earlyRetries).toEqual([]);
   });
 
   it("the watchdog restarts polling that went silent (a connection that never answers)", async () => {

@@ -171,6 +171,7 @@ describe("Telegram streamed replies", () => {
     // No queue of stale edits: the refused one, then the newest text.
     expect(fake.callsTo("editMessageText")).toHaveLength(2);
     expect(fake.shown).toEqual(["w0", text]);
+    expect(fake.earlyRetries).toEqual([]);
   });
 
   it("the final edit is never dropped: a 429 on it is waited out and it goes again", async () => {
@@ -180,6 +181,7 @@ describe("Telegram streamed replies", () => {
     await grow(preview, ["The answer"]);
     expect(await preview.finish(ANSWER)).toBe(true);
     expect(fake.rateLimited).toBe(1);
+    expect(fake.earlyRetries).toEqual([]);
     expect(fake.sent).toHaveLength(1);
     expect(fake.sent[0]).toMatchObject({ text: ANSWER_HTML, parseMode: "HTML" });
   });
