@@ -1,7 +1,8 @@
 /**
  * The conversation shown: its history, then live events. A turn's answer streams into one
- * article (re-rendered at most once per frame), progress and tool hints go quietly above it, and
- * the final replaces the streamed text. The log region is polite and a streaming answer is
+ * article (re-rendered at most once per frame), progress and tool hints go quietly above it, the
+ * plan is one checklist in it, rewritten in place as items change, and the final replaces the
+ * streamed text. The log region is polite and a streaming answer is
  * aria-busy, so a screen reader reads each answer once, when it is complete.
  */
 import type { FileRef, HistoryMessage, WebEvent } from "../../src/channels/web/protocol.js";
@@ -17,6 +18,7 @@ interface Turn {
   article: HTMLElement;
   body: HTMLElement;
   hints: HTMLElement;
+  plan: HTMLElement;
   text: string;
   final: boolean;
   paint: { schedule(): void; cancel(): void };
@@ -99,6 +101,9 @@ export class Transcript {
       case "toolHint":
         this.hint(event.turnId, event.text);
         break;
+      case "plan":
+        this.showPlan(event.turnId, event.text);
+        break;
       case "delta": {
         const turn = this.turn(event.turnId);
         if (turn.final) return;
@@ -138,13 +143,14 @@ export class Transcript {
   private turn(turnId: string | undefined): Turn {
     const existing = turnId ? this.turns.get(turnId) : undefined;
     if (existing) return existing;
-    const { article, body, hints } = assistantArticle("");
+    const { article, body, hints, plan } = assistantArticle("");
     article.classList.add("streaming");
     article.setAttribute("aria-busy", "true");
     const turn: Turn = {
       article,
       body,
       hints,
+      plan,
       text: "",
       final: false,
       paint: perFrame(() => {
@@ -161,6 +167,19 @@ export class Transcript {
     const turn = this.turn(turnId);
     turn.hints.hidden = false;
     turn.hints.append(h("li", {}, text));
+  }
+
+  /** The turn's checklist, replaced whole: one item per line, its mark first. */
+  private showPlan(turnId: string, text: string): void {
+    const turn = this.turn(turnId);
+    turn.plan.hidden = false;
+    turn.plan.replaceChildren(
+      ...text.split("\n").map((line) => {
+        const mark = line.slice(0, 1);
+        const state = mark === "☑" ? "done" : mark === "▶" ? "doing" : "todo";
+        return h("li", { class: state }, line);
+      }),
+    );
   }
 
   private final(turnId: string | undefined, text: string, files: FileRef[] | undefined): void {
@@ -186,7 +205,7 @@ export class Transcript {
       if (outcome !== "done") {
         turn.article.classList.add(outcome);
         turn.article.append(h("p", { class: "outcome" }, outcome === "stopped" ? "(stopped)" : "(failed)"));
-      } else if (!turn.final && !turn.text && turn.hints.hidden) {
+      } else if (!turn.final && !turn.text && turn.hints.hidden && turn.plan.hidden) {
         turn.article.remove(); // a turn that said nothing (e.g. the reply went elsewhere)
       }
     }
@@ -263,18 +282,21 @@ function userArticle(text: string, files: FileRef[] | undefined): HTMLElement {
 function assistantArticle(
   markdown: string,
   files?: FileRef[],
-): { article: HTMLElement; body: HTMLElement; hints: HTMLElement } {
+): { article: HTMLElement; body: HTMLElement; hints: HTMLElement; plan: HTMLElement } {
   const hints = h("ul", { class: "hints", "aria-label": "Progress" });
   hints.hidden = true;
+  const plan = h("ul", { class: "plan", "aria-label": "Plan" });
+  plan.hidden = true;
   const body = h("div", { class: "body" }, markdown ? renderMarkdown(markdown) : null);
   const article = h(
     "article",
     { class: "msg assistant", "aria-label": "Assistant" },
     hints,
+    plan,
     body,
     files?.length ? fileList(files) : null,
   );
-  return { article, body, hints };
+  return { article, body, hints, plan };
 }
 
 /** Files of a message: the agent's are download links, a user's own uploads just their names. */
