@@ -65,13 +65,12 @@ async function startGateway(telegram: Record<string, unknown> = {}): Promise<voi
 }
 
 const STEPS = ["Read the notes", "Sum the amounts", "Write report.md"];
-type Status = "pending" | "in_progress" | "done";
 
 /** todo_write with the first `done` steps done and the next one in progress. */
 function planWrite(done: number): FakeReply["toolCalls"] {
   const items = STEPS.map((text, i) => ({
     text,
-    status: (i < done ? "done" : i === done ? "in_progress" : "pending") as Status,
+    status: i < done ? "done" : i === done ? "in_progress" : "pending",
   }));
   return [toolCall("todo_write", { items })];
 }

@@ -34,7 +34,8 @@ describe("the plan in the web chat", () => {
   it("comes as plan events of the turn, replayed to a late tab, and ends all done", async () => {
     rig = await WebRig.start();
     const tab = await rig.subscribe("p");
-    let late: WebEvent[] | undefined;
+    // The second tab, opened mid-turn.
+    const opened: { late?: WebEvent[] } = {};
     let call = 0;
     rig.fake.setHandler(async () => {
       call++;
@@ -45,14 +46,15 @@ describe("the plan in the web chat", () => {
       }
       if (call === 3) {
         // The test opens a second tab once the second plan showed: it must see that plan too.
-        await waitFor(() => late !== undefined && plans(late).length > 0, undefined, "the late tab's plan");
+        await waitFor(() => plans(opened.late ?? []).length > 0, undefined, "the late tab's plan");
         return { toolCalls: [write(2)] };
       }
       return { content: "Here is the summary." };
     });
     await rig.post("/api/conversations/p/messages", { text: "summarise example.org" }, rig.bearer());
     await rig.waitForEvent(tab, "plan", (e) => e.text === checklistOf(1));
-    late = await rig.subscribe("p");
+    const late = await rig.subscribe("p");
+    opened.late = late;
 
     await rig.waitForEvent(tab, "final", (e) => e.text === "Here is the summary.");
     await rig.waitForEvent(tab, "plan", (e) => e.text === checklistOf(2));
