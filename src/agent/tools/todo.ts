@@ -1,9 +1,9 @@
 /**
  * todo_write and todo_read: the plan the model keeps for a task of several steps, stored in the
  * session's metadata (agent/plan.ts), so it outlives the turn and a restart. The same plan
- * written again without progress is answered with a note to act instead (plan churn). A plan that
- * changed is published as the turn's checklist message (kind "plan"), which the chat shows as one
- * message edited in place (channels/turn-plans.ts).
+ * written again without progress is answered with a note to act instead (plan churn). Each plan
+ * written in a turn is published as the turn's checklist (kind "plan"), which the chat shows as one
+ * message edited in place when it changes (channels/turn-plans.ts).
  */
 import * as z from "zod";
 import type { Session } from "../../sessions/session.js";
