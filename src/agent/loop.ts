@@ -338,6 +338,7 @@ export class AgentLoop {
         ? {}
         : { sender: senderOf(msg), senderText: msg.content, media: msg.media ?? [] }),
       metadata: origin.metadata,
+      turnId: turn.id,
       publish: (out) => bus.publishOutbound(out),
       turn: { sentToOriginChat: false, untrusted: reportedUntrusted(msg) },
     };

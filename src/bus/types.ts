@@ -34,10 +34,13 @@ export interface InboundMessage {
  * final, never journaled: after a restart it is stale); "edit" rewrites a question once it is
  * answered or expired (tried once); "delta" is the turn's reply so far while the model writes it
  * (`content` is the whole text so far; channels that stream show it as a live preview that the
- * turn's final or progress message then replaces). A message may belong to a turn (`turnId`) or to none
- * (a cron delivery, the `message` tool): only turn events start or end a turn.
+ * turn's final or progress message then replaces); "plan" is the turn's checklist (todo_write) as it
+ * stands (`content` is the whole checklist): shown as one message of its own, sent once and edited
+ * in place while the turn runs, left with its last state when the turn ends; never journaled,
+ * never the turn's reply. A message may belong to a turn (`turnId`) or to none (a cron delivery,
+ * the `message` tool): only turn events start or end a turn.
  */
-export type OutboundKind = "final" | "progress" | "toolHint" | "question" | "edit" | "delta";
+export type OutboundKind = "final" | "progress" | "toolHint" | "question" | "edit" | "delta" | "plan";
 
 /** One button under a question. */
 export interface Choice {

@@ -18,10 +18,11 @@ import { ALLOW_FROM_ONLY, NoticeLimiter, type AccessPolicy } from "./access.js";
 import { classifySendFailure, failureFields } from "./delivery.js";
 import { HeldReplies } from "./held-replies.js";
 import { InboundGate } from "./inbound-gate.js";
-import type { LivePreview } from "./live-preview.js";
+import { LivePreview } from "./live-preview.js";
 import { InterruptedPreviews } from "./interrupted-previews.js";
 import { journaledPreview, TurnPreviews } from "./turn-previews.js";
-import type { Channel, QuestionDesk } from "./types.js";
+import { TurnPlans } from "./turn-plans.js";
+import type { Channel, PreviewTarget, QuestionDesk } from "./types.js";
 
 export interface ChannelOptions {
   /** User ids allowed in; "*" for everybody, empty for nobody. */
@@ -101,6 +102,8 @@ export class ChannelManager {
   /** Final replies for channels that are not running, until they run. */
   private readonly held: HeldReplies<Pending>;
   private readonly previews = new TurnPreviews();
+  /** Each running turn's checklist message (todo_write's plan). */
+  private readonly plans = new TurnPlans();
   /** Previews a crash left open, marked interrupted once their channel runs. */
   private readonly interrupted: InterruptedPreviews;
   private lifetime = new AbortController();
@@ -320,7 +323,10 @@ export class ChannelManager {
 
   /** A turn started or ended in one of a running channel's chats: its typing indicator, reactions. */
   private forwardTurn(event: TurnEvent): void {
-    if (event.kind === "turnEnd") this.closePreview(event);
+    if (event.kind === "turnEnd") {
+      this.closePreview(event);
+      this.finishPlan(event);
+    }
     const entry = this.entries.get(event.channel);
     if (entry?.state !== "running" || !entry.channel.onTurn) return;
     try {
@@ -342,6 +348,10 @@ export class ChannelManager {
     }
     if (msg.kind === "question") {
       this.enqueue({ msg });
+      return;
+    }
+    if (msg.kind === "plan") {
+      if (entry?.state === "running") this.showPlan(entry, msg);
       return;
     }
     // Taken off now, not when its turn comes in the chat's queue (see TurnPreviews.take).
@@ -479,6 +489,45 @@ export class ChannelManager {
     return replaced;
   }
 
+  /**
+   * The turn's checklist: its own message, edited in place at the pace of streamed previews. A chat
+   * that cannot show one gets each changed checklist as a message, tried once like progress.
+   */
+  private showPlan(entry: Entry, msg: OutboundMessage): void {
+    const turnId = msg.turnId;
+    if (!turnId) {
+      this.enqueue({ msg });
+      return;
+    }
+    const shown = this.plans.show(turnId, msg.content, () => {
+      const target: PreviewTarget = {
+        chatId: msg.chatId,
+        turnId,
+        ...(msg.metadata ? { metadata: msg.metadata } : {}),
+      };
+      const surface = entry.channel.planSurface?.(target);
+      if (!surface) return undefined;
+      const intervalMs =
+        entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
+      return new LivePreview(surface, { intervalMs });
+    });
+    if (shown === "send") this.enqueue({ msg });
+  }
+
+  /** The turn ended: its checklist message gets the last checklist (one still paced goes out now) and stays. */
+  private finishPlan(event: TurnEvent): void {
+    const plan = this.plans.end(event.turnId);
+    if (!plan) return;
+    this.sends.push(`${event.channel}:${event.chatId}`, async () => {
+      if (!(await plan.message.finish(plan.checklist))) {
+        this.log.debug(
+          { channel: event.channel, chatId: event.chatId },
+          "the plan's last checklist could not be shown",
+        );
+      }
+    });
+  }
+
   /** A turn ended with a preview still open (stopped, or no final): it sends nothing more. */
   private closePreview(event: TurnEvent): void {
     const preview = this.previews.end(event.turnId);
@@ -534,6 +583,7 @@ function wanted(msg: OutboundMessage, channel: ChannelOptions, global: ChannelMa
     case "final":
     case "question":
     case "edit":
+    case "plan":
       return true;
     case "progress":
       return channel.sendProgress ?? global.sendProgress;

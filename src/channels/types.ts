@@ -98,6 +98,13 @@ export interface Channel {
    * it); undefined when this chat cannot show one (the manager then sends only the final).
    */
   previewSurface?(target: PreviewTarget): PreviewSurface | undefined;
+  /**
+   * Where the turn's plan (an OutboundMessage of kind "plan") is shown: a message of its own that
+   * stays (never a draft, never erased, quoting nothing), edited in place as the checklist changes
+   * (channels/turn-plans.ts drives it). Undefined, or no such method: each changed checklist comes
+   * to `send` as a message (the terminal prints it).
+   */
+  planSurface?(target: PreviewTarget): PreviewSurface | undefined;
 }
 
 /** The chat (and turn) a live preview is for. */

@@ -60,7 +60,7 @@ export const OutboundSchema = z.object({
   content: z.string(),
   media: z.array(z.string()).optional(),
   replyTo: z.string().optional(),
-  kind: z.enum(["final", "progress", "toolHint", "question", "edit", "delta"]).optional(),
+  kind: z.enum(["final", "progress", "toolHint", "question", "edit", "delta", "plan"]).optional(),
   metadata: metadata.optional(),
 });
 

@@ -139,3 +139,40 @@ describe("terminal channel leaving", () => {
     await manager.stop();
   });
 });
+
+describe("terminal channel and the plan", () => {
+  it("prints the turn's checklist each time it changes (a terminal cannot edit what it printed)", async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (d: Buffer) => (printed += d.toString()));
+    const bus = new MessageBus();
+    const terminal = new TerminalChannel({
+      chatId: "direct",
+      input,
+      output,
+      color: false,
+      onExit: () => undefined,
+    });
+    // Progress off: the plan is shown all the same.
+    const manager = new ChannelManager({ bus, sendProgress: false, sendToolHints: false });
+    manager.add(terminal, { allowFrom: ["*"] });
+    await manager.start();
+    const chat = { channel: "cli", chatId: "direct", turnId: "t1" };
+    const plan = (content: string) => bus.publishOutbound({ ...chat, content, kind: "plan" });
+
+    bus.publishTurn({ kind: "turnStart", ...chat });
+    plan("▶ Read the notes\n☐ Write the report");
+    plan("▶ Read the notes\n☐ Write the report"); // written again without a change
+    plan("☑ Read the notes\n▶ Write the report");
+    bus.publishOutbound({ ...chat, content: "Done." });
+    await manager.flush(1000);
+    bus.publishTurn({ kind: "turnEnd", ...chat, outcome: "done" });
+    await manager.flush(1000);
+
+    expect(printed.split("  ▶ Read the notes\n  ☐ Write the report\n")).toHaveLength(2);
+    expect(printed).toContain("  ☑ Read the notes\n  ▶ Write the report\n");
+    expect(printed.indexOf("▶ Write the report")).toBeLessThan(printed.indexOf("Done."));
+    await manager.stop();
+  });
+});

@@ -97,6 +97,16 @@ function reply(req: RecordedRequest): FakeReply {
       ? { content: "Sent." }
       : { toolCalls: [toolCall("message", { content: "Here is the report.", media: ["report.txt"] })] };
   }
+  if (text.includes("plan please")) {
+    // One plan step per call: two items worked through, then the answer.
+    const step = req.body.messages.filter((m) => m.role === "tool").length;
+    if (step === 3) return { content: "Planned and done." };
+    const items = ["Look around", "Write it up"].map((item, i) => ({
+      text: item,
+      status: i < step ? "done" : i === step ? "in_progress" : "pending",
+    }));
+    return { toolCalls: [toolCall("todo_write", { items })] };
+  }
   if (text.includes("stream please")) return { content: STREAMED, pieceChars: 2, pieceDelayMs: 15 };
   if (text.includes("slow please")) return { content: SLOW, pieceChars: 4, pieceDelayMs: 100 };
   if (text.includes("attack please")) return { content: xssAnswer(watchedUrl) };
@@ -264,6 +274,30 @@ describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
     await page.locator("#menu").click();
     await page.locator("#sidebar").waitFor({ state: "visible" });
     await page.screenshot({ path: join(ARTIFACTS, "phone-conversations.png") });
+  });
+
+  it("the plan is one checklist in the answer, rewritten in place until every item is done", async () => {
+    const page = await openChat();
+    // Every text the plan block had, and how many blocks there were, recorded as the page changes.
+    await page.evaluate(`{
+      window.plans = [];
+      new MutationObserver(() => {
+        const blocks = document.querySelectorAll("#transcript ul.plan:not([hidden])");
+        if (blocks.length) window.plans.push(blocks.length + ":" + blocks[0].textContent);
+      }).observe(document.getElementById("transcript"), { subtree: true, childList: true, characterData: true });
+    }`);
+    await send(page, "plan please");
+    const answer = page.locator("#transcript article.assistant", { hasText: "Planned and done." });
+    await answer.waitFor();
+    const plan = answer.locator("ul.plan");
+    await poll(() => plan.locator("li.done").count()).toBe(2);
+    const seen = await page.evaluate<string[]>("window.plans");
+    expect(seen[0]).toBe("1:▶ Look around☐ Write it up");
+    expect(seen.at(-1)).toBe("1:☑ Look around☑ Write it up");
+    expect(seen.every((s) => s.startsWith("1:"))).toBe(true);
+    expect(await plan.locator("li").allTextContents()).toEqual(["☑ Look around", "☑ Write it up"]);
+    expect(await page.locator("#transcript ul.plan").count()).toBe(1);
+    expect(await plan.getAttribute("aria-label")).toBe("Plan");
   });
 
   it("Stop during a slow answer ends the turn; the partial answer stays, marked stopped", async () => {

@@ -12,6 +12,7 @@ const TYPES: Record<WebEventType, true> = {
   progress: true,
   toolHint: true,
   delta: true,
+  plan: true,
   final: true,
   question: true,
   questionClosed: true,

@@ -1,8 +1,9 @@
 /**
  * The conversation shown: its history, then live events. A turn's answer streams into one
- * article (re-rendered at most once per frame), progress and tool hints go quietly above it, and
- * the final replaces the streamed text. A question asked during a turn splits it: the rest of the
- * turn continues in a new article below the card. The log region is polite and a streaming answer is
+ * article (re-rendered at most once per frame), progress and tool hints go quietly above it, the
+ * plan is one checklist in it, rewritten in place as items change, and the final replaces the
+ * streamed text. A question asked during a turn splits it: the rest of the turn continues in a new
+ * article below the card. The log region is polite and a streaming answer is
  * aria-busy, so a screen reader reads each answer once, when it is complete.
  */
 import type { FileRef, HistoryMessage, WebEvent } from "../../src/channels/web/protocol.js";
@@ -18,6 +19,7 @@ interface Turn {
   article: HTMLElement;
   body: HTMLElement;
   hints: HTMLElement;
+  plan: HTMLElement;
   text: string;
   final: boolean;
   paint: { schedule(): void; cancel(): void };
@@ -32,6 +34,8 @@ export interface TranscriptOptions {
 
 export class Transcript {
   private readonly turns = new Map<string, Turn>();
+  /** Checklists of turns split by a question: still the one plan, rewritten where it was first shown. */
+  private readonly plansAbove = new Map<string, HTMLElement>();
   private readonly running = new Set<string>();
   /** Ids of user messages shown, so the echo of this tab's own message is not shown twice. */
   private readonly shownUsers = new Set<string>();
@@ -100,6 +104,9 @@ export class Transcript {
       case "toolHint":
         this.hint(event.turnId, event.text);
         break;
+      case "plan":
+        this.showPlan(event.turnId, event.text);
+        break;
       case "delta": {
         const turn = this.turn(event.turnId);
         if (turn.final) return;
@@ -141,13 +148,14 @@ export class Transcript {
   private turn(turnId: string | undefined): Turn {
     const existing = turnId ? this.turns.get(turnId) : undefined;
     if (existing) return existing;
-    const { article, body, hints } = assistantArticle("");
+    const { article, body, hints, plan } = assistantArticle("");
     article.classList.add("streaming");
     article.setAttribute("aria-busy", "true");
     const turn: Turn = {
       article,
       body,
       hints,
+      plan,
       text: "",
       final: false,
       paint: perFrame(() => {
@@ -172,13 +180,27 @@ export class Transcript {
     turn.paint.cancel();
     if (turn.text) turn.body.replaceChildren(renderMarkdown(turn.text));
     settle(turn.article);
-    if (!turn.text && turn.hints.hidden) turn.article.remove(); // nothing said before the question
+    if (!turn.plan.hidden) this.plansAbove.set(turnId, turn.plan);
+    else if (!turn.text && turn.hints.hidden) turn.article.remove(); // nothing said before the question
   }
 
   private hint(turnId: string | undefined, text: string): void {
     const turn = this.turn(turnId);
     turn.hints.hidden = false;
     turn.hints.append(h("li", {}, text));
+  }
+
+  /** The turn's checklist, replaced whole: one item per line, its mark first. */
+  private showPlan(turnId: string, text: string): void {
+    const plan = this.plansAbove.get(turnId) ?? this.turn(turnId).plan;
+    plan.hidden = false;
+    plan.replaceChildren(
+      ...text.split("\n").map((line) => {
+        const mark = line.slice(0, 1);
+        const state = mark === "☑" ? "done" : mark === "▶" ? "doing" : "todo";
+        return h("li", { class: state }, line);
+      }),
+    );
   }
 
   private final(turnId: string | undefined, text: string, files: FileRef[] | undefined): void {
@@ -196,6 +218,7 @@ export class Transcript {
 
   private endTurn(turnId: string, outcome: "done" | "stopped" | "failed"): void {
     this.running.delete(turnId);
+    this.plansAbove.delete(turnId);
     const turn = this.turns.get(turnId);
     if (turn) {
       turn.paint.cancel();
@@ -204,7 +227,7 @@ export class Transcript {
       if (outcome !== "done") {
         turn.article.classList.add(outcome);
         turn.article.append(h("p", { class: "outcome" }, outcome === "stopped" ? "(stopped)" : "(failed)"));
-      } else if (!turn.final && !turn.text && turn.hints.hidden) {
+      } else if (!turn.final && !turn.text && turn.hints.hidden && turn.plan.hidden) {
         turn.article.remove(); // a turn that said nothing (e.g. the reply went elsewhere)
       }
     }
@@ -281,18 +304,21 @@ function userArticle(text: string, files: FileRef[] | undefined): HTMLElement {
 function assistantArticle(
   markdown: string,
   files?: FileRef[],
-): { article: HTMLElement; body: HTMLElement; hints: HTMLElement } {
+): { article: HTMLElement; body: HTMLElement; hints: HTMLElement; plan: HTMLElement } {
   const hints = h("ul", { class: "hints", "aria-label": "Progress" });
   hints.hidden = true;
+  const plan = h("ul", { class: "plan", "aria-label": "Plan" });
+  plan.hidden = true;
   const body = h("div", { class: "body" }, markdown ? renderMarkdown(markdown) : null);
   const article = h(
     "article",
     { class: "msg assistant", "aria-label": "Assistant" },
     hints,
+    plan,
     body,
     files?.length ? fileList(files) : null,
   );
-  return { article, body, hints };
+  return { article, body, hints, plan };
 }
 
 /** Files of a message: the agent's are download links, a user's own uploads just their names. */

@@ -1,12 +1,14 @@
 /**
  * todo_write and todo_read: the plan the model keeps for a task of several steps, stored in the
  * session's metadata (agent/plan.ts), so it outlives the turn and a restart. The same plan
- * written again without progress is answered with a note to act instead (plan churn).
+ * written again without progress is answered with a note to act instead (plan churn). Each plan
+ * written in a turn is published as the turn's checklist (kind "plan"), which the chat shows as one
+ * message edited in place when it changes (channels/turn-plans.ts).
  */
 import * as z from "zod";
 import type { Session } from "../../sessions/session.js";
 import { formatChecklist, isChurning, planOf, PLAN_METADATA_KEY, writePlan, type Plan } from "../plan.js";
-import { defineTool, type Tool } from "./types.js";
+import { defineTool, type Tool, type ToolContext } from "./types.js";
 
 /** Where the plans live: the session store (one shared Session per key). */
 export interface PlanSessions {
@@ -14,10 +16,7 @@ export interface PlanSessions {
   saveMetadata(session: Session): Promise<void>;
 }
 
-/** Called after a plan is written (the chat's checklist follows it). */
-export type OnPlan = (sessionKey: string, plan: Plan) => void;
-
-export function createTodoTools(sessions: PlanSessions, onPlan?: OnPlan): Tool[] {
+export function createTodoTools(sessions: PlanSessions): Tool[] {
   const write = defineTool({
     name: "todo_write",
     // It changes only this conversation's own plan: never worth an approval question, and writing
@@ -42,7 +41,7 @@ export function createTodoTools(sessions: PlanSessions, onPlan?: OnPlan): Tool[]
       const plan = writePlan(planOf(session.metadata), items);
       session.metadata[PLAN_METADATA_KEY] = plan;
       await sessions.saveMetadata(session);
-      onPlan?.(ctx.sessionKey, plan);
+      showChecklist(plan, ctx);
       if (isChurning(plan)) {
         return (
           `You have written this same plan ${plan.repeats} times without a step changing. Stop planning: ` +
@@ -64,4 +63,22 @@ export function createTodoTools(sessions: PlanSessions, onPlan?: OnPlan): Tool[]
     },
   });
   return [write, read];
+}
+
+/**
+ * Publishes the turn's checklist (the channel manager shows only what changed). Not a reply: it
+ * sets nothing on the turn, and the manager never journals it. An empty plan leaves the message
+ * as it was.
+ */
+function showChecklist(plan: Plan, ctx: ToolContext): void {
+  const checklist = formatChecklist(plan.items);
+  if (!ctx.turnId || !checklist) return;
+  ctx.publish({
+    channel: ctx.channel,
+    chatId: ctx.chatId,
+    content: checklist,
+    kind: "plan",
+    turnId: ctx.turnId,
+    ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
+  });
 }

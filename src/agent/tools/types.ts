@@ -26,6 +26,8 @@ export interface ToolContext {
   senderText?: string;
   /** The files attached to the message this turn answers: the sender's own, not untrusted. */
   media?: readonly string[];
+  /** The turn the call runs in, when it runs in one (the plan's checklist message is keyed by it). */
+  turnId?: string;
   /** Publishes a message to a chat (used by the `message` tool). */
   publish(msg: OutboundMessage): void;
   /** Mutable per-turn state shared with the runner. */

@@ -147,7 +147,7 @@ export class DiscordChannel implements Channel {
   private readonly toDefer = new WeakMap<InboundMessage, ChatInputCommandInteraction>();
   /** Refused senders' commands waiting for the manager's notice (see REFUSAL_NOTICE_WAIT_MS). */
   private readonly noticeTimers = new Set<NodeJS.Timeout>();
-  /** Ids of the messages that show streamed replies (see previewSurface). */
+  /** Ids of the messages that show streamed replies and plans (see previewSurface, planSurface). */
   private readonly previewMessages = new BoundedMap<string, true>(MAX_PREVIEW_MESSAGES);
   /** Questions asked, edited and answered; what it remembers is kept across stop/start. */
   private readonly questions: DiscordQuestions;
@@ -281,6 +281,31 @@ export class DiscordChannel implements Channel {
         beforeFirstPost: () => this.typing.end(turnId),
       },
       replyTo,
+    );
+  }
+
+  /**
+   * The turn's plan (turn-plans.ts): a message of its own in the chat, edited in place, quoting
+   * nothing; "typing…" goes on. None for a slash command's turn: there each changed checklist is a
+   * follow-up of the interaction (send).
+   */
+  planSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.live || typeof target.metadata?.interactionId === "string") return undefined;
+    const { chatId } = target;
+    return discordPreviewSurface(
+      {
+        post: async (text) => {
+          const id = await this.sender.postText(chatId, text, undefined);
+          // Paced like a preview: a rate-limited edit waits in the live preview, not in discord.js.
+          this.previewMessages.set(id, true);
+          // Discord hides "typing…" when the bot posts; the turn is still at work.
+          this.typing.renew(chatId);
+          return id;
+        },
+        edit: (id, text) => this.sender.editMessage(chatId, id, text),
+        beforeFirstPost: () => this.typing.settle(chatId),
+      },
+      undefined,
     );
   }
 

@@ -266,6 +266,23 @@ export class SlackChannel implements Channel {
     });
   }
 
+  /**
+   * The turn's plan (turn-plans.ts): a message of its own where the reply goes (its thread too),
+   * updated in place with chat.update. The receipt reaction stays: the turn is still at work.
+   */
+  planSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.receiver.running) return undefined;
+    const channel = target.chatId;
+    const threadTs = threadTsFrom(target.metadata);
+    return slackPreviewSurface({
+      post: (text) => this.post(channel, threadTs, text),
+      update: async (ts, text) => {
+        await this.call("chat.update", () => this.writes().chat.update({ channel, ts, text }));
+      },
+      visible: () => undefined,
+    });
+  }
+
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
     if (msg.kind === "question" && msg.question)
       return this.ask(msg, questionMessage(msg.content, msg.question));

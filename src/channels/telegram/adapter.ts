@@ -289,6 +289,22 @@ export class TelegramChannel implements Channel {
     });
   }
 
+  /**
+   * The turn's plan (turn-plans.ts): a message of its own, edited in place, never a draft (a draft
+   * would vanish when the reply's message comes, and clash with the reply's own draft), quoting
+   * nothing. "typing…" goes on: the turn is still at work.
+   */
+  planSurface(target: PreviewTarget): PreviewSurface | undefined {
+    if (!this.sink) return undefined;
+    const where = replyTarget(target, false);
+    return new TelegramPreview({
+      sender: this.previewSender,
+      target: where,
+      drafts: undefined,
+      onFirstText: () => this.typing.settle(conversationKey(where.chatId, where.threadId)),
+    });
+  }
+
   /** A question: its text with the choices as buttons; the ref is the message carrying them. */
   private async ask(target: ReplyTarget, msg: OutboundMessage): Promise<SentMessage> {
     const question = msg.question;

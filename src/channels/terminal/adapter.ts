@@ -129,6 +129,10 @@ export class TerminalChannel implements Channel {
       case "toolHint":
         this.print(dim(`  ↳ ${msg.content}`, color));
         break;
+      case "plan":
+        // A terminal cannot edit what it printed: each changed checklist is printed (turn-plans.ts).
+        this.print(msg.content.replace(/^/gm, "  "));
+        break;
       case "question":
         this.print(`\n${renderMarkdown(msg.content, { color })}`);
         if (msg.question) {

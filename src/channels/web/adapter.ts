@@ -180,6 +180,10 @@ class WebChannel implements Channel, WebApp {
         });
         return;
       }
+      case "plan":
+        // A plan of no turn (planSurface takes the turns' plans) is a note like progress.
+        this.publish({ type: "progress", conversationId, ...turn, text: msg.content });
+        return;
       case "progress":
       case "toolHint":
       case "delta":
@@ -252,6 +256,26 @@ class WebChannel implements Channel, WebApp {
       finalParts: (content) => [content],
       // The page marks a stopped turn itself (turnEnd "stopped").
       stopped: () => Promise.resolve(),
+    };
+  }
+
+  /** The turn's plan (turn-plans.ts): `plan` events, which the page shows as one checklist, in place. */
+  planSurface(target: PreviewTarget): PreviewSurface {
+    const ref = `${this.runId}:plan:${target.turnId}`;
+    const plan = (text: string) =>
+      this.publish({ type: "plan", conversationId: target.chatId, turnId: target.turnId, text });
+    return {
+      maxChars: 1_000_000,
+      intervalMs: 100,
+      post: (text) => {
+        plan(text);
+        return Promise.resolve(ref);
+      },
+      edit: (at, text) => {
+        if (at === ref) plan(text);
+        return Promise.resolve();
+      },
+      finalParts: (content) => [content],
     };
   }
 

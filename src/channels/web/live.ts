@@ -1,7 +1,7 @@
 /**
  * What is happening in each conversation now, so a tab that opens (or reloads) mid-turn sees it:
  * the running turn with the message it answers (the session file gets both when the turn ends),
- * its text so far, messages still queued and the questions still open. History covers the rest.
+ * its plan and its text so far, messages still queued and the questions still open. History covers the rest.
  */
 import { parseCommand } from "../../bus/commands.js";
 import { BoundedMap } from "../../util/bounded-map.js";
@@ -19,6 +19,8 @@ interface Now {
   /** Messages sent and not yet answered, oldest first: each turn takes the first. */
   pending: Ev<"user">[];
   delta?: Ev<"delta">;
+  /** The running turn's plan as it stands. */
+  plan?: Ev<"plan">;
   questions: Map<string, Ev<"question">>;
 }
 
@@ -37,11 +39,16 @@ export class LiveState {
         now.turnId = event.turnId;
         now.asked = background ? undefined : now.pending.shift();
         now.delta = undefined;
+        now.plan = undefined;
         break;
       case "turnEnd":
         if (now.turnId === event.turnId) now.turnId = undefined;
         now.asked = undefined;
         now.delta = undefined;
+        now.plan = undefined;
+        break;
+      case "plan":
+        if (now.turnId === event.turnId) now.plan = event;
         break;
       case "user":
         // No turn of its own: /stop, and a message typed while a question is open (its answer).
@@ -84,6 +91,7 @@ export class LiveState {
     const out: WebEvent[] = [];
     if (now.asked) out.push(now.asked);
     if (now.turnId) out.push({ type: "turnStart", conversationId, turnId: now.turnId });
+    if (now.plan) out.push(now.plan);
     if (now.delta) out.push(now.delta);
     out.push(...now.questions.values(), ...now.pending);
     return out;

@@ -113,6 +113,11 @@ export type WebEvent =
   | { type: "toolHint"; conversationId: string; turnId?: string; text: string }
   /** The reply so far while it is written (`text` is the whole text so far, markdown). */
   | { type: "delta"; conversationId: string; turnId?: string; text: string }
+  /**
+   * The turn's plan (todo_write) as it stands: one line per item, "☐ " pending, "▶ " in progress,
+   * "☑ " done. It replaces the turn's earlier plan, in place; the last one stays after turnEnd.
+   */
+  | { type: "plan"; conversationId: string; turnId: string; text: string }
   /** A reply, once: it replaces the turn's delta text. Also a cron reminder or a subagent report. */
   | { type: "final"; conversationId: string; turnId?: string; text: string; files?: FileRef[] }
   /** A question with buttons (approvals, ask_human). */

@@ -193,6 +193,27 @@ describe.each(DRIVERS)("streamed replies: $name", (driver) => {
     expect(rig.currentTexts().filter((x) => x === expected[0])).toHaveLength(2); // the unstreamed one + this
   });
 
+  it("the turn's plan is a message of its own beside the reply: posted once, paced, left with its last state", async () => {
+    await start(60_000);
+    const expected = await shownWithoutStreaming(ANSWER);
+    const before = rig.currentTexts().length;
+    const t = nextTurn();
+    const states = ["▶ Look it up\n☐ Answer", "☑ Look it up\n▶ Answer", "☑ Look it up\n☑ Answer"];
+    bus.publishTurn(turn("turnStart", t));
+    bus.publishOutbound(out("plan", states[0]!, t));
+    await waitFor(() => rig.previews().includes(states[0]!), undefined, "the first checklist");
+    // Within the interval: only the newest of these is shown, when the turn ends.
+    bus.publishOutbound(out("plan", states[1]!, t));
+    bus.publishOutbound(out("plan", states[2]!, t));
+    await stream(t, ["The answer"], true);
+    await finish(t, ANSWER);
+    await waitFor(() => rig.currentTexts().includes(states[2]!), undefined, "the last checklist");
+
+    expect(rig.previews()).not.toContain(states[1]);
+    const shown = rig.currentTexts().slice(before);
+    expect(shown).toEqual([states[2], ...expected]);
+  });
+
   it("a tool-calling turn streams its progress, then the answer: each shown once, nothing lost", async () => {
     const PROGRESS = "Let me look that up.";
     // Pieces at a model's pace, so both texts are seen growing.

@@ -139,3 +139,33 @@ describe("Slack streamed replies", () => {
     expect(r.fake.botMessages().map((m) => m.message.text)).toEqual(formatSlackMessage(final));
   });
 });
+
+describe("the plan on Slack", () => {
+  it("is one message in the thread, updated in place with chat.update, and leaves the receipt on", async () => {
+    const mention = channelMessage(`<@${BOT_USER_ID}> plan it`);
+    const { rig: r, msg } = await started(mention);
+    const key = `C1:${String(msg.messageId)}`;
+    r.channel.onTurn(turnOf("turnStart", msg, "t1"));
+    await waitFor(() => r.fake.reactions.get(key)?.has("eyes") ?? false, undefined, "the receipt");
+    const surface = r.channel.planSurface({ chatId: msg.chatId, turnId: "t1", metadata: msg.metadata ?? {} });
+    if (!surface) throw new Error("no plan surface");
+    const plan = new LivePreview(surface, { intervalMs: 0 });
+    const states = ["▶ Fetch\n☐ Sum", "☑ Fetch\n▶ Sum"];
+    for (const state of states) {
+      plan.update(state);
+      await waitFor(() => r.fake.shown.some((s) => s.text === state), undefined, `"${state}" shown`);
+    }
+    expect(await plan.finish("☑ Fetch\n☑ Sum")).toBe(true);
+
+    const [only] = r.fake.botMessages();
+    expect(r.fake.botMessages()).toHaveLength(1);
+    expect(r.fake.posted().map((p) => [p.channel, p.thread_ts])).toEqual([["C1", String(mention.ts)]]);
+    expect(historyOf(r, only!.message.ts).map((s) => [s.how, s.text])).toEqual([
+      ["post", states[0]],
+      ["update", states[1]],
+      ["update", "☑ Fetch\n☑ Sum"],
+    ]);
+    // The turn is still at work: the checklist does not end the receipt as a reply's first text does.
+    expect([...r.fake.reactions.get(key)!]).toEqual(["eyes"]);
+  });
+});
