@@ -15,6 +15,7 @@ import { dirname } from "node:path";
 import * as z from "zod";
 import type { Choice, InboundMessage, OutboundMessage } from "../bus/types.js";
 import { parseCommand } from "../bus/commands.js";
+import { withLegacyPlace } from "../bus/legacy-place.js";
 import { isSenderAllowed } from "../channels/access.js";
 import type { ChoiceClick, ChoiceOutcome, QuestionDesk } from "../channels/types.js";
 import { logger, type Logger } from "../log.js";
@@ -38,7 +39,9 @@ export interface AskRequest {
   /** The chat to ask in (for background work: its origin chat). */
   channel: string;
   chatId: string;
-  /** The chat's metadata (thread ids), so the prompt stays in the thread. */
+  /** The thread or topic the turn is in, so the prompt stays in it. */
+  threadId?: string;
+  /** The chat's metadata (what only its channel reads). */
   metadata?: Record<string, unknown>;
   /** The person whose message started the turn; absent for background work. */
   sender?: { id: string; aliases: string[] };
@@ -75,16 +78,22 @@ export interface QuestionsOptions {
   log?: Logger;
 }
 
-/** What the state file keeps of an open question: enough to rewrite its prompt after a restart. */
-const SavedQuestion = z.object({
-  id: z.string(),
-  kind: z.enum(["approval", "ask_human"]),
-  channel: z.string(),
-  chatId: z.string(),
-  summary: z.string(),
-  ref: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-});
+/**
+ * What the state file keeps of an open question: enough to rewrite its prompt after a restart.
+ * A file of an older version kept the thread in `metadata`: it is read into `threadId`.
+ */
+const SavedQuestion = z
+  .object({
+    id: z.string(),
+    kind: z.enum(["approval", "ask_human"]),
+    channel: z.string(),
+    chatId: z.string(),
+    summary: z.string(),
+    ref: z.string().optional(),
+    threadId: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .transform(withLegacyPlace);
 type SavedQuestion = z.infer<typeof SavedQuestion>;
 const SavedFile = z.object({ version: z.literal(1), open: z.array(SavedQuestion) });
 
@@ -135,6 +144,7 @@ export class Questions implements QuestionDesk {
         channel: req.channel,
         chatId: req.chatId,
         summary: req.summary,
+        ...(req.threadId !== undefined ? { threadId: req.threadId } : {}),
         ...(req.metadata ? { metadata: req.metadata } : {}),
         choices: req.choices,
         approvers,
@@ -162,6 +172,7 @@ export class Questions implements QuestionDesk {
           id,
           choices: req.choices.map(({ id, label, style }) => (style ? { id, label, style } : { id, label })),
         },
+        ...(req.threadId !== undefined ? { threadId: req.threadId } : {}),
         ...(req.metadata ? { metadata: req.metadata } : {}),
       });
     });
@@ -233,6 +244,7 @@ export class Questions implements QuestionDesk {
       content,
       kind: "edit",
       edit: { questionId: q.id, ...(q.ref ? { ref: q.ref } : {}) },
+      ...(q.threadId !== undefined ? { threadId: q.threadId } : {}),
       ...(q.metadata ? { metadata: q.metadata } : {}),
     });
   }
@@ -267,13 +279,14 @@ export class Questions implements QuestionDesk {
     if (!path) return;
     const open: SavedQuestion[] = [
       ...this.leftovers,
-      ...[...this.open.values()].map(({ id, kind, channel, chatId, summary, ref, metadata }) => ({
+      ...[...this.open.values()].map(({ id, kind, channel, chatId, summary, ref, threadId, metadata }) => ({
         id,
         kind,
         channel,
         chatId,
         summary,
         ...(ref ? { ref } : {}),
+        ...(threadId !== undefined ? { threadId } : {}),
         ...(metadata ? { metadata } : {}),
       })),
     ];

@@ -10,7 +10,7 @@ import {
   slashCommandToInbound,
   SlackMessageEventSchema,
   stripMention,
-  threadTsFrom,
+  threadTsOf,
   toInbound,
   type SlackMessageEvent,
   type SlackPolicy,
@@ -148,11 +148,10 @@ describe("threads and sessions", () => {
     expect(eventKey(event({ ts: "5.5" }))).not.toBe(eventKey(event({ ts: "5.6" })));
   });
 
-  it("reads the thread back from outbound metadata, and only a real timestamp", () => {
-    expect(threadTsFrom({ threadTs: "1700000000.000100" })).toBe("1700000000.000100");
-    expect(threadTsFrom({ threadTs: 5 })).toBeUndefined();
-    expect(threadTsFrom({ threadTs: "../x" })).toBeUndefined();
-    expect(threadTsFrom(undefined)).toBeUndefined();
+  it("reads the thread back from an outbound message's threadId, and only a real timestamp", () => {
+    expect(threadTsOf({ threadId: "1700000000.000100" })).toBe("1700000000.000100");
+    expect(threadTsOf({ threadId: "../x" })).toBeUndefined();
+    expect(threadTsOf({})).toBeUndefined();
   });
 });
 

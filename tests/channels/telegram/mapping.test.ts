@@ -302,17 +302,17 @@ describe("attachments", () => {
 });
 
 describe("replyTarget", () => {
-  it("reads the chat, topic and message to quote back from outbound metadata", () => {
-    const meta = { threadId: 77 };
-    expect(replyTarget({ chatId: "-1001", replyTo: "10", metadata: meta }, true)).toEqual({
+  it("reads the chat, topic (the bus's threadId as Telegram's number) and message to quote", () => {
+    expect(replyTarget({ chatId: "-1001", replyTo: "10", threadId: "77" }, true)).toEqual({
       chatId: "-1001",
       threadId: 77,
       replyTo: 10,
     });
-    expect(replyTarget({ chatId: "-1001", metadata: meta }, false)).toEqual({
+    expect(replyTarget({ chatId: "-1001", threadId: "77" }, false)).toEqual({
       chatId: "-1001",
       threadId: 77,
     });
-    expect(replyTarget({ chatId: "5", metadata: { threadId: "x" } }, true)).toEqual({ chatId: "5" });
+    expect(replyTarget({ chatId: "5", threadId: "x" }, true)).toEqual({ chatId: "5" });
+    expect(replyTarget({ chatId: "5", threadId: "1.5" }, true)).toEqual({ chatId: "5" });
   });
 });
