@@ -180,8 +180,8 @@ describe("toInbound", () => {
       messageId: "3.3",
       senderAliases: ["alice"],
       isGroup: true,
+      threadId: "3.3",
       metadata: {
-        threadTs: "3.3",
         senderName: "alice",
       },
     });
@@ -191,7 +191,7 @@ describe("toInbound", () => {
     const msg = toInbound(event({ text: "more", ts: "4.4", thread_ts: "3.3" }), bot, policy);
     expect(msg?.sessionKey).toBe("slack:C1:3.3");
     expect(msg?.messageId).toBe("4.4");
-    expect(msg?.metadata).toMatchObject({ threadTs: "3.3" });
+    expect(msg?.threadId).toBe("3.3");
   });
 
   it("turns `@bot stop` into /stop", () => {
@@ -221,7 +221,8 @@ describe("slashCommandToInbound", () => {
       content: "/stop",
       sessionKey: "slack:C1:3.3",
       senderAliases: ["alice"],
-      metadata: { threadTs: "3.3", slashCommand: "/palaver" },
+      threadId: "3.3",
+      metadata: { slashCommand: "/palaver" },
     });
   });
 
@@ -229,10 +230,10 @@ describe("slashCommandToInbound", () => {
     expect(slashCommandToInbound(cmd).sessionKey).toBe("slack:C1");
     // The payload's user_name is never an alias by itself (the adapter looks names up).
     expect(slashCommandToInbound(cmd).senderAliases).toBeUndefined();
-    expect(slashCommandToInbound(cmd).metadata?.threadTs).toBeUndefined();
+    expect(slashCommandToInbound(cmd).threadId).toBeUndefined();
     const inDm = slashCommandToInbound({ ...cmd, channel_id: "D1", channel_name: "directmessage" }, "3.3");
     expect(inDm.sessionKey).toBe("slack:D1");
-    expect(inDm.metadata?.threadTs).toBeUndefined();
+    expect(inDm.threadId).toBeUndefined();
   });
 });
 

@@ -188,11 +188,13 @@ describe("groups", () => {
       MENTION,
     )!;
     expect(topic.inbound.sessionKey).toBe("telegram:-1001:77");
-    expect(topic.inbound.metadata).toMatchObject({ threadId: 77 });
+    expect(topic.inbound.threadId).toBe("77");
+    expect(topic.inbound.metadata).not.toHaveProperty("threadId");
     expect(topic.inbound.content).toBe("/help"); // the topic root is not shown as a reply
     // A reply thread in a non-forum group is not a topic.
     const notTopic = mapMessage(inGroup({ text: "/help", message_thread_id: 5 }), BOT, MENTION)!;
     expect(notTopic.inbound.sessionKey).toBe("telegram:-1001");
+    expect(notTopic.inbound.threadId).toBeUndefined();
     expect(sessionKeyFor(1, 2)).toBe("telegram:1:2");
   });
 });
