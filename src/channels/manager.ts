@@ -457,7 +457,13 @@ export class ChannelManager {
       return journaledPreview(
         surface,
         intervalMs,
-        { chatId: msg.chatId, turnId, channel: entry.channel.name, threadId: msg.threadId, metadata: msg.metadata },
+        {
+          chatId: msg.chatId,
+          turnId,
+          channel: entry.channel.name,
+          threadId: msg.threadId,
+          metadata: msg.metadata,
+        },
         this.opts.journal,
       );
     });

@@ -40,7 +40,13 @@ import { BoundedMap } from "../util/bounded-map.js";
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
-import { originOf, replyPlaceOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
+import {
+  originOf,
+  replyPlaceOf,
+  SYSTEM_CHANNEL,
+  type InboundMessage,
+  type OutboundMessage,
+} from "../bus/types.js";
 import { backoffDelay } from "../util/backoff.js";
 import { logger, type Logger } from "../log.js";
 import { ConfigError, errorMessage } from "../util/errors.js";

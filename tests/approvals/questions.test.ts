@@ -250,7 +250,14 @@ describe("Questions: restarts", () => {
   it("reads the thread of a question an older version saved in its metadata, and rewrites it in that thread", async () => {
     const path = join(dir, "approvals", "open.json");
     await mkdir(join(dir, "approvals"), { recursive: true });
-    const saved = { id: "q1", kind: "approval", channel: "telegram", chatId: "-1001", summary: "exec ls", ref: "9" };
+    const saved = {
+      id: "q1",
+      kind: "approval",
+      channel: "telegram",
+      chatId: "-1001",
+      summary: "exec ls",
+      ref: "9",
+    };
     const open = [
       { ...saved, metadata: { threadId: 55, chatType: "supergroup" } },
       { ...saved, id: "q2", channel: "slack", chatId: "C1", metadata: { threadTs: "1700000000.000100" } },

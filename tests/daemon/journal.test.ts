@@ -256,10 +256,29 @@ describe("Journal: poison messages", () => {
         t: "in",
         id: "slash",
         at: 3,
-        msg: { channel: "discord", senderId: "5", chatId: "9", content: "/status", metadata: { interactionId: "i1" } },
+        msg: {
+          channel: "discord",
+          senderId: "5",
+          chatId: "9",
+          content: "/status",
+          metadata: { interactionId: "i1" },
+        },
       },
-      { t: "out", id: "o1", at: 4, msg: { channel: "telegram", chatId: "-1001", content: "hi", metadata: { threadId: 55 } } },
-      { t: "preview", id: "p1", turnId: "t1", channel: "telegram", chatId: "-1001", metadata: { threadId: 3 }, refs: ["8"] },
+      {
+        t: "out",
+        id: "o1",
+        at: 4,
+        msg: { channel: "telegram", chatId: "-1001", content: "hi", metadata: { threadId: 55 } },
+      },
+      {
+        t: "preview",
+        id: "p1",
+        turnId: "t1",
+        channel: "telegram",
+        chatId: "-1001",
+        metadata: { threadId: 3 },
+        refs: ["8"],
+      },
     ];
     await writeFile(path, lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
     const journal = new Journal(path);

@@ -357,7 +357,13 @@ describe("Slack Socket Mode: sending", () => {
     await fake.pushEvent(mention);
     const msg = await rig!.nextInbound(1);
     const long = Array.from({ length: 300 }, (_v, i) => `**line ${i}**: ${"words ".repeat(5)}`).join("\n");
-    await channel.send({ channel: "slack", chatId: "C1", content: long, threadId: msg.threadId, metadata: msg.metadata });
+    await channel.send({
+      channel: "slack",
+      chatId: "C1",
+      content: long,
+      threadId: msg.threadId,
+      metadata: msg.metadata,
+    });
     const posts = fake.posted();
     expect(posts.length).toBeGreaterThan(3);
     for (const post of posts) {
