@@ -70,20 +70,18 @@ interface LegacyInbound {
   metadata?: Record<string, unknown> | undefined;
 }
 
-/** An OutboundMessage as journaled (an older version's thread in `metadata` is lifted too). */
-export const OutboundSchema = z
-  .object({
-    channel: z.string(),
-    chatId: z.string(),
-    content: z.string(),
-    media: z.array(z.string()).optional(),
-    replyTo: z.string().optional(),
-    kind: z.enum(["final", "progress", "toolHint", "question", "edit", "delta"]).optional(),
-    threadId: z.string().optional(),
-    interactionId: z.string().optional(),
-    metadata: metadata.optional(),
-  })
-  .transform(withLegacyPlace);
+/** An OutboundMessage as journaled. */
+export const OutboundSchema = z.object({
+  channel: z.string(),
+  chatId: z.string(),
+  content: z.string(),
+  media: z.array(z.string()).optional(),
+  replyTo: z.string().optional(),
+  kind: z.enum(["final", "progress", "toolHint", "question", "edit", "delta"]).optional(),
+  threadId: z.string().optional(),
+  interactionId: z.string().optional(),
+  metadata: metadata.optional(),
+});
 
 /** A reply given up (or dropped by `palaver outbox drop`), with why. */
 const Dropped = z.object({ t: z.literal("dropped"), id, reason: z.string() });
@@ -105,8 +103,8 @@ export const JournalEntry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("done"), id }),
   /** Given up after too many starts without finishing (a poison message); never replayed. */
   z.object({ t: z.literal("failed"), id, starts: z.number().int().nonnegative() }),
-  /** A final reply to send. */
-  z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema }),
+  /** A final reply to send (an older version's thread in its `metadata` is lifted). */
+  z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema.transform(withLegacyPlace) }),
   z.object({ t: z.literal("sent"), id }),
   Dropped,
   /** A platform message id already admitted (de-duplication of redeliveries). */
