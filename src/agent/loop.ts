@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import type { MessageBus } from "../bus/bus.js";
 import {
   originOf,
+  replyPlaceOf,
   sessionKeyOf,
   SYSTEM_CHANNEL,
   type InboundMessage,
@@ -182,7 +183,13 @@ export class AgentLoop {
     }
     const key = sessionKeyOf(msg);
     if (msg.channel !== SYSTEM_CHANNEL) {
-      this.lastActive = { channel: msg.channel, chatId: msg.chatId, sessionKey: key, metadata: msg.metadata };
+      this.lastActive = {
+        channel: msg.channel,
+        chatId: msg.chatId,
+        sessionKey: key,
+        ...replyPlaceOf(msg),
+        metadata: msg.metadata,
+      };
       const command = parseCommand(msg.content)?.name;
       if (command === "stop") {
         this.stop(key, msg);
@@ -337,6 +344,7 @@ export class AgentLoop {
       ...(msg.channel === SYSTEM_CHANNEL
         ? {}
         : { sender: senderOf(msg), senderText: msg.content, media: msg.media ?? [] }),
+      ...replyPlaceOf(origin),
       metadata: origin.metadata,
       turnId: turn.id,
       publish: (out) => bus.publishOutbound(out),
@@ -439,6 +447,7 @@ export class AgentLoop {
       kind,
       replyTo: replyToOf(turn.msg),
       ...(turn.id ? { turnId: turn.id } : {}),
+      ...replyPlaceOf(origin),
       metadata: origin.metadata,
     });
   }
@@ -452,6 +461,7 @@ export class AgentLoop {
       channel: origin.channel,
       chatId: origin.chatId,
       ...(replyTo ? { replyTo } : {}),
+      ...replyPlaceOf(origin),
       ...(origin.metadata ? { metadata: origin.metadata } : {}),
       ...(turn.msg.channel === SYSTEM_CHANNEL ? { background: true } : {}),
       ...(outcome ? { outcome } : {}),

@@ -22,7 +22,9 @@ export interface AskRequest {
   /** The chat to ask in (for background work: its origin chat). */
   channel: string;
   chatId: string;
-  /** The chat's metadata (thread ids), so the prompt stays in the thread. */
+  /** The thread or topic the turn is in, so the prompt stays in it. */
+  threadId?: string;
+  /** The chat's metadata (what only its channel reads). */
   metadata?: Record<string, unknown>;
   /** The person whose message started the turn; absent for background work. */
   sender?: { id: string; aliases: string[] };

@@ -8,7 +8,7 @@
 import { TaskSet } from "../util/task-set.js";
 import { randomUUID } from "node:crypto";
 import type { InboundMessage, Origin } from "../bus/types.js";
-import { systemMessage } from "../bus/types.js";
+import { replyPlaceOf, systemMessage } from "../bus/types.js";
 import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
@@ -225,6 +225,7 @@ export class SubagentManager implements SubagentControl {
       chatId: entry.origin.chatId,
       sessionKey: entry.sessionKey,
       signal,
+      ...replyPlaceOf(entry.origin),
       ...(entry.origin.metadata ? { metadata: entry.origin.metadata } : {}),
       ...(entry.senderText !== undefined ? { senderText: entry.senderText } : {}),
       // Worker tools never publish; this only catches a misconfigured registry.

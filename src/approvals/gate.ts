@@ -164,6 +164,7 @@ function approvalRequest(call: ToolCall, ctx: ToolContext, decision: ApprovalDec
     kind: "approval",
     channel: ctx.channel,
     chatId: ctx.chatId,
+    ...(ctx.threadId !== undefined ? { threadId: ctx.threadId } : {}),
     ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
     ...(ctx.sender ? { sender: ctx.sender } : {}),
     text:

@@ -16,6 +16,7 @@ import * as z from "zod";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import type { Answer, AskRequest, DeskChoice } from "../agent/questions.js";
 import { parseCommand } from "../bus/commands.js";
+import { withLegacyPlace } from "../bus/legacy-place.js";
 import { isSenderAllowed } from "../config/allow-from.js";
 import type { ChoiceClick, ChoiceOutcome, QuestionDesk } from "../channels/types.js";
 import { logger, type Logger } from "../log.js";
@@ -37,16 +38,22 @@ export interface QuestionsOptions {
   log?: Logger;
 }
 
-/** What the state file keeps of an open question: enough to rewrite its prompt after a restart. */
-const SavedQuestion = z.object({
-  id: z.string(),
-  kind: z.enum(["approval", "ask_human"]),
-  channel: z.string(),
-  chatId: z.string(),
-  summary: z.string(),
-  ref: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-});
+/**
+ * What the state file keeps of an open question: enough to rewrite its prompt after a restart.
+ * A file of an older version kept the thread in `metadata`: it is read into `threadId`.
+ */
+const SavedQuestion = z
+  .object({
+    id: z.string(),
+    kind: z.enum(["approval", "ask_human"]),
+    channel: z.string(),
+    chatId: z.string(),
+    summary: z.string(),
+    ref: z.string().optional(),
+    threadId: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .transform(withLegacyPlace);
 type SavedQuestion = z.infer<typeof SavedQuestion>;
 const SavedFile = z.object({ version: z.literal(1), open: z.array(SavedQuestion) });
 
@@ -97,6 +104,7 @@ export class Questions implements QuestionDesk {
         channel: req.channel,
         chatId: req.chatId,
         summary: req.summary,
+        ...(req.threadId !== undefined ? { threadId: req.threadId } : {}),
         ...(req.metadata ? { metadata: req.metadata } : {}),
         choices: req.choices,
         approvers,
@@ -124,6 +132,7 @@ export class Questions implements QuestionDesk {
           id,
           choices: req.choices.map(({ id, label, style }) => (style ? { id, label, style } : { id, label })),
         },
+        ...(req.threadId !== undefined ? { threadId: req.threadId } : {}),
         ...(req.metadata ? { metadata: req.metadata } : {}),
       });
     });
@@ -195,6 +204,7 @@ export class Questions implements QuestionDesk {
       content,
       kind: "edit",
       edit: { questionId: q.id, ...(q.ref ? { ref: q.ref } : {}) },
+      ...(q.threadId !== undefined ? { threadId: q.threadId } : {}),
       ...(q.metadata ? { metadata: q.metadata } : {}),
     });
   }
@@ -229,13 +239,14 @@ export class Questions implements QuestionDesk {
     if (!path) return;
     const open: SavedQuestion[] = [
       ...this.leftovers,
-      ...[...this.open.values()].map(({ id, kind, channel, chatId, summary, ref, metadata }) => ({
+      ...[...this.open.values()].map(({ id, kind, channel, chatId, summary, ref, threadId, metadata }) => ({
         id,
         kind,
         channel,
         chatId,
         summary,
         ...(ref ? { ref } : {}),
+        ...(threadId !== undefined ? { threadId } : {}),
         ...(metadata ? { metadata } : {}),
       })),
     ];

@@ -1,6 +1,28 @@
 /** Messages that travel on the bus. docs/architecture.md, "The turn lifecycle", describes their order. */
 
-export interface InboundMessage {
+/**
+ * Where in its chat a message was said, so the replies go there too. Set by the channel that
+ * received the message and carried unchanged by Origin, OutboundMessage, TurnEvent and the stores.
+ */
+export interface ReplyPlace {
+  /**
+   * The thread or forum topic: Telegram's message_thread_id (in decimal), Slack's thread_ts, Discord's
+   * thread channel id (there it is the chatId too). One string for every platform; each converts at its edge.
+   */
+  threadId?: string;
+  /** A Discord slash command's interaction: the reply answers it (the adapter holds it while it is open). */
+  interactionId?: string;
+}
+
+/** Only the reply place of `from`, without undefined keys: spread into the message that goes back. */
+export function replyPlaceOf(from: ReplyPlace): ReplyPlace {
+  return {
+    ...(from.threadId !== undefined ? { threadId: from.threadId } : {}),
+    ...(from.interactionId !== undefined ? { interactionId: from.interactionId } : {}),
+  };
+}
+
+export interface InboundMessage extends ReplyPlace {
   /** "telegram" | "slack" | "discord" | "cli" | "system" ... */
   channel: string;
   /** Platform user id, as a string. */
@@ -61,7 +83,7 @@ export interface Question {
   choices: Choice[];
 }
 
-export interface OutboundMessage {
+export interface OutboundMessage extends ReplyPlace {
   channel: string;
   chatId: string;
   content: string;
@@ -92,7 +114,7 @@ export type TurnOutcome = "done" | "stopped" | "failed";
  * /status) included: their replies carry the turn id too. /stop is not a turn: it is answered at once,
  * outside the lanes, with no turn id, and the turn it stops ends with outcome "stopped".
  */
-export interface TurnEvent {
+export interface TurnEvent extends ReplyPlace {
   kind: "turnStart" | "turnEnd";
   turnId: string;
   /** The chat the turn answers (for background work: its origin chat). */
@@ -100,7 +122,7 @@ export interface TurnEvent {
   chatId: string;
   /** The platform id of the message that started the turn, when a person sent one. */
   replyTo?: string;
-  /** The chat's inbound metadata (thread ids ...). */
+  /** The chat's inbound metadata (what only its channel reads). */
   metadata?: Record<string, unknown>;
   /** Background work (cron, heartbeat, subagent reports) rather than a person waiting. */
   background?: boolean;
@@ -119,12 +141,12 @@ export const SYSTEM_CHANNEL = "system";
 export const TERMINAL_CHANNEL = "cli";
 
 /** The chat that background work reports back to. */
-export interface Origin {
+export interface Origin extends ReplyPlace {
   channel: string;
   chatId: string;
   /** The session the exchange is saved in; default `${channel}:${chatId}`. */
   sessionKey?: string;
-  /** The chat's inbound metadata (thread ids ...), so replies stay in the thread. */
+  /** The chat's inbound metadata (what only its channel reads). */
   metadata?: Record<string, unknown>;
 }
 
@@ -157,5 +179,11 @@ export function originOf(msg: InboundMessage): Origin {
     const origin = msg.metadata?.origin as Origin | undefined;
     if (origin && typeof origin.channel === "string" && typeof origin.chatId === "string") return origin;
   }
-  return { channel: msg.channel, chatId: msg.chatId, sessionKey: sessionKeyOf(msg), metadata: msg.metadata };
+  return {
+    channel: msg.channel,
+    chatId: msg.chatId,
+    sessionKey: sessionKeyOf(msg),
+    ...replyPlaceOf(msg),
+    metadata: msg.metadata,
+  };
 }

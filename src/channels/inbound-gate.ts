@@ -7,6 +7,7 @@
  */
 import type { MessageBus } from "../bus/bus.js";
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
+import { replyPlaceOf } from "../bus/types.js";
 import type { Journal } from "../daemon/journal.js";
 import type { Logger } from "../log.js";
 import { isSenderAllowed } from "../config/allow-from.js";
@@ -116,6 +117,8 @@ export class InboundGate {
         channel: name,
         chatId: msg.chatId,
         content: content ?? refusalNotice(name, msg.senderId),
+        // The thread it was said in; a Discord slash command's interaction is answered by it.
+        ...replyPlaceOf(msg),
         metadata: msg.metadata,
       });
     }

@@ -77,6 +77,7 @@ export class InterruptedPreviews {
       const target = {
         chatId: preview.chatId,
         turnId: preview.turnId,
+        ...(preview.threadId !== undefined ? { threadId: preview.threadId } : {}),
         ...(preview.metadata ? { metadata: preview.metadata } : {}),
       };
       try {

@@ -8,6 +8,7 @@
  */
 import type { MessageBus } from "../bus/bus.js";
 import type { OutboundMessage, TurnEvent } from "../bus/types.js";
+import { replyPlaceOf } from "../bus/types.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 import type { Journal, OpenPreview, PendingOutbound } from "../daemon/journal.js";
 import { logger, redactText, type Logger } from "../log.js";
@@ -456,6 +457,7 @@ export class ChannelManager {
         chatId: msg.chatId,
         turnId,
         ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
+        ...replyPlaceOf(msg),
         ...(msg.metadata ? { metadata: msg.metadata } : {}),
       };
       const surface = entry.channel.previewSurface?.(target);
@@ -465,7 +467,13 @@ export class ChannelManager {
       return journaledPreview(
         surface,
         intervalMs,
-        { chatId: msg.chatId, turnId, channel: entry.channel.name, metadata: msg.metadata },
+        {
+          chatId: msg.chatId,
+          turnId,
+          channel: entry.channel.name,
+          threadId: msg.threadId,
+          metadata: msg.metadata,
+        },
         this.opts.journal,
       );
     });
@@ -503,6 +511,7 @@ export class ChannelManager {
       const target: PreviewTarget = {
         chatId: msg.chatId,
         turnId,
+        ...replyPlaceOf(msg),
         ...(msg.metadata ? { metadata: msg.metadata } : {}),
       };
       const surface = entry.channel.planSurface?.(target);

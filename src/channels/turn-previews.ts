@@ -14,6 +14,7 @@ export interface PreviewPlace {
   turnId: string;
   channel: string;
   chatId: string;
+  threadId?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
 }
 
@@ -29,11 +30,17 @@ export function journaledPreview(
 ): LivePreview {
   if (!journal) return new LivePreview(surface, { intervalMs });
   const id = randomUUID();
-  const { metadata, ...where } = place;
+  const { threadId, metadata, ...where } = place;
   return new LivePreview(surface, {
     intervalMs,
     onPosted: (refs) =>
-      journal.recordPreview({ id, ...where, ...(metadata ? { metadata } : {}), refs: [...refs] }),
+      journal.recordPreview({
+        id,
+        ...where,
+        ...(threadId !== undefined ? { threadId } : {}),
+        ...(metadata ? { metadata } : {}),
+        refs: [...refs],
+      }),
     onEnded: () => journal.closePreview(id),
   });
 }

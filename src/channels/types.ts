@@ -1,4 +1,4 @@
-import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
+import type { InboundMessage, OutboundMessage, ReplyPlace, TurnEvent } from "../bus/types.js";
 
 /** Where a channel puts what it receives. The manager hands each channel one that checks access first. */
 export interface InboundSink {
@@ -37,7 +37,7 @@ export interface InboundSink {
 }
 
 /** A button press: who pressed which choice of which question, in which chat. */
-export interface ChoiceClick {
+export interface ChoiceClick extends ReplyPlace {
   channel: string;
   chatId: string;
   senderId: string;
@@ -45,7 +45,7 @@ export interface ChoiceClick {
   senderAliases?: string[];
   questionId: string;
   choiceId: string;
-  /** Thread ids and the like, as on inbound messages. */
+  /** What only the channel reads, as on inbound messages. */
   metadata?: Record<string, unknown>;
 }
 
@@ -108,12 +108,12 @@ export interface Channel {
 }
 
 /** The chat (and turn) a live preview is for. */
-export interface PreviewTarget {
+export interface PreviewTarget extends ReplyPlace {
   chatId: string;
   turnId: string;
   /** The platform id of the message the reply answers (quoted when the channel's replyToMessage is on). */
   replyTo?: string;
-  /** The chat's inbound metadata (thread ids ...), so the preview goes where the reply would. */
+  /** The chat's inbound metadata (what only its channel reads, such as Telegram's chat type). */
   metadata?: Record<string, unknown>;
 }
 

@@ -90,7 +90,9 @@ export interface AddJobInput {
   channel: string;
   to: string;
   sessionKey?: string;
-  /** The origin chat's metadata (thread ids), so the reply stays in the thread. */
+  /** The origin chat's thread or forum topic, so the reply stays in it. */
+  threadId?: string;
+  /** The origin chat's metadata (what only its channel reads). */
   metadata?: Record<string, unknown>;
   /** Who asked for the job: a chat sender (checked against allowFrom when it fires) or the operator. */
   creator?: CronCreator;
@@ -214,6 +216,7 @@ export class CronService implements ScheduleView {
             channel: input.channel,
             to: input.to,
             ...(input.sessionKey ? { sessionKey: input.sessionKey } : {}),
+            ...(input.threadId ? { threadId: input.threadId } : {}),
             ...(input.metadata && Object.keys(input.metadata).length ? { metadata: input.metadata } : {}),
             ...(input.creator ? { creator: input.creator } : {}),
           },
@@ -509,6 +512,7 @@ export class CronService implements ScheduleView {
               channel: target.channel,
               chatId: target.chatId,
               ...(target.sessionKey ? { sessionKey: target.sessionKey } : {}),
+              ...(target.threadId ? { threadId: target.threadId } : {}),
               ...(target.metadata ? { metadata: target.metadata } : {}),
             },
             sessionKey: CRON_SESSION_PREFIX + job.id,

@@ -2,12 +2,14 @@
  * Cron jobs as stored in `<config folder>/cron/jobs.json`, in nanobot's format
  * (nanobot/cron/types.py): `{ "version": 1, "jobs": [CronJob] }`, camelCase
  * keys (snake_case accepted on load), null for "not set". palaver adds
- * `payload.sessionKey` and `payload.metadata` (the origin chat's thread ids) so
- * deliveries stay in a Slack/Discord thread, and `payload.creator` (who made
+ * `payload.sessionKey`, `payload.threadId` (the origin chat's thread or forum topic, so
+ * deliveries stay in it; older versions kept it in `payload.metadata`, still read),
+ * `payload.metadata` (what only the origin's channel reads) and `payload.creator` (who made
  * the job; nanobot reads payload fields by name and ignores it). Keys this version does not know
  * are kept, so a file shared with nanobot loses nothing when palaver rewrites it.
  */
 import * as z from "zod";
+import { legacyReplyPlace } from "../bus/legacy-place.js";
 import { checkSchedule } from "./schedule.js";
 
 export const STORE_VERSION = 1;
@@ -76,7 +78,9 @@ export const CronPayloadSchema = z.preprocess(
       to: z.union([z.string(), z.number().transform(String)]).nullish(),
       /** palaver: the session the job was created from. */
       sessionKey: nullableString,
-      /** palaver: the origin chat's inbound metadata (thread ids ...). */
+      /** palaver: the origin chat's thread or forum topic (ReplyPlace.threadId). */
+      threadId: nullableString,
+      /** palaver: the origin chat's inbound metadata (older versions: its thread ids too). */
       metadata: z.record(z.string(), z.unknown()).nullish(),
       /** palaver: who created the job (see CronCreatorSchema). */
       creator: CronCreatorSchema.nullish(),
@@ -143,6 +147,7 @@ export interface DeliveryTarget {
   channel: string;
   chatId: string;
   sessionKey?: string;
+  threadId?: string;
   metadata?: Record<string, unknown>;
 }
 
@@ -157,7 +162,14 @@ export function deliveryTarget(payload: CronPayload): DeliveryTarget | null {
   if (!channel || !chatId) return null;
   const sessionKey = str(payload.sessionKey);
   const metadata = obj(payload.metadata) ?? obj(payload.originMetadata) ?? obj(payload.channelMeta);
-  return { channel, chatId, ...(sessionKey ? { sessionKey } : {}), ...(metadata ? { metadata } : {}) };
+  const threadId = str(payload.threadId) ?? legacyReplyPlace(metadata).threadId;
+  return {
+    channel,
+    chatId,
+    ...(sessionKey ? { sessionKey } : {}),
+    ...(threadId ? { threadId } : {}),
+    ...(metadata ? { metadata } : {}),
+  };
 }
 
 /** What /status shows of the schedule (the agent reads it; CronService implements it). */

@@ -9,6 +9,7 @@
  * Journal.compact if it must outlive a compaction.
  */
 import * as z from "zod";
+import { legacyReplyPlace, withLegacyPlace } from "../bus/legacy-place.js";
 
 const id = z.string().min(1);
 const metadata = z.record(z.string(), z.unknown());
@@ -24,10 +25,12 @@ export const InboundSchema = z
     messageId: z.string().optional(),
     senderAliases: z.array(z.string()).optional(),
     isGroup: z.boolean().optional(),
+    threadId: z.string().optional(),
+    interactionId: z.string().optional(),
     metadata: metadata.optional(),
     sessionKey: z.string().optional(),
   })
-  .transform(liftLegacyFields);
+  .transform((msg) => withLegacyOrigin(withLegacyPlace(liftLegacyFields(msg))));
 
 /**
  * Lines written before these fields were typed kept them in `metadata`: they are read into the
@@ -46,6 +49,20 @@ function liftLegacyFields<T extends LegacyInbound>(msg: T): T {
   return Object.keys(lifted).length ? { ...msg, ...lifted } : msg;
 }
 
+/**
+ * A system message's origin chat (bus/types.ts systemMessage) rides in its metadata; an older
+ * version kept that origin's thread in the origin's own metadata.
+ */
+function withLegacyOrigin<T extends { metadata?: Record<string, unknown> | undefined }>(msg: T): T {
+  const origin = msg.metadata?.origin;
+  if (origin === null || typeof origin !== "object" || Array.isArray(origin)) return msg;
+  const typed = origin as Record<string, unknown>;
+  if (typed.threadId !== undefined) return msg;
+  const place = legacyReplyPlace(typed.metadata);
+  if (place.threadId === undefined && place.interactionId === undefined) return msg;
+  return { ...msg, metadata: { ...msg.metadata, origin: { ...typed, ...place } } };
+}
+
 interface LegacyInbound {
   messageId?: string | undefined;
   senderAliases?: string[] | undefined;
@@ -61,6 +78,8 @@ export const OutboundSchema = z.object({
   media: z.array(z.string()).optional(),
   replyTo: z.string().optional(),
   kind: z.enum(["final", "progress", "toolHint", "question", "edit", "delta", "plan"]).optional(),
+  threadId: z.string().optional(),
+  interactionId: z.string().optional(),
   metadata: metadata.optional(),
 });
 
@@ -84,8 +103,8 @@ export const JournalEntry = z.discriminatedUnion("t", [
   z.object({ t: z.literal("done"), id }),
   /** Given up after too many starts without finishing (a poison message); never replayed. */
   z.object({ t: z.literal("failed"), id, starts: z.number().int().nonnegative() }),
-  /** A final reply to send. */
-  z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema }),
+  /** A final reply to send (an older version's thread in its `metadata` is lifted). */
+  z.object({ t: z.literal("out"), id, at: z.number(), msg: OutboundSchema.transform(withLegacyPlace) }),
   z.object({ t: z.literal("sent"), id }),
   Dropped,
   /** A platform message id already admitted (de-duplication of redeliveries). */
@@ -94,16 +113,19 @@ export const JournalEntry = z.discriminatedUnion("t", [
    * A live preview is on screen (its first message posted, or a continuation): where it is, never
    * its text. A later line with the same id replaces it (more refs).
    */
-  z.object({
-    t: z.literal("preview"),
-    id,
-    turnId: id,
-    channel: z.string(),
-    chatId: z.string(),
-    metadata: metadata.optional(),
-    /** The platform's refs of its messages, oldest first (opaque strings). */
-    refs: z.array(z.string()).min(1),
-  }),
+  z
+    .object({
+      t: z.literal("preview"),
+      id,
+      turnId: id,
+      channel: z.string(),
+      chatId: z.string(),
+      threadId: z.string().optional(),
+      metadata: metadata.optional(),
+      /** The platform's refs of its messages, oldest first (opaque strings). */
+      refs: z.array(z.string()).min(1),
+    })
+    .transform(withLegacyPlace),
   /** The preview was finished, stopped or closed: nothing to repair after a crash. */
   z.object({ t: z.literal("previewClosed"), id }),
 ]);

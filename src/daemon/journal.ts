@@ -40,7 +40,13 @@ import { BoundedMap } from "../util/bounded-map.js";
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
-import { originOf, SYSTEM_CHANNEL, type InboundMessage, type OutboundMessage } from "../bus/types.js";
+import {
+  originOf,
+  replyPlaceOf,
+  SYSTEM_CHANNEL,
+  type InboundMessage,
+  type OutboundMessage,
+} from "../bus/types.js";
 import { backoffDelay } from "../util/backoff.js";
 import { logger, type Logger } from "../log.js";
 import { ConfigError, errorMessage } from "../util/errors.js";
@@ -66,6 +72,8 @@ export interface OpenPreview {
   turnId: string;
   channel: string;
   chatId: string;
+  /** The thread or topic it is shown in. */
+  threadId?: string;
   metadata?: Record<string, unknown>;
   /** The platform's refs of its messages, oldest first. */
   refs: string[];
@@ -304,13 +312,14 @@ export class Journal {
 
   /** A preview is on screen, or has one more message: recorded again whole (a small line, no text). */
   recordPreview(preview: OpenPreview): void {
-    const { id, turnId, channel, chatId, metadata, refs } = preview;
+    const { id, turnId, channel, chatId, threadId, metadata, refs } = preview;
     // The newest refs only: the last message is the one a restart marks interrupted.
     const kept: OpenPreview = {
       id,
       turnId,
       channel,
       chatId,
+      ...(threadId !== undefined ? { threadId } : {}),
       ...(metadata ? { metadata } : {}),
       refs: refs.slice(-MAX_PREVIEW_REFS),
     };
@@ -510,6 +519,7 @@ export function giveUpReply(msg: InboundMessage, starts: number): OutboundMessag
       "perhaps in other words, or start over with /new.",
     kind: "final",
     ...(messageId ? { replyTo: messageId } : {}),
+    ...replyPlaceOf(origin),
     ...(origin.metadata ? { metadata: origin.metadata } : {}),
   };
 }

@@ -128,14 +128,14 @@ describe("subagents", () => {
       },
       subagent: () => ({ content: "Cats sleep 12-16 hours daily." }),
     });
-    const reply = await h.ask("chat", "research cats", { metadata: { threadId: "T1" } });
+    const reply = await h.ask("chat", "research cats", { threadId: "T1" });
     expect(reply.content).toBe("I've started looking into it.");
     await waitFor(() => finals().length === 2);
     expect(finals()[1]).toMatchObject({
       channel: "test",
       chatId: "chat",
       content: "Cats sleep 16 hours a day!",
-      metadata: { threadId: "T1" },
+      threadId: "T1",
     });
     await h.loop.idle();
     const contents = (await h.sessions.get("test:chat")).messages.map((m) => JSON.stringify(m.content));

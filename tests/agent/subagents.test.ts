@@ -33,7 +33,8 @@ const origin: Origin = {
   channel: "telegram",
   chatId: "42",
   sessionKey: "telegram:42:thread-7",
-  metadata: { threadId: 7 },
+  threadId: "7",
+  metadata: { chatType: "supergroup" },
 };
 
 beforeEach(async () => {
@@ -314,7 +315,7 @@ describe("subagent result through the agent loop", () => {
         channel: "test",
         chatId: "c1",
         sessionKey: "test:c1:t9",
-        metadata: { threadId: "t9" },
+        threadId: "t9",
       };
       m.spawn({ task: "Count the lines of notes.md", label: "count", origin: chatOrigin });
 
@@ -326,7 +327,7 @@ describe("subagent result through the agent loop", () => {
         channel: "test",
         chatId: "c1",
         content: "Your notes have 3 lines.",
-        metadata: { threadId: "t9" },
+        threadId: "t9",
       });
       const session = await h.sessions.get("test:c1:t9");
       expect(session.messages.map((x) => x.content)).toEqual([

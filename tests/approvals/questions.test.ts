@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -222,7 +222,7 @@ describe("Questions: restarts", () => {
   it("keeps open questions in a private file; the next run marks their prompts expired, with the saved ref", async () => {
     const path = join(dir, "approvals", "open.json");
     const first = desk();
-    void first.ask(approval(undefined, { metadata: { threadId: "t1" } }));
+    void first.ask(approval(undefined, { threadId: "t1", metadata: { chatType: "supergroup" } }));
     const id = questionOf().question!.id;
     first.delivered(id, "msg-5");
     await waitFor(async () => (await readFile(path, "utf8")).includes("msg-5"));
@@ -238,12 +238,36 @@ describe("Questions: restarts", () => {
         content: "⌛ Expired (palaver restarted): exec rm -rf build was not run.",
         kind: "edit",
         edit: { questionId: id, ref: "msg-5" },
-        metadata: { threadId: "t1" },
+        threadId: "t1",
+        metadata: { chatType: "supergroup" },
       },
     ]);
     expect(JSON.parse(await readFile(path, "utf8"))).toEqual({ version: 1, open: [] });
     // Once only.
     next.expireLeftovers();
     expect(published).toHaveLength(1);
+  });
+
+  it("reads the thread of a question an older version saved in its metadata, and rewrites it in that thread", async () => {
+    const path = join(dir, "approvals", "open.json");
+    await mkdir(join(dir, "approvals"), { recursive: true });
+    const saved = {
+      id: "q1",
+      kind: "approval",
+      channel: "telegram",
+      chatId: "-1001",
+      summary: "exec ls",
+      ref: "9",
+    };
+    const open = [
+      { ...saved, metadata: { threadId: 55, chatType: "supergroup" } },
+      { ...saved, id: "q2", channel: "slack", chatId: "C1", metadata: { threadTs: "1700000000.000100" } },
+    ];
+    await writeFile(path, JSON.stringify({ version: 1, open }));
+    desk().expireLeftovers();
+    expect(edits().map((m) => [m.channel, m.threadId])).toEqual([
+      ["telegram", "55"],
+      ["slack", "1700000000.000100"],
+    ]);
   });
 });

@@ -78,7 +78,8 @@ describe("streamed replies through the channel manager", () => {
     kind,
     content,
     turnId: "t1",
-    metadata: { threadId: 9 },
+    threadId: "9",
+    metadata: { chatType: "supergroup" },
   });
 
   it("shows the reply as it grows and replaces it in place with the final, sent once", async () => {
@@ -92,7 +93,9 @@ describe("streamed replies through the channel manager", () => {
     await manager.flush(5000);
     expect(channel.screen).toEqual(["**The answer is 42.**"]);
     expect(channel.sent).toEqual([]); // finalized in place, never sent anew
-    expect(channel.targets).toEqual([{ chatId: "c1", turnId: "t1", metadata: { threadId: 9 } }]);
+    expect(channel.targets).toEqual([
+      { chatId: "c1", turnId: "t1", threadId: "9", metadata: { chatType: "supergroup" } },
+    ]);
   });
 
   it("with streaming off, deltas are not shown and the final is sent as usual", async () => {

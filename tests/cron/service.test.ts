@@ -76,7 +76,8 @@ function input(req: Parameters<typeof buildSchedule>[0], extra: Partial<AddJobIn
     deleteAfterRun,
     channel: "slack",
     to: "C1",
-    metadata: { thread_ts: "111.222" },
+    threadId: "111.222",
+    metadata: { channelType: "channel" },
     ...extra,
   };
 }
@@ -119,7 +120,8 @@ describe("CronService firing", () => {
             channel: "slack",
             chatId: "C1",
             sessionKey: "slack:C1:111.222",
-            metadata: { thread_ts: "111.222" },
+            threadId: "111.222",
+            metadata: { channelType: "channel" },
           },
         },
       },
@@ -139,6 +141,8 @@ describe("CronService firing", () => {
     }
     const [stored] = await onDisk();
     expect(stored!.id).toBe(job.id);
+    // The thread is a payload field of its own; the metadata keeps only the channel's own bits.
+    expect(stored!.payload).toMatchObject({ threadId: "111.222", metadata: { channelType: "channel" } });
     expect(stored!.state).toMatchObject({
       lastRunAtMs: START + 3 * MIN,
       lastStatus: "ok",

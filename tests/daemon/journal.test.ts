@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../src/bus/bus.js";
-import type { InboundMessage } from "../../src/bus/types.js";
+import { originOf, type InboundMessage } from "../../src/bus/types.js";
+import { replyTarget } from "../../src/channels/telegram/mapping.js";
+import { threadTsOf } from "../../src/channels/slack/mapping.js";
 import { ChannelManager } from "../../src/channels/manager.js";
 import { giveUpReply, Journal } from "../../src/daemon/journal.js";
 import { dropFromOutbox, readOutbox } from "../../src/daemon/outbox-file.js";
@@ -227,6 +229,68 @@ describe("Journal: poison messages", () => {
     expect(pending.inbound[0]!.msg).toMatchObject({ senderAliases: ["@ada"], isGroup: false });
     // Given up, the chat is told in a reply to it.
     expect(giveUpReply(pending.inbound[0]!.msg, 3).replyTo).toBe("4");
+    journal.close();
+  });
+
+  it("reads the threads and interactions an older version journaled in metadata, so replies stay there", async () => {
+    const path = join(dir, "j.jsonl");
+    const topic = { channel: "telegram", senderId: "1", chatId: "-1001", content: "in the topic" };
+    const lines = [
+      { t: "in", id: "tg", at: 1, msg: { ...topic, metadata: { threadId: 77, chatType: "supergroup" } } },
+      {
+        t: "in",
+        id: "cron",
+        at: 2,
+        msg: {
+          channel: "system",
+          senderId: "cron",
+          chatId: "slack:C1",
+          content: "[cron] water the plants",
+          metadata: {
+            cronJobId: "j1",
+            origin: { channel: "slack", chatId: "C1", metadata: { threadTs: "1700000000.000100" } },
+          },
+        },
+      },
+      {
+        t: "in",
+        id: "slash",
+        at: 3,
+        msg: {
+          channel: "discord",
+          senderId: "5",
+          chatId: "9",
+          content: "/status",
+          metadata: { interactionId: "i1" },
+        },
+      },
+      {
+        t: "out",
+        id: "o1",
+        at: 4,
+        msg: { channel: "telegram", chatId: "-1001", content: "hi", metadata: { threadId: 55 } },
+      },
+      {
+        t: "preview",
+        id: "p1",
+        turnId: "t1",
+        channel: "telegram",
+        chatId: "-1001",
+        metadata: { threadId: 3 },
+        refs: ["8"],
+      },
+    ];
+    await writeFile(path, lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
+    const journal = new Journal(path);
+    const { inbound: replayed, outbound } = journal.open();
+    const [tg, cron, slash] = replayed.map((p) => p.msg);
+    expect(tg!.threadId).toBe("77");
+    expect(replyTarget(giveUpReply(tg!, 3), false)).toEqual({ chatId: "-1001", threadId: 77 });
+    expect(threadTsOf(originOf(cron!))).toBe("1700000000.000100");
+    expect(threadTsOf(giveUpReply(cron!, 3))).toBe("1700000000.000100");
+    expect(slash!.interactionId).toBe("i1");
+    expect(replyTarget(outbound[0]!.msg, false)).toEqual({ chatId: "-1001", threadId: 55 });
+    expect(journal.openPreviews()[0]!.threadId).toBe("3");
     journal.close();
   });
 

@@ -32,7 +32,8 @@ const preview = (id: string, refs = ["101"]): OpenPreview => ({
   turnId: `turn-${id}`,
   channel: "telegram",
   chatId: "-100",
-  metadata: { messageId: 7 },
+  threadId: "4",
+  metadata: { chatType: "supergroup" },
   refs,
 });
 
@@ -240,7 +241,7 @@ describe("ChannelManager: previews in the journal", () => {
     kind,
     content,
     turnId: "t1",
-    metadata: { threadId: 3 },
+    threadId: "3",
   });
 
   it("journals a streamed preview while it is on screen and closes it with the final", async () => {
@@ -254,7 +255,7 @@ describe("ChannelManager: previews in the journal", () => {
       turnId: "t1",
       channel: "chat",
       chatId: "c1",
-      metadata: { threadId: 3 },
+      threadId: "3",
       refs: ["0"],
     });
     bus.publishOutbound(msg("final", "the whole answer"));
@@ -284,7 +285,12 @@ describe("ChannelManager: previews in the journal", () => {
     await waitFor(() => journal.openPreviews().length === 0, 5000, "every leftover closed");
     expect(channel.screen).toEqual([INTERRUPTED_NOTE, "gone one"]);
     expect(late.screen).toEqual([INTERRUPTED_NOTE]);
-    expect(channel.targets[0]).toEqual({ chatId: "c1", turnId: "turn-a", metadata: { messageId: 7 } });
+    expect(channel.targets[0]).toEqual({
+      chatId: "c1",
+      turnId: "turn-a",
+      threadId: "4",
+      metadata: { chatType: "supergroup" },
+    });
     expect(lines.some((l) => l.msg === "could not mark an interrupted preview")).toBe(true);
     journal.close();
   });

@@ -5,7 +5,7 @@
  * its instructions after the workspace's bootstrap files, its model and its tools. The vision slot
  * replaces the model of a turn that carries images the main model cannot see.
  */
-import { originOf, type InboundMessage } from "../../bus/types.js";
+import { originOf, replyPlaceOf, type InboundMessage } from "../../bus/types.js";
 import type { ChatMessage, Provider } from "../../llm/types.js";
 import { withModel } from "../../llm/with-model.js";
 import type { ToolRegistry } from "../tools/registry.js";
@@ -136,6 +136,7 @@ export class ConversationAgents {
       ...msg,
       channel: origin.channel,
       chatId: origin.chatId,
+      ...replyPlaceOf(origin),
       metadata: origin.metadata,
     });
   }

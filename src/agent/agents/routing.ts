@@ -8,8 +8,7 @@ export interface AgentBinding {
 
 /** The agent of the first binding whose every given field matches `msg`; undefined: the default agent. */
 export function bindingFor(bindings: readonly AgentBinding[], msg: InboundMessage): string | undefined {
-  const threadId = msg.metadata?.threadId;
-  const thread = typeof threadId === "string" || typeof threadId === "number" ? String(threadId) : undefined;
+  const thread = msg.threadId;
   return bindings.find(
     ({ match }) =>
       match.channel === msg.channel &&

@@ -31,6 +31,7 @@ export function createAskHumanTool(desk: HumanDesk, timeoutText: string): Tool<t
         kind: "ask_human",
         channel: ctx.channel,
         chatId: ctx.chatId,
+        ...(ctx.threadId !== undefined ? { threadId: ctx.threadId } : {}),
         ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
         ...(ctx.sender ? { sender: ctx.sender } : {}),
         text: `❓ ${question}`,

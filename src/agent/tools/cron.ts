@@ -72,6 +72,7 @@ export function createCronTool(
             channel: ctx.channel,
             to: ctx.chatId,
             sessionKey: ctx.sessionKey,
+            ...(ctx.threadId !== undefined ? { threadId: ctx.threadId } : {}),
             metadata: ctx.metadata,
             // Who asked: the job stops once they are no longer let in (see CronService).
             ...(ctx.sender

@@ -12,6 +12,7 @@
  */
 import { stat } from "node:fs/promises";
 import * as z from "zod";
+import { replyPlaceOf } from "../../bus/types.js";
 import { ToolError } from "../../util/errors.js";
 import { refuseOtherChats } from "./chat-privacy.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
@@ -65,7 +66,8 @@ export function createMessageTool(opts: MessageToolOptions = { restrictToWorkspa
         content,
         kind: "final",
         ...(files.length ? { media: files } : {}),
-        // The inbound metadata (thread id, message id) only makes sense in its own chat.
+        // The thread and the inbound metadata only make sense in their own chat.
+        ...(toOrigin ? replyPlaceOf(ctx) : {}),
         ...(toOrigin && ctx.metadata ? { metadata: ctx.metadata } : {}),
       });
       if (toOrigin) ctx.turn.sentToOriginChat = true;

@@ -4,6 +4,7 @@
  * same chat (and thread), so the tool only says that it started.
  */
 import * as z from "zod";
+import { replyPlaceOf } from "../../bus/types.js";
 import type { AgentDefinition } from "../agents/definition.js";
 import type { NamedAgents, PreparedAgent } from "../agents/named-agents.js";
 import type { SubagentManager } from "../subagents.js";
@@ -46,6 +47,7 @@ export function createSpawnTool(
           channel: ctx.channel,
           chatId: ctx.chatId,
           sessionKey: ctx.sessionKey,
+          ...replyPlaceOf(ctx),
           ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
         },
         // The subagent inherits the approval rules of this turn (approvals/outward.ts).

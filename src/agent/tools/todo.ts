@@ -6,6 +6,7 @@
  * message edited in place when it changes (channels/turn-plans.ts).
  */
 import * as z from "zod";
+import { replyPlaceOf } from "../../bus/types.js";
 import type { Session } from "../../sessions/session.js";
 import { formatChecklist, isChurning, planOf, PLAN_METADATA_KEY, writePlan, type Plan } from "../plan.js";
 import { defineTool, type Tool, type ToolContext } from "./types.js";
@@ -79,6 +80,7 @@ function showChecklist(plan: Plan, ctx: ToolContext): void {
     content: checklist,
     kind: "plan",
     turnId: ctx.turnId,
+    ...replyPlaceOf(ctx),
     ...(ctx.metadata ? { metadata: ctx.metadata } : {}),
   });
 }

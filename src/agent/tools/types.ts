@@ -1,8 +1,8 @@
 import type { z } from "zod";
-import type { OutboundMessage } from "../../bus/types.js";
+import type { OutboundMessage, ReplyPlace } from "../../bus/types.js";
 
-/** What a tool knows about the turn it runs in. */
-export interface ToolContext {
+/** What a tool knows about the turn it runs in; its reply place (thread ...) is the origin chat's. */
+export interface ToolContext extends ReplyPlace {
   workspace: string;
   /** The chat the turn belongs to. */
   channel: string;
@@ -16,7 +16,7 @@ export interface ToolContext {
    * subagent's result, the heartbeat): no person asked for that turn.
    */
   sender?: { id: string; aliases: string[] };
-  /** Metadata of the inbound message (message id, thread id ...), for replies that stay in a thread. */
+  /** Metadata of the inbound message (what only its channel reads), for replies to the same chat. */
   metadata?: Record<string, unknown>;
   /**
    * What the turn's sender wrote (the message this turn answers; a subagent gets its spawner's).

@@ -265,7 +265,7 @@ export class DiscordChannel implements Channel {
    * the text grows. None for a slash command's turn (see the header) or while disconnected.
    */
   previewSurface(target: PreviewTarget): PreviewSurface | undefined {
-    if (!this.live || typeof target.metadata?.interactionId === "string") return undefined;
+    if (!this.live || target.interactionId !== undefined) return undefined;
     const { chatId, turnId } = target;
     const replyTo = this.opts.config.replyToMessage ? target.replyTo : undefined;
     return discordPreviewSurface(
@@ -290,7 +290,7 @@ export class DiscordChannel implements Channel {
    * follow-up of the interaction (send).
    */
   planSurface(target: PreviewTarget): PreviewSurface | undefined {
-    if (!this.live || typeof target.metadata?.interactionId === "string") return undefined;
+    if (!this.live || target.interactionId !== undefined) return undefined;
     const { chatId } = target;
     return discordPreviewSurface(
       {
@@ -313,7 +313,7 @@ export class DiscordChannel implements Channel {
   private async post(msg: OutboundMessage, final: boolean): Promise<boolean> {
     const messages = await outgoing(msg.content, msg.media ?? []);
     if (messages.length === 0) return false;
-    const pending = this.pendingInteraction(msg.metadata);
+    const pending = this.pendingInteraction(msg.interactionId);
     const rest = pending ? await this.sender.toInteraction(pending, messages) : messages;
     if (pending && (final || pending.gone)) this.interactions.delete(pending.interaction.id);
     if (pending?.gone && rest.length > 0) {
@@ -493,9 +493,8 @@ export class DiscordChannel implements Channel {
     this.noticeTimers.add(timer);
   }
 
-  private pendingInteraction(metadata: Record<string, unknown> | undefined): PendingInteraction | undefined {
-    const id = metadata?.interactionId;
-    return typeof id === "string" ? this.interactions.get(id) : undefined;
+  private pendingInteraction(id: string | undefined): PendingInteraction | undefined {
+    return id === undefined ? undefined : this.interactions.get(id);
   }
 
   private async registerCommands(client: Client<true>): Promise<void> {

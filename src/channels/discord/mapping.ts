@@ -145,8 +145,13 @@ export function placeMetadata(place: DiscordPlaceView): Record<string, unknown> 
   return {
     channelId: place.channelId,
     guildId: place.guildId,
-    ...(place.threadParentId !== null ? { threadId: place.channelId, parentId: place.threadParentId } : {}),
+    ...(place.threadParentId !== null ? { parentId: place.threadParentId } : {}),
   };
+}
+
+/** A thread is a channel of its own on Discord: its id is the chatId and the bus's threadId. */
+export function threadOf(place: DiscordPlaceView): { threadId?: string } {
+  return place.threadParentId !== null ? { threadId: place.channelId } : {};
 }
 
 export function senderMetadata(user: DiscordUserView): { senderName: string; senderAliases: string[] } {
@@ -174,6 +179,7 @@ export function toInbound(view: DiscordMessageView, policy: DiscordPolicy): Inbo
     messageId: view.id,
     senderAliases,
     isGroup: view.guildId !== null,
+    ...threadOf(view),
     metadata: { ...placeMetadata(view), senderName },
   };
 }
@@ -197,7 +203,9 @@ export function interactionToInbound(view: DiscordInteractionView): InboundMessa
     sessionKey: sessionKeyFor(view),
     senderAliases,
     isGroup: view.guildId !== null,
-    metadata: { interactionId: view.id, ...placeMetadata(view), senderName },
+    ...threadOf(view),
+    interactionId: view.id,
+    metadata: { ...placeMetadata(view), senderName },
   };
 }
 

@@ -10,6 +10,7 @@ import type { ChoiceClick } from "../types.js";
 import {
   CHANNEL,
   placeMetadata,
+  threadOf,
   senderMetadata,
   type DiscordPlaceView,
   type DiscordUserView,
@@ -77,6 +78,7 @@ export function toChoiceClick(view: DiscordButtonView): ChoiceClick | undefined 
     senderAliases: sender.senderAliases,
     questionId: choice.questionId,
     choiceId: choice.choiceId,
+    ...threadOf(view),
     metadata: { ...placeMetadata(view), senderName: sender.senderName },
   };
 }

@@ -38,7 +38,7 @@ import { slackProblems, type SlackConfig } from "../../config/platforms/slack.js
 import { slackChannelError } from "./errors.js";
 import { incomingFiles, type SlackFileOptions } from "./files.js";
 import { slackLogger } from "./logger.js";
-import { CHANNEL_NAME, threadTsFrom, type MappedMessage, type SlackPolicy } from "./mapping.js";
+import { CHANNEL_NAME, threadTsOf, type MappedMessage, type SlackPolicy } from "./mapping.js";
 import { formatSlackMessage } from "./format.js";
 import { slackPreviewSurface } from "./preview.js";
 import {
@@ -209,7 +209,7 @@ export class SlackChannel implements Channel {
       maxMediaBytes: this.opts.maxMediaBytes,
       transcriber: this.opts.transcriber ?? null,
       notify: async (msg, text) => {
-        await this.post(msg.chatId, threadTsFrom(msg.metadata), text);
+        await this.post(msg.chatId, threadTsOf(msg), text);
       },
       log: this.log,
     });
@@ -251,7 +251,7 @@ export class SlackChannel implements Channel {
   previewSurface(target: PreviewTarget): PreviewSurface | undefined {
     if (!this.receiver.running) return undefined;
     const { chatId: channel, turnId } = target;
-    const threadTs = threadTsFrom(target.metadata);
+    const threadTs = threadTsOf(target);
     return slackPreviewSurface({
       post: async (text) => {
         const ts = await this.post(channel, threadTs, text);
@@ -273,7 +273,7 @@ export class SlackChannel implements Channel {
   planSurface(target: PreviewTarget): PreviewSurface | undefined {
     if (!this.receiver.running) return undefined;
     const channel = target.chatId;
-    const threadTs = threadTsFrom(target.metadata);
+    const threadTs = threadTsOf(target);
     return slackPreviewSurface({
       post: (text) => this.post(channel, threadTs, text),
       update: async (ts, text) => {
@@ -292,7 +292,7 @@ export class SlackChannel implements Channel {
 
   private async reply(msg: OutboundMessage): Promise<void> {
     const channel = msg.chatId;
-    const threadTs = threadTsFrom(msg.metadata);
+    const threadTs = threadTsOf(msg);
     const parts = formatSlackMessage(msg.content);
     for (const [i, text] of parts.entries()) {
       const ts = await (i === 0
@@ -324,7 +324,7 @@ export class SlackChannel implements Channel {
   /** Posts the question with its buttons; its ts is the ref an edit names. */
   private async ask(msg: OutboundMessage, question: QuestionMessage): Promise<SentMessage | void> {
     const channel = msg.chatId;
-    const threadTs = threadTsFrom(msg.metadata);
+    const threadTs = threadTsOf(msg);
     const ts = await this.post(channel, threadTs, question.text, question.blocks);
     if (!ts) return;
     this.receiver.noteBotThread(channel, threadTs ?? ts);
@@ -344,7 +344,7 @@ export class SlackChannel implements Channel {
     const channel = msg.chatId;
     const { text, rest } = editParts(msg.content);
     await this.call("chat.update", () => this.writes().chat.update({ channel, ts, text, blocks: [] }));
-    const threadTs = threadTsFrom(msg.metadata);
+    const threadTs = threadTsOf(msg);
     for (const part of rest) await this.postWaitingOutShortLimits(channel, threadTs, part);
   }
 

@@ -2,12 +2,12 @@
  * Slack events → InboundMessage, and the decisions around it: which messages
  * the bot answers (DMs, mentions, its threads, groupPolicy), which it never
  * takes (its own, other bots', edits), session keys (one per DM, one per
- * thread in channels) and the metadata that keeps replies in their thread.
+ * thread in channels) and the thread (the bus's threadId) that keeps replies in it.
  * Pure: the adapter supplies what needs the network (thread membership,
  * downloaded files, user names).
  */
 import * as z from "zod";
-import type { InboundMessage } from "../../bus/types.js";
+import type { InboundMessage, ReplyPlace } from "../../bus/types.js";
 import { COMMANDS, isCommandName } from "../../bus/commands.js";
 import { slackToPlainText } from "./format.js";
 
@@ -212,8 +212,8 @@ export function toInbound(
     messageId: event.ts,
     isGroup: !direct,
     ...(extras.senderName ? { senderAliases: [extras.senderName] } : {}),
+    ...(threadTs ? { threadId: threadTs } : {}),
     metadata: {
-      ...(threadTs ? { threadTs } : {}),
       channelType: event.channel_type ?? (direct ? "im" : "channel"),
       ...(event.team ? { teamId: event.team } : {}),
       ...(extras.senderName ? { senderName: extras.senderName } : {}),
@@ -284,8 +284,8 @@ export function slashCommandToInbound(
     sessionKey: sessionKeyFor(cmd.channel_id, direct, threadTs),
     ...(name ? { senderAliases: [name] } : {}),
     isGroup: !direct,
+    ...(threadTs ? { threadId: threadTs } : {}),
     metadata: {
-      ...(threadTs ? { threadTs } : {}),
       channelType: direct ? "im" : "channel",
       slashCommand: cmd.command,
       ...(cmd.team_id ? { teamId: cmd.team_id } : {}),
@@ -310,10 +310,10 @@ export function mapCommand(cmd: SlackCommand, recentThreadTs?: string, senderNam
   return { inbound, conversation: cmd.channel_id, ...(threadTs ? { threadTs } : {}), files: [] };
 }
 
-/** The thread a reply belongs in, from the chat's metadata (set by toInbound). */
-export function threadTsFrom(metadata: Record<string, unknown> | undefined): string | undefined {
-  const ts = metadata?.threadTs;
-  return typeof ts === "string" && /^\d+(\.\d+)?$/.test(ts) ? ts : undefined;
+/** The thread a reply belongs in: the bus's threadId (set by toInbound), when it is a Slack ts. */
+export function threadTsOf(place: ReplyPlace): string | undefined {
+  const ts = place.threadId;
+  return ts !== undefined && /^\d+(\.\d+)?$/.test(ts) ? ts : undefined;
 }
 
 /**

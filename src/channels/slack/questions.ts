@@ -150,9 +150,9 @@ export function clickOf(press: SlackPress, senderName?: string): ChoiceClick {
     ...(senderName ? { senderAliases: [senderName] } : {}),
     questionId: press.questionId,
     choiceId: press.choiceId,
+    ...(press.threadTs ? { threadId: press.threadTs } : {}),
     metadata: {
       ...(press.messageTs ? { messageId: press.messageTs } : {}),
-      ...(press.threadTs ? { threadTs: press.threadTs } : {}),
       ...(press.teamId ? { teamId: press.teamId } : {}),
     },
   };

@@ -43,9 +43,8 @@ export interface MappedMessage {
   isStart: boolean;
 }
 
-/** What the adapter puts in metadata, and reads back from outbound messages to reply in the right place. */
+/** What the adapter puts in metadata (the thread is the message's typed `threadId`). */
 export interface TelegramMetadata {
-  threadId?: number;
   chatType: string;
   mediaGroupId?: string;
 }
@@ -319,7 +318,6 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
 
   const threadId = topicOf(msg);
   const metadata: TelegramMetadata = {
-    ...(threadId !== undefined ? { threadId } : {}),
     chatType: msg.chat.type,
     ...(msg.media_group_id ? { mediaGroupId: msg.media_group_id } : {}),
   };
@@ -332,6 +330,7 @@ export function mapMessage(msg: Message, bot: BotIdentity, rules: GroupRules): M
       messageId: String(msg.message_id),
       isGroup: group,
       ...(from.username ? { senderAliases: [`@${from.username}`] } : {}),
+      ...(threadId !== undefined ? { threadId: String(threadId) } : {}),
       metadata: { ...metadata },
       sessionKey: sessionKeyFor(msg.chat.id, threadId),
     },
@@ -356,7 +355,7 @@ export function mergeAlbum(parts: readonly MappedMessage[]): MappedMessage {
   };
 }
 
-/** Where a reply goes, read back from the metadata of the chat's inbound message. */
+/** Where a reply goes: the chat, its forum topic (the bus's threadId as Telegram's number), the quote. */
 export interface ReplyTarget {
   chatId: string;
   threadId?: number;
@@ -365,14 +364,14 @@ export interface ReplyTarget {
 }
 
 export function replyTarget(
-  msg: { chatId: string; replyTo?: string; metadata?: Record<string, unknown> },
+  msg: { chatId: string; replyTo?: string; threadId?: string },
   quote: boolean,
 ): ReplyTarget {
-  const threadId = msg.metadata?.threadId;
+  const threadId = Number(msg.threadId);
   const replyTo = Number(msg.replyTo);
   return {
     chatId: msg.chatId,
-    ...(typeof threadId === "number" && Number.isInteger(threadId) ? { threadId } : {}),
+    ...(msg.threadId !== undefined && Number.isInteger(threadId) && threadId > 0 ? { threadId } : {}),
     ...(quote && Number.isInteger(replyTo) && replyTo > 0 ? { replyTo } : {}),
   };
 }

@@ -50,8 +50,8 @@ export function choiceClickOf(query: CallbackQuery): ChoiceClick | undefined {
     ...(username ? { senderAliases: [`@${username}`] } : {}),
     questionId: choice.questionId,
     choiceId: choice.choiceId,
+    ...(threadId !== undefined ? { threadId: String(threadId) } : {}),
     metadata: {
-      ...(threadId !== undefined ? { threadId } : {}),
       chatType: message.chat.type,
       isGroup: isGroupChat(message),
     },

@@ -71,7 +71,8 @@ describe("spawn tool", () => {
       channel: "slack",
       chatId: "C42",
       sessionKey: "slack:C42:1700000000.000100",
-      metadata: { threadTs: "1700000000.000100" },
+      threadId: "1700000000.000100",
+      metadata: { channelType: "channel" },
     });
     const text = await registry.execute(call({ task: "Check the weather in Paris", label: "weather" }), ctx);
 
@@ -86,7 +87,8 @@ describe("spawn tool", () => {
       channel: "slack",
       chatId: "C42",
       sessionKey: "slack:C42:1700000000.000100",
-      metadata: { threadTs: "1700000000.000100" },
+      threadId: "1700000000.000100",
+      metadata: { channelType: "channel" },
     });
     expect(inbound[0]!.content).toContain("It is sunny.");
   });

@@ -493,9 +493,9 @@ describe("DiscordChannel: slash commands", () => {
     const dm = fake.dmChannel(alice);
     const { id } = fake.slashCommand({ name: "help", user: alice, channelId: dm.id });
     await fake.waitFor(() => inbound.length === 1 && fake.calls("POST", /\/callback$/).length === 1);
-    expect(inbound[0]).toMatchObject({ content: "/help", chatId: dm.id, metadata: { interactionId: id } });
+    expect(inbound[0]).toMatchObject({ content: "/help", chatId: dm.id, interactionId: id });
     const long = `${"first ".repeat(300)}\n\n${"second ".repeat(200)}`;
-    await channel.send({ channel: "discord", chatId: dm.id, content: long, metadata: inbound[0]!.metadata });
+    await channel.send({ channel: "discord", chatId: dm.id, content: long, interactionId: id });
     expect(fake.sent.map((m) => m.via)).toEqual(["interaction-original", "followup"]);
     expect(fake.sent[0]!.content.startsWith("first")).toBe(true);
     expect(fake.sent[1]!.content.startsWith("second")).toBe(true);
@@ -504,7 +504,7 @@ describe("DiscordChannel: slash commands", () => {
       channel: "discord",
       chatId: dm.id,
       content: "later",
-      metadata: inbound[0]!.metadata,
+      interactionId: id,
     });
     expect(fake.sent[2]!.via).toBe("channel");
   });

@@ -143,7 +143,7 @@ describe("toInbound", () => {
     });
   });
 
-  it("gives a thread its own session and says so in the metadata", () => {
+  it("gives a thread its own session and says so: threadId, and the parent in the metadata", () => {
     const msg = toInbound(
       inGuild({ channelId: "t9", threadParentId: "c1", content: `<@${BOT}> go` }),
       policy(),
@@ -151,7 +151,8 @@ describe("toInbound", () => {
     expect(msg.chatId).toBe("t9");
     expect(msg.sessionKey).toBe("discord:t9");
     expect(msg.isGroup).toBe(true);
-    expect(msg.metadata).toMatchObject({ threadId: "t9", parentId: "c1", guildId: "g1" });
+    expect(msg.threadId).toBe("t9");
+    expect(msg.metadata).toMatchObject({ parentId: "c1", guildId: "g1" });
     expect(msg.content).toBe("go");
     expect(sessionKeyFor({ channelId: "c1", guildId: "g1", threadParentId: null })).toBe("discord:c1");
   });
@@ -228,7 +229,9 @@ describe("slash commands", () => {
       content: "/status",
       sessionKey: "discord:t9",
       senderAliases: ["alice"],
-      metadata: { interactionId: "i1", threadId: "t9", parentId: "c1" },
+      threadId: "t9",
+      interactionId: "i1",
+      metadata: { parentId: "c1" },
     });
     expect(interactionToInbound(view({ commandName: "new", args: "now" })).content).toBe("/new now");
   });

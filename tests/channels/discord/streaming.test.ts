@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageBus } from "../../../src/bus/bus.js";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../../src/bus/types.js";
+import { replyPlaceOf } from "../../../src/bus/types.js";
 import { DiscordChannel } from "../../../src/channels/discord/adapter.js";
 import { DiscordConfigSchema } from "../../../src/config/platforms/discord.js";
 import { discordChunks } from "../../../src/channels/discord/format.js";
@@ -101,6 +102,7 @@ function out(msg: InboundMessage, kind: OutboundMessage["kind"], content: string
     content,
     turnId,
     ...(typeof replyTo === "string" ? { replyTo } : {}),
+    ...replyPlaceOf(msg),
     ...(msg.metadata ? { metadata: msg.metadata } : {}),
   });
 }
@@ -111,6 +113,7 @@ function turn(msg: InboundMessage, kind: TurnEvent["kind"], turnId: string): voi
     turnId,
     channel: "discord",
     chatId: msg.chatId,
+    ...replyPlaceOf(msg),
     ...(msg.metadata ? { metadata: msg.metadata } : {}),
     ...(kind === "turnEnd" ? { outcome: "done" as const } : {}),
   });
@@ -215,7 +218,7 @@ describe("Discord streamed replies", () => {
   it("a slash command's turn is not streamed; a message's is, at Discord's pace", async () => {
     await start();
     const target = { chatId: fake.dmChannel(alice).id, turnId: "t1" };
-    expect(channel.previewSurface({ ...target, metadata: { interactionId: "42" } })).toBeUndefined();
+    expect(channel.previewSurface({ ...target, interactionId: "42" })).toBeUndefined();
     const surface = channel.previewSurface({ ...target, replyTo: "7" });
     expect(surface).toMatchObject({ maxChars: 2000, intervalMs: 1500 });
   });

@@ -10,7 +10,7 @@ import {
   slashCommandToInbound,
   SlackMessageEventSchema,
   stripMention,
-  threadTsFrom,
+  threadTsOf,
   toInbound,
   type SlackMessageEvent,
   type SlackPolicy,
@@ -148,11 +148,10 @@ describe("threads and sessions", () => {
     expect(eventKey(event({ ts: "5.5" }))).not.toBe(eventKey(event({ ts: "5.6" })));
   });
 
-  it("reads the thread back from outbound metadata, and only a real timestamp", () => {
-    expect(threadTsFrom({ threadTs: "1700000000.000100" })).toBe("1700000000.000100");
-    expect(threadTsFrom({ threadTs: 5 })).toBeUndefined();
-    expect(threadTsFrom({ threadTs: "../x" })).toBeUndefined();
-    expect(threadTsFrom(undefined)).toBeUndefined();
+  it("reads the thread back from an outbound message's threadId, and only a real timestamp", () => {
+    expect(threadTsOf({ threadId: "1700000000.000100" })).toBe("1700000000.000100");
+    expect(threadTsOf({ threadId: "../x" })).toBeUndefined();
+    expect(threadTsOf({})).toBeUndefined();
   });
 });
 
@@ -181,8 +180,8 @@ describe("toInbound", () => {
       messageId: "3.3",
       senderAliases: ["alice"],
       isGroup: true,
+      threadId: "3.3",
       metadata: {
-        threadTs: "3.3",
         senderName: "alice",
       },
     });
@@ -192,7 +191,7 @@ describe("toInbound", () => {
     const msg = toInbound(event({ text: "more", ts: "4.4", thread_ts: "3.3" }), bot, policy);
     expect(msg?.sessionKey).toBe("slack:C1:3.3");
     expect(msg?.messageId).toBe("4.4");
-    expect(msg?.metadata).toMatchObject({ threadTs: "3.3" });
+    expect(msg?.threadId).toBe("3.3");
   });
 
   it("turns `@bot stop` into /stop", () => {
@@ -222,7 +221,8 @@ describe("slashCommandToInbound", () => {
       content: "/stop",
       sessionKey: "slack:C1:3.3",
       senderAliases: ["alice"],
-      metadata: { threadTs: "3.3", slashCommand: "/palaver" },
+      threadId: "3.3",
+      metadata: { slashCommand: "/palaver" },
     });
   });
 
@@ -230,10 +230,10 @@ describe("slashCommandToInbound", () => {
     expect(slashCommandToInbound(cmd).sessionKey).toBe("slack:C1");
     // The payload's user_name is never an alias by itself (the adapter looks names up).
     expect(slashCommandToInbound(cmd).senderAliases).toBeUndefined();
-    expect(slashCommandToInbound(cmd).metadata?.threadTs).toBeUndefined();
+    expect(slashCommandToInbound(cmd).threadId).toBeUndefined();
     const inDm = slashCommandToInbound({ ...cmd, channel_id: "D1", channel_name: "directmessage" }, "3.3");
     expect(inDm.sessionKey).toBe("slack:D1");
-    expect(inDm.metadata?.threadTs).toBeUndefined();
+    expect(inDm.threadId).toBeUndefined();
   });
 });
 

@@ -40,13 +40,13 @@ async function startRig(
   return { rig, clicks, answer };
 }
 
-function question(id: string, content: string, metadata?: Record<string, unknown>): OutboundMessage {
+function question(id: string, content: string, threadId?: string): OutboundMessage {
   return {
     channel: "slack",
     chatId: "D1",
     kind: "question",
     content,
-    ...(metadata ? { metadata } : {}),
+    ...(threadId ? { threadId } : {}),
     question: {
       id,
       choices: [
@@ -117,7 +117,7 @@ describe("Slack questions: Block Kit", () => {
 
   it("a question in a thread is posted there, and the press is answered in that thread", async () => {
     const { rig: r, clicks } = await startRig();
-    const ref = await ask(r, question("q2", "Go on?", { threadTs: "1700000000.000001" }));
+    const ref = await ask(r, question("q2", "Go on?", "1700000000.000001"));
     expect(r.fake.callsTo("chat.postMessage")[0]!.params.thread_ts).toBe("1700000000.000001");
     await r.fake.pressButton("U1", "D1", ref, "Approve");
     await waitFor(() => r.fake.ephemerals.length === 1, undefined, "the ephemeral notice");
@@ -127,7 +127,7 @@ describe("Slack questions: Block Kit", () => {
       text: "Approved.",
       thread_ts: "1700000000.000001",
     });
-    expect(clicks[0]?.metadata).toMatchObject({ messageId: ref, threadTs: "1700000000.000001" });
+    expect(clicks[0]).toMatchObject({ threadId: "1700000000.000001", metadata: { messageId: ref } });
   });
 
   it("a question too long for one section is split into sections under Slack's limit, all of it shown", async () => {
@@ -264,9 +264,9 @@ describe("Slack questions: edits", () => {
 
   it("an edit longer than one message keeps the start in the question's place and posts the rest after it", async () => {
     const { rig: r } = await startRig();
-    const ref = await ask(r, question("q11", "Run it?", { threadTs: "1700000000.000002" }));
+    const ref = await ask(r, question("q11", "Run it?", "1700000000.000002"));
     const lines = Array.from({ length: 30 }, (_, i) => `Line ${i}: ${"y".repeat(200)}`);
-    await r.channel.send({ ...edit("q11", lines.join("\n\n")), metadata: { threadTs: "1700000000.000002" } });
+    await r.channel.send({ ...edit("q11", lines.join("\n\n")), threadId: "1700000000.000002" });
     const updated = r.fake.message("D1", ref)!;
     expect(updated.text!.length).toBeLessThanOrEqual(SLACK_MESSAGE_LIMIT);
     const after = r.fake.delivered().slice(1);

@@ -196,7 +196,7 @@ describe("Slack Socket Mode: receiving", () => {
     expect(msg.sessionKey).toBe(`slack:C1:${mention.ts}`);
     expect(msg.messageId).toBe(mention.ts);
     expect(msg.isGroup).toBe(true);
-    expect(msg.metadata).toMatchObject({ threadTs: mention.ts });
+    expect(msg.threadId).toBe(mention.ts);
   });
 
   it("takes the app_mention alone too (when message events are not subscribed)", async () => {
@@ -215,7 +215,7 @@ describe("Slack Socket Mode: receiving", () => {
     const follow = await rig!.nextInbound(2);
     expect(follow.content).toBe("and one more thing");
     expect(follow.sessionKey).toBe(`slack:C1:${parent.ts}`);
-    expect(follow.metadata?.threadTs).toBe(parent.ts);
+    expect(follow.threadId).toBe(parent.ts);
     expect(fake.callsTo("conversations.replies")).toHaveLength(0); // known from the mention
   });
 
@@ -351,7 +351,8 @@ describe("Slack Socket Mode: receiving", () => {
       chatId: "C1",
       content: "/stop",
       sessionKey: `slack:C1:${parent.ts}`,
-      metadata: { threadTs: parent.ts, slashCommand: "/palaver" },
+      threadId: parent.ts,
+      metadata: { slashCommand: "/palaver" },
     });
     await fake.pushCommand({ text: "", user_id: "U2", channel_id: "C1" });
     expect(await rig!.nextInbound(3)).toMatchObject({
@@ -369,7 +370,13 @@ describe("Slack Socket Mode: sending", () => {
     await fake.pushEvent(mention);
     const msg = await rig!.nextInbound(1);
     const long = Array.from({ length: 300 }, (_v, i) => `**line ${i}**: ${"words ".repeat(5)}`).join("\n");
-    await channel.send({ channel: "slack", chatId: "C1", content: long, metadata: msg.metadata });
+    await channel.send({
+      channel: "slack",
+      chatId: "C1",
+      content: long,
+      threadId: msg.threadId,
+      metadata: msg.metadata,
+    });
     const posts = fake.posted();
     expect(posts.length).toBeGreaterThan(3);
     for (const post of posts) {
@@ -389,7 +396,7 @@ describe("Slack Socket Mode: sending", () => {
       chatId: "C1",
       content: "here it is",
       media: [path],
-      metadata: { threadTs: "1700000000.000100" },
+      threadId: "1700000000.000100",
     });
     expect(fake.callsTo("files.getUploadURLExternal")[0]!.params).toMatchObject({
       filename: "chart.png",

@@ -31,7 +31,12 @@ async function started(event = dmEvent("tell me")): Promise<{ rig: SlackRig; msg
 
 /** The engine over the adapter's surface for one turn, updating as fast as it is let. */
 function previewOf(r: SlackRig, msg: InboundMessage, turnId = "t1"): LivePreview {
-  const surface = r.channel.previewSurface({ chatId: msg.chatId, turnId, metadata: msg.metadata ?? {} });
+  const surface = r.channel.previewSurface({
+    chatId: msg.chatId,
+    turnId,
+    threadId: msg.threadId,
+    metadata: msg.metadata ?? {},
+  });
   if (!surface) throw new Error("no preview surface");
   return new LivePreview(surface, { intervalMs: 0 });
 }

@@ -186,11 +186,13 @@ describe("inbound", () => {
     const msg = await nthInbound(1);
     expect(msg.sessionKey).toBe(`telegram:${FORUM.id}:55`);
     expect(msg.content).toBe("in the topic");
+    expect(msg.threadId).toBe("55");
     await channel.send({
       channel: "telegram",
       chatId: msg.chatId,
       content: "answer **here**",
       replyTo: String(sent.message_id),
+      ...(msg.threadId ? { threadId: msg.threadId } : {}),
       metadata: msg.metadata,
     });
     const reply = await fake.waitForSent();
@@ -666,12 +668,12 @@ describe("sending", () => {
 });
 
 describe("typing indicator", () => {
-  const turn = (kind: TurnEvent["kind"], turnId: string, metadata?: Record<string, unknown>): TurnEvent => ({
+  const turn = (kind: TurnEvent["kind"], turnId: string, threadId?: string): TurnEvent => ({
     kind,
     turnId,
     channel: "telegram",
     chatId: "42",
-    ...(metadata ? { metadata } : {}),
+    ...(threadId ? { threadId } : {}),
     ...(kind === "turnEnd" ? { outcome: "done" as const } : {}),
   });
   const typingCalls = (fake: FakeTelegram) => fake.callsTo("sendChatAction").length;
@@ -681,7 +683,7 @@ describe("typing indicator", () => {
     fake.userMessage({ text: "think hard" });
     const msg = await nthInbound(1);
     expect(typingCalls(fake)).toBe(0); // a message alone starts nothing: the turn does
-    channel.onTurn(turn("turnStart", "t1", msg.metadata));
+    channel.onTurn(turn("turnStart", "t1", msg.threadId));
     await fake.waitFor(() => typingCalls(fake) >= 3, 3000, "repeated typing");
     expect(fake.callsTo("sendChatAction")[0]!.params).toMatchObject({ chat_id: 42, action: "typing" });
     await channel.send({
@@ -721,7 +723,7 @@ describe("typing indicator", () => {
   it("shows nothing for background turns, and keeps forum topics apart", async () => {
     const { fake, channel } = await started();
     channel.onTurn({ ...turn("turnStart", "cron-1"), background: true });
-    channel.onTurn(turn("turnStart", "t2", { threadId: 55 }));
+    channel.onTurn(turn("turnStart", "t2", "55"));
     await fake.waitFor(() => typingCalls(fake) >= 1, 3000, "typing in the topic");
     expect(channel.isTyping("42")).toBe(false);
     expect(channel.isTyping("42", 55)).toBe(true);

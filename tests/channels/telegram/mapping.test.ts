@@ -189,11 +189,13 @@ describe("groups", () => {
       MENTION,
     )!;
     expect(topic.inbound.sessionKey).toBe("telegram:-1001:77");
-    expect(topic.inbound.metadata).toMatchObject({ threadId: 77 });
+    expect(topic.inbound.threadId).toBe("77");
+    expect(topic.inbound.metadata).not.toHaveProperty("threadId");
     expect(topic.inbound.content).toBe("/help"); // the topic root is not shown as a reply
     // A reply thread in a non-forum group is not a topic.
     const notTopic = mapMessage(inGroup({ text: "/help", message_thread_id: 5 }), BOT, MENTION)!;
     expect(notTopic.inbound.sessionKey).toBe("telegram:-1001");
+    expect(notTopic.inbound.threadId).toBeUndefined();
     expect(sessionKeyFor(1, 2)).toBe("telegram:1:2");
   });
 });
@@ -303,18 +305,18 @@ describe("attachments", () => {
 });
 
 describe("replyTarget", () => {
-  it("reads the chat, topic and message to quote back from outbound metadata", () => {
-    const meta = { threadId: 77 };
-    expect(replyTarget({ chatId: "-1001", replyTo: "10", metadata: meta }, true)).toEqual({
+  it("reads the chat, topic (the bus's threadId as Telegram's number) and message to quote", () => {
+    expect(replyTarget({ chatId: "-1001", replyTo: "10", threadId: "77" }, true)).toEqual({
       chatId: "-1001",
       threadId: 77,
       replyTo: 10,
     });
-    expect(replyTarget({ chatId: "-1001", metadata: meta }, false)).toEqual({
+    expect(replyTarget({ chatId: "-1001", threadId: "77" }, false)).toEqual({
       chatId: "-1001",
       threadId: 77,
     });
-    expect(replyTarget({ chatId: "5", metadata: { threadId: "x" } }, true)).toEqual({ chatId: "5" });
+    expect(replyTarget({ chatId: "5", threadId: "x" }, true)).toEqual({ chatId: "5" });
+    expect(replyTarget({ chatId: "5", threadId: "1.5" }, true)).toEqual({ chatId: "5" });
   });
 });
 

@@ -141,7 +141,7 @@ describe("asking", () => {
 describe("presses", () => {
   it("hands who pressed what to the sink, with the topic, and shows its notice", async () => {
     const { fake, clicks } = await started(() => ({ accepted: true, notice: "Approved." }));
-    const ref = await ask(question("Go?", { chatId: String(FORUM), metadata: { threadId: 55 } }));
+    const ref = await ask(question("Go?", { chatId: String(FORUM), threadId: "55" }));
     expect(fake.sent.at(-1)!.threadId).toBe(55);
     expect(await press(ref, "q:q1:approve")).toEqual(expect.objectContaining({ text: "Approved." }));
     expect(clicks).toEqual([
@@ -152,7 +152,8 @@ describe("presses", () => {
         senderAliases: ["@ada"],
         questionId: "q1",
         choiceId: "approve",
-        metadata: { threadId: 55, chatType: "supergroup", isGroup: true },
+        threadId: "55",
+        metadata: { chatType: "supergroup", isGroup: true },
       },
     ]);
   });

@@ -27,7 +27,8 @@ const TOPIC: PreviewTarget = {
   chatId: "-100123",
   turnId: "t1",
   replyTo: "9",
-  metadata: { threadId: 7, chatType: "supergroup", isGroup: true },
+  threadId: "7",
+  metadata: { chatType: "supergroup", isGroup: true },
 };
 const ANSWER = "The answer is **42**, as everyone knows.";
 const ANSWER_HTML = formatForTelegram(ANSWER)[0]!.html;
@@ -221,7 +222,7 @@ describe("Telegram streamed replies", () => {
 
   it("a private chat's topic: the drafts and the final stay in the topic", async () => {
     const { fake } = await started();
-    const preview = previewIn({ ...PRIVATE, metadata: { ...PRIVATE.metadata, threadId: 3 } });
+    const preview = previewIn({ ...PRIVATE, threadId: "3" });
     await grow(preview, ["The answer"]);
     expect(await preview.finish(ANSWER)).toBe(true);
     expect(fake.drafts.map((d) => d.threadId)).toEqual([3]);
