@@ -516,8 +516,7 @@ describe("DiscordChannel: slash commands", () => {
     const { id } = fake.slashCommand({ name: "help", user: alice, channelId: dm.id });
     await fake.waitFor(() => inbound.length === 1 && fake.callbacksOf(id).length === 1);
     fake.advanceClock(fake.interactionTokenMs + 1000);
-    const metadata = inbound[0]!.metadata;
-    await channel.send({ channel: "discord", chatId: dm.id, content: "a late answer", metadata });
+    await channel.send({ channel: "discord", chatId: dm.id, content: "a late answer", interactionId: id });
     const edit = fake.calls("PATCH", /^\/webhooks\/\d+\/[^/]+\/messages\/@original$/);
     expect(edit.map((r) => [r.status, (r.body as { content?: string }).content])).toEqual([
       [401, "a late answer"],
@@ -526,7 +525,7 @@ describe("DiscordChannel: slash commands", () => {
       ["channel", dm.id, "a late answer"],
     ]);
     // The interaction is forgotten: what follows goes straight to the channel.
-    await channel.send({ channel: "discord", chatId: dm.id, content: "and more", metadata });
+    await channel.send({ channel: "discord", chatId: dm.id, content: "and more", interactionId: id });
     expect(fake.sent.map((m) => m.via)).toEqual(["channel", "channel"]);
     expect(fake.calls("PATCH", /^\/webhooks\//)).toHaveLength(1);
     expect(fake.calls("POST", /^\/webhooks\//)).toHaveLength(0);

@@ -5,7 +5,7 @@
  * never dropped), threads, the receipt reaction, and preview text that must not become markup.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { InboundMessage } from "../../../src/bus/types.js";
+import { replyPlaceOf, type InboundMessage } from "../../../src/bus/types.js";
 import { LivePreview } from "../../../src/channels/live-preview.js";
 import { formatSlackMessage, SLACK_MESSAGE_LIMIT } from "../../../src/channels/slack/format.js";
 import { SLACK_PREVIEW_INTERVAL_MS } from "../../../src/channels/slack/preview.js";
@@ -152,7 +152,12 @@ describe("the plan on Slack", () => {
     const key = `C1:${String(msg.messageId)}`;
     r.channel.onTurn(turnOf("turnStart", msg, "t1"));
     await waitFor(() => r.fake.reactions.get(key)?.has("eyes") ?? false, undefined, "the receipt");
-    const surface = r.channel.planSurface({ chatId: msg.chatId, turnId: "t1", metadata: msg.metadata ?? {} });
+    const surface = r.channel.planSurface({
+      chatId: msg.chatId,
+      turnId: "t1",
+      ...replyPlaceOf(msg),
+      metadata: msg.metadata ?? {},
+    });
     if (!surface) throw new Error("no plan surface");
     const plan = new LivePreview(surface, { intervalMs: 0 });
     const states = ["▶ Fetch\n☐ Sum", "☑ Fetch\n▶ Sum"];
