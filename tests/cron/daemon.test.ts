@@ -142,7 +142,11 @@ describe("jobs missed while the gateway was stopped", { timeout: 120_000 }, () =
     await waitFor(() => sent("reminder: second").length > 0, 30_000, "the second reminder");
     expect(sent("reminder: first")).toHaveLength(1);
     const skipped = async () => (await jobs()).find((j) => j.state.lastStatus === "skipped");
-    await waitFor(skipped, 20_000, "the third reminder recorded as skipped");
+    await waitFor(
+      async () => (await skipped()) !== undefined,
+      20_000,
+      "the third reminder recorded as skipped",
+    );
     expect((await skipped())!.enabled).toBe(false);
     expect((await skipped())!.state.lastError).toMatch(/while palaver was not running/);
     await second.stderrIncludes("more missed jobs than cron.maxCatchUp");
