@@ -18,13 +18,23 @@ export function percentile(values: number[], p: number): number {
  * after `latencyMs` (or `reply`, merged over that): a real LLM is not on the
  * event loop being measured.
  */
-export async function startFakeLlmProcess(
-  latencyMs: number,
-  reply?: FakeReply,
-): Promise<{ baseURL: string; pid: number; close(): Promise<void> }> {
-  const script = fileURLToPath(new URL("./fake-llm-server.ts", import.meta.url));
-  const args = [script, String(latencyMs), ...(reply ? [JSON.stringify(reply)] : [])];
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
+export function startFakeLlmProcess(latencyMs: number, reply?: FakeReply): Promise<LlmProcess> {
+  return startLlmProcess("fake-llm-server.ts", [
+    String(latencyMs),
+    ...(reply ? [JSON.stringify(reply)] : []),
+  ]);
+}
+
+export interface LlmProcess {
+  baseURL: string;
+  pid: number;
+  close(): Promise<void>;
+}
+
+/** A fake LLM script of bench/ (its base URL on its first line of stdout) run in its own process. */
+export async function startLlmProcess(script: string, args: string[]): Promise<LlmProcess> {
+  const path = fileURLToPath(new URL(`./${script}`, import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", path, ...args], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const [line] = (await once(createInterface({ input: child.stdout }), "line")) as [string];

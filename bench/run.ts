@@ -13,6 +13,7 @@ import { benchMemory } from "./memory.js";
 import { benchOverhead } from "./overhead.js";
 import { benchSessionAppend } from "./session-append.js";
 import { benchSessionLoad } from "./session-load.js";
+import { benchSoak } from "./soak.js";
 import { benchStartup } from "./startup.js";
 import { benchStreaming } from "./streaming.js";
 import { benchThroughput } from "./throughput.js";
@@ -36,14 +37,16 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchMemory,
   benchTools,
 ];
+/** Only when asked for by name (`npm run bench -- soak`): it runs for many minutes. */
+const onRequest: (() => Promise<BenchResult>)[] = [benchSoak];
 
 const words = process.argv.slice(2).map((w) => w.toLowerCase());
-const chosen = benches.filter(
-  (bench) => words.length === 0 || words.some((w) => bench.name.toLowerCase().includes(w)),
+const chosen = [...benches, ...onRequest].filter((bench) =>
+  words.length === 0 ? benches.includes(bench) : words.some((w) => bench.name.toLowerCase().includes(w)),
 );
 if (chosen.length === 0) {
   console.error(
-    `no benchmark matches ${words.join(", ")}: they are ${benches.map((b) => b.name).join(", ")}`,
+    `no benchmark matches ${words.join(", ")}: they are ${[...benches, ...onRequest].map((b) => b.name).join(", ")}`,
   );
   process.exit(2);
 }

@@ -7,6 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { writeFailure } from "../util/write-errors.js";
 import { appendFilePrivate, mkdirPrivate, replaceFilePrivate, tightenMode } from "../util/private-fs.js";
 
 export interface MemoryPaths {
@@ -62,7 +63,7 @@ export class MemoryFiles {
       await mkdirPrivate(this.paths.dir);
       await replaceFilePrivate(target, text);
     } catch (err) {
-      throw new PalaverError(`cannot write ${target}: ${errorMessage(err)}`, { cause: err });
+      throw writeFailure("the memory file", target, err);
     }
     this.onMemoryWritten?.();
     await this.keepVersion?.(text, "after");
@@ -86,7 +87,7 @@ export class MemoryFiles {
       // One write with O_APPEND: concurrent entries never interleave mid-paragraph.
       await appendFilePrivate(this.paths.history, `${text}\n\n`);
     } catch (err) {
-      throw new PalaverError(`cannot append to ${this.paths.history}: ${errorMessage(err)}`, { cause: err });
+      throw writeFailure("the history file", this.paths.history, err);
     }
   }
 }

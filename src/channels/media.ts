@@ -12,6 +12,7 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { chatMediaDir, type ChatRef } from "../util/chat-folders.js";
 import { ChannelError } from "../util/errors.js";
+import { isFileSystemError, writeFailure } from "../util/write-errors.js";
 
 const MAX_NAME = 80;
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -118,6 +119,8 @@ export async function downloadFile(opts: DownloadOptions): Promise<string> {
     return opts.dest;
   } catch (err) {
     await rm(temp, { force: true });
+    // A full or read-only disk: say which file and what to do (the rest keeps its own words).
+    if (isFileSystemError(err)) throw writeFailure("the media file", opts.dest, err);
     throw err;
   }
 }

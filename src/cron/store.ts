@@ -18,6 +18,7 @@ import { sleep } from "../util/backoff.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { isFileSystemError, writeFailure } from "../util/write-errors.js";
 import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
 
 export interface StoreSnapshot {
@@ -126,9 +127,7 @@ export class CronStore {
       await mkdirPrivate(dirname(this.path));
       await replaceFilePrivate(this.path, text);
     } catch (err) {
-      throw new PalaverError(`cannot write the cron jobs file ${this.path}: ${errorMessage(err)}`, {
-        cause: err,
-      });
+      throw writeFailure("the cron jobs file", this.path, err);
     }
     await syncDir(dirname(this.path));
   }
@@ -187,11 +186,17 @@ export class CronStore {
         const handle = await open(this.lockPath, "wx", PRIVATE_FILE_MODE);
         try {
           await handle.writeFile(String(process.pid));
-        } finally {
+        } catch (err) {
+          // A full disk can take the new lock file but not its pid: left behind, it would lock
+          // every later update out until it counts as stale, long after space returned.
           await handle.close();
+          await unlink(this.lockPath).catch(() => undefined);
+          throw err;
         }
+        await handle.close();
         break;
       } catch (err) {
+        if (isFileSystemError(err)) throw writeFailure("the cron jobs file", this.path, err);
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
         if (await this.takeOverStaleLock()) continue;
         if (Date.now() >= deadline || attempt > 10_000) {

@@ -49,8 +49,9 @@ import {
 } from "../bus/types.js";
 import { backoffDelay } from "../util/backoff.js";
 import { logger, type Logger } from "../log.js";
-import { ConfigError, errorMessage } from "../util/errors.js";
+import { ConfigError } from "../util/errors.js";
 import { readJsonl } from "../util/jsonl.js";
+import { describeWriteError } from "../util/write-errors.js";
 import { droppedIds, JournalEntry } from "./journal-entries.js";
 
 export interface PendingInbound {
@@ -486,21 +487,6 @@ export class Journal {
       // Closing after a failed write can fail the same way; the descriptor is released anyway.
     }
   }
-}
-
-/** File errors in the words an operator acts on, with the code to search for. */
-const WRITE_ERRORS: Record<string, string> = {
-  ENOSPC: "disk full (ENOSPC)",
-  EDQUOT: "disk quota exceeded (EDQUOT)",
-  EROFS: "file system is read-only (EROFS)",
-  EACCES: "no permission to write the state folder (EACCES)",
-  EPERM: "no permission to write the state folder (EPERM)",
-  EIO: "I/O error (EIO)",
-};
-
-function describeWriteError(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException | null)?.code;
-  return (code && WRITE_ERRORS[code]) ?? errorMessage(err);
 }
 
 /** What a chat is told when its message is given up: plain words, and what to do. */

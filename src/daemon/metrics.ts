@@ -143,6 +143,12 @@ export class Metrics {
     gauge("palaver_queue_depth", "Messages waiting or running in the agent's lanes", () => live.queueDepth());
     gauge("palaver_active_turns", "Turns running now", () => live.activeTurns());
     gauge("palaver_active_subagents", "Background subagents running now", () => live.activeSubagents());
+    // Beside the default process metrics (fds, handles, active resources): a count that only grows is a leak.
+    gauge(
+      "palaver_process_listeners",
+      "Event listeners on the process object (signals, exit, warnings)",
+      () => process.eventNames().reduce((n, event) => n + process.listenerCount(event), 0),
+    );
   }
 
   inbound(msg: InboundMessage): void {

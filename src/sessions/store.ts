@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { writeFailure } from "../util/write-errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
@@ -330,7 +331,7 @@ export class SessionStore {
         if (!kept) await fh.close();
       }
     } catch (err) {
-      throw new PalaverError(`cannot append to session file ${path}: ${errorMessage(err)}`, { cause: err });
+      throw writeFailure("the session file", path, err);
     }
   }
 
@@ -357,7 +358,7 @@ export class SessionStore {
     try {
       await replaceFilePrivate(path, chunks);
     } catch (err) {
-      throw new PalaverError(`cannot rewrite session file ${path}: ${errorMessage(err)}`, { cause: err });
+      throw writeFailure("the session file", path, err);
     }
   }
 

@@ -26,6 +26,7 @@ import { dirname } from "node:path";
 import type { z } from "zod";
 import type { Logger } from "pino";
 import { errorMessage } from "./errors.js";
+import { writeFailure } from "./write-errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "./private-fs.js";
 
 export interface StateFileOptions<T> {
@@ -80,8 +81,12 @@ export class StateFile<T> {
   }
 
   private write(value: T): void {
-    mkdirPrivateSync(dirname(this.path));
-    replaceSync(this.path, `${JSON.stringify(value, null, 2)}\n`);
+    try {
+      mkdirPrivateSync(dirname(this.path));
+      replaceSync(this.path, `${JSON.stringify(value, null, 2)}\n`);
+    } catch (err) {
+      throw writeFailure(this.opts.what, this.path, err);
+    }
     this.value = value;
     this.stamp = stampOf(this.path);
   }

@@ -1,7 +1,8 @@
 /**
  * The real `palaver gateway` child process (issue 11): a user schedules a job
  * through the model's cron tool, is then taken out of allowFrom with a SIGHUP
- * reload, and the job is disabled instead of firing into their chat.
+ * reload, and the job is disabled instead of firing into their chat (issue 11); reminders missed
+ * while the gateway was stopped run once at the next start, up to cron.maxCatchUp (issue 41).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -92,5 +93,74 @@ describe("cron jobs of a sender taken out of allowFrom", { timeout: 90_000 }, ()
     const scheduledTurns = llm.requests.filter((r) => lastUserText(r).includes("[Scheduled task"));
     expect(scheduledTurns).toHaveLength(1);
     expect(tg.sent.filter((m) => m.text === "time for water")).toHaveLength(1);
+  });
+});
+
+describe("jobs missed while the gateway was stopped", { timeout: 120_000 }, () => {
+  it("run once at the next start, at most cron.maxCatchUp of them, and never again", async () => {
+    const config = gatewayConfig(dir, { llmBaseURL: llm.baseURL, telegram: tg }, { cron: { maxCatchUp: 2 } });
+    await writeFile(configPath, `${JSON.stringify(config, null, 2)}\n`);
+    llm.setHandler((req): FakeReply => {
+      const text = lastUserText(req);
+      const job = /\n(first|second|third)\n/.exec(text);
+      return { content: job ? `reminder: ${job[1]}` : `re: ${text}` };
+    });
+    const stop = async (run: RunningCli) => {
+      run.child.kill("SIGTERM");
+      expect(await run.exited).toBe(0);
+    };
+    await stop(await harness.startGateway());
+
+    // While it is stopped, three one-off reminders are added and their times pass.
+    let lastDue = 0;
+    for (const name of ["first", "second", "third"]) {
+      // Far enough ahead that the add (a node start on a busy machine) is not refused as in the past.
+      lastDue = Date.now() + 8000;
+      const added = await runCli(
+        [
+          "cron",
+          "add",
+          "--config",
+          configPath,
+          "--message",
+          name,
+          "--at",
+          new Date(lastDue).toISOString(),
+        ].concat(["--channel", "telegram", "--to", "42"]),
+        { cwd: dir, env: { HOME: dir }, timeoutMs: 30_000 },
+      );
+      expect(added.code, added.stderr).toBe(0);
+    }
+    await waitFor(() => Date.now() > lastDue, 30_000, "the last reminder's time to pass");
+
+    // "gateway running" is logged once the cron service's start (its catch-up included) is over.
+    const fired = (run: RunningCli) =>
+      run.stderr.split("\n").filter((l) => l.includes('"msg":"cron job fired"'));
+    const second = await harness.startGatewayWhen(() => true);
+    expect(fired(second)).toHaveLength(2);
+    const sent = (text: string) => tg.sent.filter((m) => m.text === text && m.chatId === 42);
+    await waitFor(() => sent("reminder: second").length > 0, 30_000, "the second reminder");
+    expect(sent("reminder: first")).toHaveLength(1);
+    const skipped = async () => (await jobs()).find((j) => j.state.lastStatus === "skipped");
+    await waitFor(
+      async () => (await skipped()) !== undefined,
+      20_000,
+      "the third reminder recorded as skipped",
+    );
+    expect((await skipped())!.enabled).toBe(false);
+    expect((await skipped())!.state.lastError).toMatch(/while palaver was not running/);
+    await second.stderrIncludes("more missed jobs than cron.maxCatchUp");
+    await stop(second);
+
+    // Once caught up, a later start has nothing left to run.
+    const third = await harness.startGatewayWhen(() => true);
+    expect(fired(third)).toHaveLength(0);
+    tg.userMessage({ text: "ping" });
+    await tg.waitForSent((m) => m.text === "re: ping", 20_000);
+    expect(sent("reminder: first")).toHaveLength(1);
+    expect(sent("reminder: second")).toHaveLength(1);
+    expect(sent("reminder: third")).toHaveLength(0);
+    expect(llm.requests.filter((r) => lastUserText(r).includes("[Scheduled task"))).toHaveLength(2);
+    await stop(third);
   });
 });

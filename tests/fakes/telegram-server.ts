@@ -236,6 +236,8 @@ export class FakeTelegram {
   private readonly sendTimes = new Map<number, number[]>();
   /** The next edit or draft update (whichever comes first) fails with this. */
   private editFailure: ScriptedError | undefined;
+  /** Forum topics deleted by an admin ("<chat>:<thread>"): sends into them fail as on Telegram. */
+  private readonly deletedTopics = new Set<string>();
 
   private constructor(opts: { token?: string; bot?: Partial<FakeUser> }) {
     this.token = opts.token ?? TOKEN_DEFAULT;
@@ -383,6 +385,11 @@ export class FakeTelegram {
     if (at >= 0) this.sent.splice(at, 1);
   }
 
+  /** An admin deletes a forum topic: every later send into it gets 400 "message thread not found". */
+  deleteTopic(chatId: number, threadId: number): void {
+    this.deletedTopics.add(`${chatId}:${threadId}`);
+  }
+
   /** The message can no longer be edited (too old, say). */
   freezeMessage(messageId: number): void {
     this.uneditable.add(messageId);
@@ -491,6 +498,11 @@ export class FakeTelegram {
 
   private async dispatch(method: string, call: RecordedCall, res: ServerResponse): Promise<void> {
     const p = call.params;
+    if (
+      method.startsWith("send") &&
+      this.deletedTopics.has(`${String(p.chat_id)}:${String(p.message_thread_id)}`)
+    )
+      return fail(res, { code: 400, description: "Bad Request: message thread not found" });
     switch (method) {
       case "getMe":
         return ok(res, {

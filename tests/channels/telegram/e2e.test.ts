@@ -146,6 +146,25 @@ describe("Telegram end to end (Gateway, agent, FakeOpenAI)", () => {
     expect(sessions).toContain("topic B");
   });
 
+  it("answers in the General topic when the user's forum topic was deleted meanwhile", async () => {
+    await startGateway({ telegram: { groupPolicy: "open" } });
+    const forum = { id: -1009, type: "supergroup", title: "Forum", is_forum: true };
+    // The topic is deleted while the model is still thinking about the question asked in it.
+    llm.setHandler((req) => {
+      tg.deleteTopic(-1009, 11);
+      return { content: `re: ${lastUserText(req)}` };
+    });
+    tg.userMessage({ chat: forum, text: "topic A", message_thread_id: 11, is_topic_message: true });
+    const reply = await tg.waitForSent((m) => m.text === "re: topic A", 8000);
+    expect(reply.chatId).toBe(-1009);
+    expect(reply.threadId).toBeUndefined();
+    // Telegram really refused the send into the topic first: the fallback, not a lucky first send.
+    const intoTopic = tg.callsTo("sendMessage").filter((c) => c.params.message_thread_id === 11);
+    expect(intoTopic.length).toBeGreaterThanOrEqual(1);
+    expect(tg.sent.filter((m) => m.threadId === 11)).toHaveLength(0);
+    expect(tg.sent.filter((m) => m.text === "re: topic A")).toHaveLength(1);
+  });
+
   it("keeps to the Bot API connections its turns need: twenty replies at once share six", async () => {
     // 2 × (1 turn + 1 subagent) + 2: what platformConnections allows for these settings.
     await startGateway({ agents: { maxConcurrentTurns: 1, maxSubagents: 1 } });
