@@ -3,8 +3,7 @@
  * safe names and a size limit, so the model can read them with its tools.
  */
 import { randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { rename, rm } from "node:fs/promises";
+import { open, rename, rm } from "node:fs/promises";
 import { mkdirPrivate } from "../util/private-fs.js";
 import { extname, join } from "node:path";
 import { Readable } from "node:stream";
@@ -104,6 +103,9 @@ export async function downloadFile(opts: DownloadOptions): Promise<string> {
   let received = 0;
   const limit = opts.maxBytes;
   try {
+    // Opened before the pipeline starts: a write stream opening lazily could create the file after
+    // a failure's rm below, leaving a stray .part behind.
+    const file = await open(temp, "w", 0o600);
     await pipeline(
       Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
       async function* (source: AsyncIterable<Buffer>) {
@@ -113,7 +115,7 @@ export async function downloadFile(opts: DownloadOptions): Promise<string> {
           yield chunk;
         }
       },
-      createWriteStream(temp, { mode: 0o600 }),
+      file.createWriteStream(),
     );
     await rename(temp, opts.dest);
     return opts.dest;
