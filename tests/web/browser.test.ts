@@ -480,8 +480,10 @@ describe.skipIf(NO_CHROMIUM)("the web chat in Chromium", () => {
     // Phone width after opening: the conversation list (which openChat uses) is folded away there.
     await page.setViewportSize(PHONE);
     await send(page, "one line of code please");
-    const block = lastAnswer(page).locator(".code");
-    await block.locator("button.copy").waitFor();
+    const answer = lastAnswer(page);
+    await answer.locator(".code button.copy").waitFor();
+    // Measured once the answer is final: while it streams, the block may hold part of the line.
+    await poll(() => answer.getAttribute("aria-busy")).toBeNull();
     // Where the code's text may run (the pre's content box, as wide as the screen allows) and the button.
     const box = await page.evaluate<{ textRight: number; pre: DOMRectLike; button: DOMRectLike }>(`(() => {
       const el = Array.from(document.querySelectorAll("#transcript article.assistant .code")).at(-1);
