@@ -2,10 +2,11 @@
  * A Telegram-only gateway (the build in dist/, its packages resolved by Node from node_modules)
  * loads only what its configuration uses: not the Slack or Discord SDK nor their adapters, no MCP
  * SDK without tools.mcpServers, no HTML converter before the first web_fetch of a page, no
- * pino-pretty while logs are JSON. The child runs with a preload (--import) that records every
- * module it loads: ES modules through a load hook (module.register), CommonJS ones from
- * require.cache, written as the child exits; the test stops it once it long-polls Telegram (ready
- * for messages).
+ * pino-pretty while logs are JSON, no proxy agent without a proxy, no tar outside `palaver backup`,
+ * no openai client before the first LLM call.
+ * The child runs with a preload (--import) that records every module it loads: ES modules through
+ * a load hook (module.register), CommonJS ones from require.cache, written as the child exits; the
+ * test stops it once it long-polls Telegram (ready for messages).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -38,7 +39,7 @@ describe("gateway startup, Telegram only", () => {
   beforeEach(() => h.start());
   afterEach(() => h.close());
 
-  it("does not load the Slack or Discord SDK, the MCP SDK, the HTML converter or pino-pretty", async () => {
+  it("does not load the Slack or Discord SDK, the MCP SDK, the HTML converter, pino-pretty, a proxy agent, tar or the openai client", async () => {
     const preload = join(h.dir, "trace-modules.mjs");
     const trace = join(h.dir, "modules.txt");
     await writeFile(preload, PRELOAD);
@@ -69,5 +70,12 @@ describe("gateway startup, Telegram only", () => {
     expect(loaded.filter((url) => /\/dist\/mcp\/manager-\w+\.js$/.test(url))).toEqual([]);
     expect(loaded.filter((url) => /\/dist\/agent\/tools\/html-\w+\.js$/.test(url))).toEqual([]);
     expect(loaded.filter((url) => url.includes("pino-pretty"))).toEqual([]);
+    // No proxy configured: no proxy agent; no backup command: no tar.
+    expect(loaded.filter((url) => url.includes("https-proxy-agent"))).toEqual([]);
+    expect(loaded.filter((url) => /\/node_modules\/tar\//.test(url))).toEqual([]);
+    // No LLM call yet: the openai client loads with the first (its error classes are all it needs before).
+    expect(loaded.filter((url) => /\/node_modules\/openai\/(?!(core\/|internal\/)?error)/.test(url))).toEqual(
+      [],
+    );
   });
 });

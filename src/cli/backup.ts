@@ -7,7 +7,6 @@ import { existsSync, readdirSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { openArchive, privateTempDir, writeArchive } from "../backup/archive.js";
 import type { Manifest } from "../backup/manifest.js";
 import { applyRestore, folderTarget, planRestore, type RestoreTarget } from "../backup/restore.js";
 import { takeSnapshot } from "../backup/snapshot.js";
@@ -18,6 +17,12 @@ import { commonOptions, guarded, loadForCli } from "./common.js";
 
 /** Replaced files listed by name before a restore over the current install; the rest are counted. */
 const LISTED = 20;
+
+/**
+ * The archive code and its tar package, loaded by the backup commands only: every other command
+ * (the gateway above all) would otherwise load and keep them for nothing.
+ */
+const archives = () => import("../backup/archive.js");
 
 export function registerBackupCommand(program: Command): void {
   const backup = program
@@ -34,6 +39,7 @@ export function registerBackupCommand(program: Command): void {
         const loaded = loadForCli(create, { level: "warn" });
         const out = resolve(opts.out ?? defaultArchiveName(new Date()));
         if (existsSync(out)) throw new Error(`${out} exists; give another --out or remove it`);
+        const { privateTempDir, writeArchive } = await archives();
         const staging = await privateTempDir("backup");
         try {
           const { manifest, skipped } = takeSnapshot(
@@ -60,6 +66,7 @@ export function registerBackupCommand(program: Command): void {
     )
     .action((file: string) =>
       guarded(async () => {
+        const { openArchive } = await archives();
         const opened = await openArchive(resolve(file));
         rmSync(opened.dir, { recursive: true, force: true });
         const count = Object.keys(opened.manifest.files).length;
@@ -79,6 +86,7 @@ export function registerBackupCommand(program: Command): void {
     .action((file: string, opts: { to?: string; yes?: boolean }) =>
       guarded(async () => {
         const archive = resolve(file);
+        const { openArchive } = await archives();
         const opened = await openArchive(archive);
         try {
           const target =

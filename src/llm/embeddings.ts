@@ -4,10 +4,11 @@
  * (`resolveProvider`), so `provider` names an entry of `providers` and its apiBase and key are used.
  * The client tries each call once: the caller (recall/vector-filler.ts) decides when to try again.
  */
-import OpenAI from "openai";
+import type { ClientOptions, OpenAI } from "openai";
 import type { Config } from "../config/schema.js";
 import { registerSecrets, type Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
+import { openAIClient } from "./openai-sdk.js";
 import { resolveProvider, type ResolvedProvider } from "./providers.js";
 
 export interface Embedder {
@@ -51,7 +52,7 @@ function createEmbedder(config: Config): Embedder | null {
   if (!wanted) return null;
   const resolved = resolveEmbeddings(config, wanted);
   if (resolved.apiKey) registerSecrets([resolved.apiKey]);
-  const client = new OpenAI({
+  const options: ClientOptions = {
     baseURL: resolved.baseURL,
     // Local servers need no key; the SDK refuses to send none.
     apiKey: resolved.apiKey || "no-key",
@@ -60,14 +61,14 @@ function createEmbedder(config: Config): Embedder | null {
     defaultHeaders: resolved.extraHeaders,
     timeout: TIMEOUT_MS,
     maxRetries: 0,
-  });
+  };
+  let client: Promise<OpenAI> | undefined;
   return {
     model: resolved.model,
     async embed(texts, signal) {
-      const result = await client.embeddings.create(
-        { model: resolved.model, input: [...texts] },
-        signal ? { signal } : {},
-      );
+      const result = await (
+        await (client ??= openAIClient(options))
+      ).embeddings.create({ model: resolved.model, input: [...texts] }, signal ? { signal } : {});
       const byIndex = [...result.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
       if (byIndex.length !== texts.length)
         throw new Error(`the endpoint returned ${byIndex.length} vectors for ${texts.length} texts`);

@@ -10,7 +10,7 @@
  * LlmError that says how many attempts were made. Above it, resilient.ts adds fallback models and
  * circuit breakers (it never retries the same model itself).
  */
-import OpenAI from "openai";
+import type { ClientOptions, OpenAI } from "openai";
 import { APIError } from "openai/error";
 import type { ChatCompletionCreateParams } from "openai/resources/chat/completions";
 import type { Config } from "../config/schema.js";
@@ -26,6 +26,7 @@ import { knownRefusals, refusedParam, withoutRefused, type AdjustableParam } fro
 import { resolveProvider } from "./providers.js";
 import { StreamAssembler } from "./stream.js";
 import type { ChatRequest, ChatResponse, Provider } from "./types.js";
+import { openAIClient } from "./openai-sdk.js";
 import { parseCompletion, toApiMessage } from "./wire.js";
 
 export type ReasoningEffort = "low" | "medium" | "high";
@@ -64,9 +65,9 @@ function sdkLogger(log: Logger): OpenAI["logger"] {
   return { error: to("error"), warn: to("warn"), info: to("info"), debug: to("debug") };
 }
 
-/** The client for one provider. */
-function openAIClient(opts: OpenAIProviderOptions, log: Logger): OpenAI {
-  return new OpenAI({
+/** What the client of one provider is made with. */
+function clientOptions(opts: OpenAIProviderOptions, log: Logger): ClientOptions {
+  return {
     baseURL: opts.baseURL,
     // Local servers need no key; the SDK refuses to send none.
     apiKey: opts.apiKey || "no-key",
@@ -82,13 +83,14 @@ function openAIClient(opts: OpenAIProviderOptions, log: Logger): OpenAI {
     logger: sdkLogger(log),
     logLevel: "warn",
     // Node's own fetch and keep-alive pool; OpenAIProvider bounds the calls in flight, and so the connections.
-  });
+  };
 }
 
 export class OpenAIProvider implements Provider {
   readonly model: string;
   private readonly log: Logger;
-  private readonly client: OpenAI;
+  /** Made on the first call (openai-sdk.ts), then reused. */
+  private client: Promise<OpenAI> | undefined;
   private readonly random: () => number;
   private readonly slots: Semaphore | undefined;
   /** Parameters each model has refused with a 400 (a few models per provider; bounded all the same). */
@@ -100,7 +102,6 @@ export class OpenAIProvider implements Provider {
     this.random = opts.random ?? Math.random;
     // Here rather than in createProvider, so every provider's key is hidden from logs and errors.
     if (opts.apiKey) registerSecrets([opts.apiKey]);
-    this.client = openAIClient(opts, this.log);
     this.slots = opts.maxConcurrentCalls ? new Semaphore(opts.maxConcurrentCalls) : undefined;
   }
 
@@ -144,7 +145,7 @@ export class OpenAIProvider implements Provider {
     return true;
   }
 
-  /** The one retry loop of an LLM call (the client's own retries are off, see openAIClient). */
+  /** The one retry loop of an LLM call (the client's own retries are off, see clientOptions). */
   async chat(req: ChatRequest, signal?: AbortSignal): Promise<ChatResponse> {
     let body = this.buildBody(req);
     const maxRetries = Math.max(0, Math.floor(this.opts.maxRetries));
@@ -198,9 +199,9 @@ export class OpenAIProvider implements Provider {
     const release = await this.slots?.acquire();
     const deadline = deadlineSignal(this.opts.timeoutMs, signal);
     const options = { signal: deadline.signal };
-    const completions = this.client.chat.completions;
     const assembler = new StreamAssembler();
     try {
+      const { completions } = (await this.sdkClient()).chat;
       if (!body.stream) return parseCompletion(await completions.create(body, options));
       // The SDK ends the iteration quietly when the connection closes or the signal fires;
       // assembler.result() then finds no finish_reason and fails.
@@ -227,6 +228,10 @@ export class OpenAIProvider implements Provider {
       deadline.dispose();
       release?.();
     }
+  }
+
+  private sdkClient(): Promise<OpenAI> {
+    return (this.client ??= openAIClient(clientOptions(this.opts, this.log)));
   }
 
   private abortError(cause: unknown): LlmError {

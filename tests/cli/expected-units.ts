@@ -32,6 +32,11 @@ ExecReload=/bin/kill -HUP $MAINPID
 WorkingDirectory=${v.stateDir}
 Environment=NODE_ENV=production
 Environment=PATH=${v.path}
+# Node keeps the code it compiles on disk and reuses it at the next start (src/main.ts). Its
+# default folder is under /tmp, which PrivateTmp= empties at every start: a folder of its own
+# instead (%C is /var/cache, ~/.cache in a user unit), which systemd creates and lets it write.
+CacheDirectory=palaver
+Environment=NODE_COMPILE_CACHE=%C/palaver/node-compile-cache
 # API keys: palaver loads ${v.stateDir}/.env (beside the config) by itself. Do not also
 # name that file in EnvironmentFile=: systemd parses it with different quoting rules and
 # its values would win over palaver's own reading of the same file.
@@ -101,6 +106,11 @@ ExecReload=/bin/kill -HUP $MAINPID
 WorkingDirectory=${v.stateDir}
 Environment=NODE_ENV=production
 Environment=PATH=${v.path}
+# Node keeps the code it compiles on disk and reuses it at the next start (src/main.ts). Its
+# default folder is under /tmp, which PrivateTmp= empties at every start: a folder of its own
+# instead (%C is /var/cache, ~/.cache in a user unit), which systemd creates and lets it write.
+CacheDirectory=palaver
+Environment=NODE_COMPILE_CACHE=%C/palaver/node-compile-cache
 # API keys: palaver loads ${v.stateDir}/.env (beside the config) by itself. Do not also
 # name that file in EnvironmentFile=: systemd parses it with different quoting rules and
 # its values would win over palaver's own reading of the same file.

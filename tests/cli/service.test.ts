@@ -71,7 +71,10 @@ describe("renderUnit", () => {
     expect(settings(unit, "Environment")).toEqual([
       "NODE_ENV=production",
       "PATH=/opt/node/bin:/usr/bin:/bin",
+      // Node's compile cache outlives a restart: PrivateTmp= empties its default folder under /tmp.
+      "NODE_COMPILE_CACHE=%C/palaver/node-compile-cache",
     ]);
+    expect(settings(unit, "CacheDirectory")).toEqual(["palaver"]);
     expect(settings(unit, "WantedBy")).toEqual(["multi-user.target"]);
     expect(settings(unit, "After")).toEqual(["network-online.target"]);
     const expected: Record<string, string> = {
@@ -118,6 +121,7 @@ describe("renderUnit", () => {
     expect(settings(unit, "Type")).toEqual(["notify"]);
     expect(settings(unit, "ExecReload")).toEqual(["/bin/kill -HUP $MAINPID"]);
     expect(settings(unit, "RestartPreventExitStatus")).toEqual(["78"]);
+    expect(settings(unit, "CacheDirectory")).toEqual(["palaver"]);
     expect(settings(unit, "ExecStart")[0]).toContain("gateway --config /home/bob/.palaver/config.json");
   });
 

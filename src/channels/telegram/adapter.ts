@@ -16,6 +16,7 @@
  * presser alone.
  */
 import { setMaxListeners } from "node:events";
+import type { Agent as HttpAgent } from "node:http";
 import { setImmediate as nextLoopTurn } from "node:timers/promises";
 import type { Bot } from "grammy";
 import type { CallbackQuery, ChatMemberUpdated, Message } from "grammy/types";
@@ -62,8 +63,8 @@ export interface TelegramChannelOptions {
   transcriber?: Transcriber | null;
   log?: Logger;
   tuning?: Partial<TelegramTuning>;
-  /** Connections to the Bot API at most (platformConnections); default: no limit. */
-  maxConnections?: number;
+  /** What the Bot API calls go through (telegramAgent: its pool bound, the proxy if one is set). */
+  agent: HttpAgent;
 }
 
 /** What the registry calls: validates the section, sets up transcription, builds the channel. */
@@ -72,15 +73,17 @@ export function createTelegramChannel(
   tuning?: Partial<TelegramTuning>,
 ): Promise<TelegramChannel> {
   // Inside then(): a bad section (no token …) becomes a rejection, as the registry expects.
-  return Promise.resolve().then(() => {
+  return Promise.resolve().then(async () => {
     const log = ctx.log.child({ channel: CHANNEL });
+    const config = ctx.config.channels.telegram;
+    const maxConnections = platformConnections(ctx.config.agents.defaults);
     return new TelegramChannel({
-      config: ctx.config.channels.telegram,
+      config,
       workspace: ctx.workspace,
       maxMediaBytes: ctx.config.channels.maxMediaBytes,
       transcriber: transcriberFor(ctx.config, log),
       log,
-      maxConnections: platformConnections(ctx.config.agents.defaults),
+      agent: await telegramAgent(config, config.apiRoot, maxConnections),
       ...(tuning ? { tuning } : {}),
     });
   });
@@ -129,7 +132,7 @@ export class TelegramChannel implements Channel {
     this.tuning = { ...DEFAULT_TUNING, ...opts.tuning };
     this.log = opts.log ?? logger(CHANNEL);
     const { tuning, log, apiRoot } = this;
-    const agent = telegramAgent(this.cfg, apiRoot, opts.maxConnections);
+    const { agent } = opts;
     this.bot = createBot({
       config: this.cfg,
       apiRoot,

@@ -11,7 +11,6 @@ import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { autoRetry } from "@grammyjs/auto-retry";
 import { Api, Bot, HttpError, type ApiClientOptions, type Transformer } from "grammy";
-import { HttpsProxyAgent } from "https-proxy-agent";
 import type { Logger } from "../../log.js";
 import { backoffDelay, sleep } from "../../util/backoff.js";
 import { ConfigError, errorMessage } from "../../util/errors.js";
@@ -43,11 +42,21 @@ function clientOptions(opts: BotOptions): ApiClientOptions {
 /**
  * The connections grammy's calls go through: a keep-alive pool of at most `maxSockets`
  * (platformConnections; more calls at once wait for one), tunnelled through channels.telegram.proxy
- * with CONNECT when it is set. Throws ConfigError for a proxy URL it cannot use.
+ * with CONNECT when it is set. Rejects with a ConfigError for a proxy URL it cannot use. The proxy
+ * agent's package is imported only when a proxy is set: most installs have none, and it would
+ * otherwise be loaded and kept in memory by every Telegram gateway.
  */
-export function telegramAgent(config: TelegramConfig, apiRoot: string, maxSockets = Infinity): HttpAgent {
+export async function telegramAgent(
+  config: TelegramConfig,
+  apiRoot: string,
+  maxSockets = Infinity,
+): Promise<HttpAgent> {
   const pool = { keepAlive: true, maxSockets };
-  if (config.proxy) return new HttpsProxyAgent(proxyUrl(config.proxy), pool);
+  if (config.proxy) {
+    const url = proxyUrl(config.proxy);
+    const { HttpsProxyAgent } = await import("https-proxy-agent");
+    return new HttpsProxyAgent(url, pool);
+  }
   return apiRoot.startsWith("https:") ? new HttpsAgent(pool) : new HttpAgent(pool);
 }
 

@@ -18,12 +18,12 @@ afterEach(async () => {
   await fake.close();
 });
 
-function previewApi(tuning = DEFAULT_TUNING, log = captureLog().log) {
+async function previewApi(tuning = DEFAULT_TUNING, log = captureLog().log) {
   const config = TelegramConfigSchema.parse({ enabled: true, token: fake.token });
   return createPreviewApi({
     config,
     apiRoot: fake.apiRoot,
-    agent: telegramAgent(config, fake.apiRoot),
+    agent: await telegramAgent(config, fake.apiRoot),
     tuning,
     log,
     onPoll: () => undefined,
@@ -32,7 +32,7 @@ function previewApi(tuning = DEFAULT_TUNING, log = captureLog().log) {
 
 describe("Telegram calls with the channel's lifetime signal", () => {
   it("leave no listener behind on it", async () => {
-    const api = previewApi();
+    const api = await previewApi();
     const lifetime = new AbortController();
     const signal = lifetime.signal as unknown as Parameters<typeof api.sendChatAction>[3];
     for (let i = 0; i < 25; i++) await api.sendChatAction(42, "typing", {}, signal);
@@ -43,7 +43,7 @@ describe("Telegram calls with the channel's lifetime signal", () => {
   it("end the wait before a retry when it aborts, and leave no listener behind", async () => {
     // A wait of an hour before the retry: only the abort can end the call.
     const { log, lines } = captureLog();
-    const api = previewApi({ ...DEFAULT_TUNING, networkRetries: 1, retryBaseMs: 3_600_000 }, log);
+    const api = await previewApi({ ...DEFAULT_TUNING, networkRetries: 1, retryBaseMs: 3_600_000 }, log);
     fake.dropNext("sendChatAction");
     const lifetime = new AbortController();
     const signal = lifetime.signal as unknown as Parameters<typeof api.sendChatAction>[3];

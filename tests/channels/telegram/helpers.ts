@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { Logger } from "../../../src/log.js";
 import type { InboundMessage } from "../../../src/bus/types.js";
 import { TelegramChannel, type TelegramTuning } from "../../../src/channels/telegram/adapter.js";
+import { telegramAgent } from "../../../src/channels/telegram/api.js";
 import { TelegramConfigSchema } from "../../../src/config/platforms/telegram.js";
 import { isAllowed } from "../../../src/channels/access.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
@@ -62,6 +63,7 @@ export async function rig(
       maxMediaBytes: opts.maxMediaBytes ?? 1024 * 1024,
       transcriber: opts.transcriber ?? null,
       tuning: { ...FAST, ...opts.tuning },
+      agent: await telegramAgent(config, config.apiRoot),
       ...(opts.log ? { log: opts.log } : {}),
     });
   } catch (err) {
