@@ -4,69 +4,39 @@
  * through grammy, the manager's access check, the agent loop and the LLM,
  * and the reply comes back as a Bot API sendMessage.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTelegramChannel, type TelegramChannel } from "../../../src/channels/telegram/adapter.js";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
-import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
-import { FakeTelegram } from "../../fakes/telegram-server.js";
+import type { TelegramChannel } from "../../../src/channels/telegram/adapter.js";
+import type { Gateway } from "../../../src/gateway.js";
+import { lastUserText, type FakeOpenAI } from "../../fakes/openai-server.js";
+import type { FakeTelegram } from "../../fakes/telegram-server.js";
 import { waitFor } from "../../helpers/wait.js";
-import { FAST } from "./helpers.js";
+import { TelegramGatewayRig } from "./helpers.js";
 
+let rig: TelegramGatewayRig;
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
-let gateway: Gateway | undefined;
 let channel: TelegramChannel | undefined;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-tg-e2e-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
+  rig = await TelegramGatewayRig.create("palaver-tg-e2e-");
+  ({ dir, llm, tg } = rig);
 });
 
-afterEach(async () => {
-  await gateway?.stop(500);
-  gateway = undefined;
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => rig.close());
 
+/** `fast`: the adapter with test timings; otherwise the registry's factory as is. */
 async function startGateway(
   opts: { telegram?: Record<string, unknown>; fast?: boolean; agents?: Record<string, unknown> } = {},
 ): Promise<Gateway> {
-  const config = ConfigSchema.parse({
-    agents: {
-      defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model", ...opts.agents },
-    },
-    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-    channels: {
-      sendProgress: false,
-      telegram: {
-        enabled: true,
-        token: tg.token,
-        apiRoot: tg.apiRoot,
-        allowFrom: ["42"],
-        pollTimeout: 1,
-        ...opts.telegram,
-      },
-    },
-    gateway: { heartbeat: { enabled: false } },
+  const gateway = await rig.start({
+    ...(opts.telegram ? { telegram: opts.telegram } : {}),
+    ...(opts.agents ? { agents: opts.agents } : {}),
+    ...(opts.fast ? {} : { tuning: "registry" as const }),
   });
-  gateway = new Gateway({
-    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
-    provider: createProvider(config),
-    platforms: {
-      // The registry's factory as is, or the same channel with test timings.
-      telegram: async (ctx) => (channel = await createTelegramChannel(ctx, opts.fast ? FAST : undefined)),
-    },
-  });
-  await gateway.start();
+  channel = rig.channel;
   expect(gateway.channels.status()).toEqual([{ name: "telegram", state: "running" }]);
   return gateway;
 }

@@ -3,71 +3,37 @@
  * adapter (real grammy) against FakeTelegram, which keeps allowed_updates as Telegram does, so a bot
  * that does not ask for my_chat_member never hears of the block.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { createTelegramChannel } from "../../../src/channels/telegram/adapter.js";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
 import { pairingPath, PairingStore } from "../../../src/pairing/store.js";
-import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
-import { FakeTelegram } from "../../fakes/telegram-server.js";
+import { lastUserText } from "../../fakes/openai-server.js";
+import type { FakeTelegram } from "../../fakes/telegram-server.js";
 import { captureLog } from "../../helpers/log.js";
 import { waitFor } from "../../helpers/wait.js";
+import { TelegramGatewayRig } from "./helpers.js";
 
 const OWNER = 42;
 const STRANGER = 7;
 const CODE = /pairing code: ([A-Z2-9]{8})/;
 
+let rig: TelegramGatewayRig;
 let dir: string;
 let fake: FakeTelegram;
-let llm: FakeOpenAI;
-let gateway: Gateway;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-tg-leave-"));
-  fake = await FakeTelegram.start();
-  llm = await FakeOpenAI.start();
-  llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
-  const config = ConfigSchema.parse({
-    agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
-    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-    // dmPolicy is left out: "pairing" is the default.
-    channels: {
-      streaming: false,
-      telegram: {
-        enabled: true,
-        token: fake.token,
-        apiRoot: fake.apiRoot,
-        allowFrom: [String(OWNER)],
-        pollTimeout: 1,
-      },
-    },
-    gateway: { heartbeat: { enabled: false }, port: 0 },
-  });
-  const configPath = join(dir, "config.json");
-  await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
-  const channel = await createTelegramChannel(
-    { config, workspace: join(dir, "downloads"), log: captureLog().log },
-    { stopTimeoutMs: 2000, retryBaseMs: 50, retryMaxMs: 200 },
-  );
-  gateway = new Gateway({
-    loaded: { config, workspace: join(dir, "ws"), path: configPath },
-    provider: createProvider(config),
-    platforms: { telegram: async () => channel },
+  rig = await TelegramGatewayRig.create("palaver-tg-leave-");
+  ({ dir, tg: fake } = rig);
+  rig.llm.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+  // dmPolicy is left out: "pairing" is the default.
+  await rig.start({
+    channels: { streaming: false },
+    telegram: { allowFrom: [String(OWNER)] },
     log: captureLog().log,
   });
-  await gateway.start();
 });
 
-afterEach(async () => {
-  await gateway.stop(1000);
-  await fake.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => rig.close());
 
 const texts = () => fake.sent.flatMap((m) => m.text ?? []);
 const pending = () => new PairingStore(pairingPath(dir), { log: captureLog().log }).pending();
@@ -106,7 +72,7 @@ it("a stranger who blocks the bot loses their pending code, silently; the owner'
   expect(
     new PairingStore(pairingPath(dir), { log: captureLog().log }).isApproved("telegram", String(STRANGER)),
   ).toBe(false);
-  expect(llm.requests).toHaveLength(0);
+  expect(rig.llm.requests).toHaveLength(0);
   const journal = await readFile(join(dir, "journal", "messages.jsonl"), "utf8").catch(() => "");
   expect(journal).not.toContain(`"senderId":"${STRANGER}"`);
 });

@@ -5,63 +5,29 @@
  * and left showing every item done; the reply is still its own message, shown as a draft while it
  * is written. The checklist is never a draft, never the reply, never journaled.
  */
-import { readFile, rm, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTelegramChannel } from "../../../src/channels/telegram/adapter.js";
-import { ConfigSchema } from "../../../src/config/schema.js";
 import { messageJournalPath } from "../../../src/daemon/outbox-file.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
-import { FakeOpenAI, toolCall, type FakeReply } from "../../fakes/openai-server.js";
-import { FakeTelegram, visibleText, type SentMessage } from "../../fakes/telegram-server.js";
+import { toolCall, type FakeOpenAI, type FakeReply } from "../../fakes/openai-server.js";
+import { visibleText, type FakeTelegram, type SentMessage } from "../../fakes/telegram-server.js";
 import { waitFor } from "../../helpers/wait.js";
-import { FAST } from "./helpers.js";
+import { TelegramGatewayRig } from "./helpers.js";
 
+let rig: TelegramGatewayRig;
 let dir: string;
 let llm: FakeOpenAI;
 let tg: FakeTelegram;
-let gateway: Gateway | undefined;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-tg-plan-"));
-  llm = await FakeOpenAI.start();
-  tg = await FakeTelegram.start();
+  rig = await TelegramGatewayRig.create("palaver-tg-plan-");
+  ({ dir, llm, tg } = rig);
 });
 
-afterEach(async () => {
-  await gateway?.stop(500);
-  gateway = undefined;
-  await tg.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => rig.close());
 
 async function startGateway(telegram: Record<string, unknown> = {}): Promise<void> {
-  const config = ConfigSchema.parse({
-    agents: { defaults: { workspace: join(dir, "ws"), provider: "custom", model: "fake-model" } },
-    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-    channels: {
-      sendProgress: false,
-      streaming: true,
-      telegram: {
-        enabled: true,
-        token: tg.token,
-        apiRoot: tg.apiRoot,
-        allowFrom: ["42"],
-        pollTimeout: 1,
-        ...telegram,
-      },
-    },
-    gateway: { heartbeat: { enabled: false } },
-  });
-  gateway = new Gateway({
-    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
-    provider: createProvider(config),
-    platforms: { telegram: (ctx) => createTelegramChannel(ctx, FAST) },
-  });
-  await gateway.start();
+  await rig.start({ telegram, channels: { streaming: true } });
 }
 
 const STEPS = ["Read the notes", "Sum the amounts", "Write report.md"];
