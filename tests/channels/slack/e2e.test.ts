@@ -2,63 +2,27 @@
  * End to end: the Gateway (manager, agent loop, sessions) with the real Slack
  * adapter against the fake Slack, and the LLM as the loopback FakeOpenAI.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createSlackChannel } from "../../../src/channels/slack/adapter.js";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
-import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
-import { BOT_USER_ID, channelMessage, dmEvent, FakeSlack } from "../../fakes/slack-server.js";
-import { FAST, slackSection } from "./helpers.js";
+import { lastUserText, type FakeOpenAI } from "../../fakes/openai-server.js";
+import { BOT_USER_ID, channelMessage, dmEvent, type FakeSlack } from "../../fakes/slack-server.js";
+import { SlackGatewayRig } from "./helpers.js";
 import { MIN_WAIT_MS, waitFor } from "../../helpers/wait.js";
 
+let rig: SlackGatewayRig;
 let dir: string;
 let llm: FakeOpenAI;
 let slack: FakeSlack;
-let gateway: Gateway;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-slack-e2e-"));
-  llm = await FakeOpenAI.start();
-  slack = await FakeSlack.start();
-  const config = ConfigSchema.parse({
-    agents: {
-      defaults: {
-        workspace: join(dir, "ws"),
-        provider: "custom",
-        model: "fake-model",
-        llm: { maxRetries: 0, timeout: 10 },
-      },
-    },
-    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-    channels: {
-      sendProgress: false,
-      // Finals as posts, as these tests count them; streaming has its own tests.
-      streaming: false,
-      slack: slackSection(slack),
-    },
-    gateway: { heartbeat: { enabled: false } },
-    cron: { enabled: false },
-  });
-  gateway = new Gateway({
-    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
-    provider: createProvider(config),
-    platforms: { slack: (ctx) => createSlackChannel(ctx, FAST) },
-  });
-  await gateway.start();
+  rig = await SlackGatewayRig.create("palaver-slack-e2e-");
+  ({ dir, llm, slack } = rig);
+  await rig.start();
   await slack.waitForConnections(1);
 });
 
-afterEach(async () => {
-  await gateway.stop(500);
-  await slack.waitForDisconnect().catch(() => undefined);
-  await slack.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => rig.close());
 
 /** Waits until the fake has seen a post matching `pred`, and returns it. */
 async function postMatching(pred: (p: { channel: string; text: string; thread_ts?: string }) => boolean) {

@@ -1,14 +1,21 @@
-/** The real Slack adapter against the fake Slack, with a sink that records what it publishes. */
+/**
+ * The real Slack adapter against the fake Slack, with a sink that records what it publishes
+ * (`slackRig`), or a whole Gateway around it with the model behind FakeOpenAI (`SlackGatewayRig`).
+ */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino, type Logger } from "pino";
 import type { InboundMessage, TurnEvent } from "../../../src/bus/types.js";
 import { isAllowed } from "../../../src/channels/access.js";
-import { SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
+import { createSlackChannel, SlackChannel, type SlackTuning } from "../../../src/channels/slack/adapter.js";
 import type { InboundSink } from "../../../src/channels/types.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { SlackConfigSchema } from "../../../src/config/platforms/slack.js";
+import { ConfigSchema } from "../../../src/config/schema.js";
+import { Gateway } from "../../../src/gateway.js";
+import { createProvider } from "../../../src/llm/openai-provider.js";
+import { FakeOpenAI } from "../../fakes/openai-server.js";
 import { FakeSlack } from "../../fakes/slack-server.js";
 
 /** Fast enough for tests: reconnects after ~150 ms, Web API retries after ~10 ms. */
@@ -140,4 +147,61 @@ export async function slackRig(
       await rm(workspace, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A Gateway in this process (agent, channel manager, sessions) with the real Slack adapter against
+ * FakeSlack and the model behind FakeOpenAI, in a temp folder; finals are posts (streaming has its
+ * own tests). `create` in beforeEach, `start` with the slack section's changes, `close` in afterEach.
+ */
+export class SlackGatewayRig {
+  gateway: Gateway | undefined;
+  /** The adapter the gateway runs, once started. */
+  channel: SlackChannel | undefined;
+
+  private constructor(
+    readonly dir: string,
+    readonly slack: FakeSlack,
+    readonly llm: FakeOpenAI,
+  ) {}
+
+  static async create(prefix: string): Promise<SlackGatewayRig> {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    return new SlackGatewayRig(dir, await FakeSlack.start(), await FakeOpenAI.start());
+  }
+
+  /** `slack`: keys over slackSection's; `tuning`: over FAST. */
+  async start(
+    opts: { slack?: Record<string, unknown>; tuning?: Partial<SlackTuning> } = {},
+  ): Promise<Gateway> {
+    const workspace = join(this.dir, "ws");
+    const config = ConfigSchema.parse({
+      agents: {
+        defaults: { workspace, provider: "custom", model: "fake-model", llm: { maxRetries: 0, timeout: 30 } },
+      },
+      providers: { custom: { apiKey: "k", apiBase: this.llm.baseURL } },
+      channels: { sendProgress: false, streaming: false, slack: slackSection(this.slack, opts.slack) },
+      gateway: { heartbeat: { enabled: false }, port: 0 },
+      cron: { enabled: false },
+    });
+    this.gateway = new Gateway({
+      loaded: { config, workspace, path: join(this.dir, "config.json") },
+      provider: createProvider(config),
+      platforms: {
+        slack: async (ctx) =>
+          (this.channel = (await createSlackChannel(ctx, { ...FAST, ...opts.tuning })) as SlackChannel),
+      },
+    });
+    await this.gateway.start();
+    return this.gateway;
+  }
+
+  async close(): Promise<void> {
+    await this.gateway?.stop(500);
+    this.gateway = undefined;
+    await this.slack.waitForDisconnect().catch(() => undefined);
+    await this.slack.close();
+    await this.llm.close();
+    await rm(this.dir, { recursive: true, force: true });
+  }
 }

@@ -3,77 +3,32 @@
  * on Bolt's HTTPReceiver, the LLM as FakeOpenAI): the fake Slack posts events to the request URL and
  * sends them again, as Slack does, when no HTTP 200 came within 3 s.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createSlackChannel, type SlackChannel } from "../../../src/channels/slack/adapter.js";
-import { ConfigSchema } from "../../../src/config/schema.js";
-import { Gateway } from "../../../src/gateway.js";
-import { createProvider } from "../../../src/llm/openai-provider.js";
-import { FakeOpenAI, lastUserText } from "../../fakes/openai-server.js";
-import { dmEvent, FakeSlack, type HttpTarget } from "../../fakes/slack-server.js";
+import type { FakeOpenAI } from "../../fakes/openai-server.js";
+import { lastUserText } from "../../fakes/openai-server.js";
+import { dmEvent, type FakeSlack, type HttpTarget } from "../../fakes/slack-server.js";
 import { MIN_WAIT_MS, waitFor } from "../../helpers/wait.js";
-import { FAST, slackSection } from "./helpers.js";
+import { SlackGatewayRig } from "./helpers.js";
 
 const SECRET = "fake-signing-secret";
-let dir: string;
+let rig: SlackGatewayRig;
 let llm: FakeOpenAI;
 let slack: FakeSlack;
-let gateway: Gateway;
 let target: HttpTarget;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "palaver-slack-acks-"));
-  llm = await FakeOpenAI.start();
-  slack = await FakeSlack.start();
-  const config = ConfigSchema.parse({
-    agents: {
-      defaults: {
-        workspace: join(dir, "ws"),
-        provider: "custom",
-        model: "fake-model",
-        llm: { maxRetries: 0, timeout: 30 },
-      },
-    },
-    providers: { custom: { apiKey: "k", apiBase: llm.baseURL } },
-    channels: {
-      sendProgress: false,
-      streaming: false,
-      slack: slackSection(slack, {
-        mode: "http",
-        appToken: "",
-        signingSecret: SECRET,
-        port: 0,
-        path: "/hooks/slack",
-      }),
-    },
-    gateway: { heartbeat: { enabled: false } },
-    cron: { enabled: false },
+  rig = await SlackGatewayRig.create("palaver-slack-acks-");
+  ({ llm, slack } = rig);
+  await rig.start({
+    slack: { mode: "http", appToken: "", signingSecret: SECRET, port: 0, path: "/hooks/slack" },
+    tuning: { httpHost: "127.0.0.1" },
   });
-  let channel: SlackChannel | undefined;
-  gateway = new Gateway({
-    loaded: { config, workspace: join(dir, "ws"), path: join(dir, "config.json") },
-    provider: createProvider(config),
-    platforms: {
-      slack: async (ctx) => {
-        channel = (await createSlackChannel(ctx, { ...FAST, httpHost: "127.0.0.1" })) as SlackChannel;
-        return channel;
-      },
-    },
-  });
-  await gateway.start();
-  const port = channel?.address?.port;
+  const port = rig.channel?.address?.port;
   if (!port) throw new Error("the Slack channel is not listening");
   target = { url: `http://127.0.0.1:${port}/hooks/slack`, signingSecret: SECRET };
 });
 
-afterEach(async () => {
-  await gateway.stop(500);
-  await slack.close();
-  await llm.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => rig.close());
 
 /** The texts the bot posted to D1, in order. */
 const repliesInD1 = () =>
