@@ -10,7 +10,12 @@ import { createApprovalPolicy } from "./approvals/policy.js";
 import type { ApprovalPolicy } from "./approvals/types.js";
 import { formatWait, Questions } from "./approvals/questions.js";
 import type { MessageBus } from "./bus/bus.js";
-import { adminsOf as configAdmins, allowFromOf as configAllowFrom } from "./config/allow-from.js";
+import {
+  adminsOf as configAdmins,
+  allowFromOf as configAllowFrom,
+  isOwner,
+  isSenderAllowed,
+} from "./config/allow-from.js";
 import { approvalRulesPath, builtinSkillsDir, openQuestionsPath } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
@@ -30,7 +35,6 @@ import { ConversationAgents } from "./agent/agents/conversation.js";
 import { AgentDirectory } from "./agent/agents/directory.js";
 import { NamedAgents } from "./agent/agents/named-agents.js";
 import { createDelegateTool } from "./agent/tools/delegate.js";
-import { isSenderAllowed } from "./config/allow-from.js";
 import { normalizeModel, resolveProvider } from "./llm/providers.js";
 import { withModel } from "./llm/with-model.js";
 import { createTodoTools } from "./agent/tools/todo.js";
@@ -194,7 +198,7 @@ export function createAgent({
   // Every LLM call counted, priced and written to <state>/usage/usage.jsonl (src/usage/).
   const usageLedger = new UsageLedger(usageLedgerPath(stateDir));
   // One owner check for /agent, /usage, /memory undo and the budget's warnings (README, "Who may talk to it").
-  const isOwnerNow = (msg: UsageAsker) => isOwner(msg, currentConfig());
+  const isOwnerNow = (msg: UsageAsker) => isOwner(currentConfig(), msg);
   const budgetWatch = createBudgetWatch(bus, usageLedger, stateDir, currentConfig, isOwnerNow);
   const recordUsage = (entry: UsageEntry) => {
     budgetWatch.record(entry);
@@ -444,22 +448,6 @@ function usageMeterOptions(
     },
     ...(kind ? { kind } : {}),
   };
-}
-
-/**
- * An owner, as for /pairing (pairing/gate.ts): named in the config's allowFrom or admins of the
- * channel. People let in by a pairing code may talk to the bot but are not owners (they are in the
- * gateway's `allowFromOf`, which is why this reads the config and not that), and the wildcard makes
- * nobody one.
- */
-function isOwner(msg: UsageAsker, config: Pick<Config, "channels">): boolean {
-  // The person at the terminal (palaver chat) can read the state folder anyway.
-  if (msg.channel === "cli") return true;
-  const owners = [
-    ...(configAllowFrom(config, msg.channel) ?? []),
-    ...configAdmins(config, msg.channel),
-  ].filter((id) => id !== "*");
-  return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
 }
 
 /**

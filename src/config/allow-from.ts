@@ -4,6 +4,7 @@
  * manager checks live messages itself). Undefined when the config has no
  * section of that name (the terminal's "cli", a typo in a tool call).
  */
+import { TERMINAL_CHANNEL, type InboundMessage } from "../bus/types.js";
 import { DM_POLICIES, type DmPolicy } from "./platforms/common.js";
 import type { Config } from "./schema.js";
 
@@ -50,4 +51,22 @@ export function isSenderAllowed(
   return [senderId, ...aliases].some(
     (id) => allowFrom.includes(id) || allowFrom.includes(id.replace(/^@/, "")),
   );
+}
+
+/**
+ * An owner of the bot on a channel: named in the config's allowFrom or admins there (the wildcard
+ * makes nobody one). People let in by a pairing code may talk to the bot but are not owners, which
+ * is why this reads the config and not the gateway's allow list. The person at the terminal
+ * (`palaver chat`) is one: they can read the state folder anyway. The one rule for /pairing, /agent,
+ * /usage, /memory undo and the budget's warnings.
+ */
+export function isOwner(
+  config: Pick<Config, "channels">,
+  sender: Pick<InboundMessage, "channel" | "senderId" | "senderAliases">,
+): boolean {
+  if (sender.channel === TERMINAL_CHANNEL) return true;
+  const owners = [...(allowFromOf(config, sender.channel) ?? []), ...adminsOf(config, sender.channel)].filter(
+    (id) => id !== "*",
+  );
+  return isSenderAllowed(sender.senderId, sender.senderAliases ?? [], owners);
 }

@@ -16,8 +16,7 @@
  */
 import type { InboundMessage, OutboundMessage } from "../bus/types.js";
 import { isAllowed } from "../channels/access.js";
-import { isSenderAllowed } from "../config/allow-from.js";
-import { adminsOf, allowFromOf, dmPolicyOf } from "../config/allow-from.js";
+import { dmPolicyOf, isOwner } from "../config/allow-from.js";
 import type { DmPolicy } from "../config/platforms/common.js";
 import type { Config } from "../config/schema.js";
 import { logger, type Logger } from "../log.js";
@@ -140,7 +139,7 @@ export class PairingGate {
 
   /** `/pairing <args>` from `msg`'s sender: only an owner may use it. */
   command(msg: InboundMessage, args: string): string {
-    if (!this.isOwner(msg))
+    if (!isOwner(this.opts.config(), msg))
       return "Only the owner can approve pairing codes (someone in allowFrom or admins of this channel).";
     const [verb = "", code = ""] = args.split(/\s+/);
     if (verb.toLowerCase() === "list") return this.listText();
@@ -208,15 +207,6 @@ export class PairingGate {
           `${p.code}: ${p.channel} user ${p.senderId}, expires in ${Math.max(1, Math.ceil((p.createdAt + CODE_TTL_MS - now) / 60_000))} min`,
       ),
     ].join("\n");
-  }
-
-  /** An owner: named in allowFrom or admins of the channel (the wildcard "*" makes nobody an owner). */
-  private isOwner(msg: InboundMessage): boolean {
-    const config = this.opts.config();
-    const owners = [...(allowFromOf(config, msg.channel) ?? []), ...adminsOf(config, msg.channel)].filter(
-      (id) => id !== "*",
-    );
-    return isSenderAllowed(msg.senderId, msg.senderAliases ?? [], owners);
   }
 
   private policy(channel: string): DmPolicy {
