@@ -23,7 +23,7 @@ import { LivePreview } from "./live-preview.js";
 import { InterruptedPreviews } from "./interrupted-previews.js";
 import { journaledPreview, TurnPreviews } from "./turn-previews.js";
 import { TurnPlans } from "./turn-plans.js";
-import type { Channel, PreviewTarget, QuestionDesk } from "./types.js";
+import type { Channel, PreviewSurface, PreviewTarget, QuestionDesk } from "./types.js";
 
 export interface ChannelOptions {
   /** User ids allowed in; "*" for everybody, empty for nobody. */
@@ -453,20 +453,12 @@ export class ChannelManager {
     const turnId = msg.turnId;
     if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
     return this.previews.forDelta(turnId, () => {
-      const target = {
-        chatId: msg.chatId,
-        turnId,
-        ...(msg.replyTo ? { replyTo: msg.replyTo } : {}),
-        ...replyPlaceOf(msg),
-        ...(msg.metadata ? { metadata: msg.metadata } : {}),
-      };
+      const target = { ...surfaceTarget(msg, turnId), ...(msg.replyTo ? { replyTo: msg.replyTo } : {}) };
       const surface = entry.channel.previewSurface?.(target);
       if (!surface) return undefined;
-      const intervalMs =
-        entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
       return journaledPreview(
         surface,
-        intervalMs,
+        this.paceOf(entry, surface),
         {
           chatId: msg.chatId,
           turnId,
@@ -508,19 +500,15 @@ export class ChannelManager {
       return;
     }
     const shown = this.plans.show(turnId, msg.content, () => {
-      const target: PreviewTarget = {
-        chatId: msg.chatId,
-        turnId,
-        ...replyPlaceOf(msg),
-        ...(msg.metadata ? { metadata: msg.metadata } : {}),
-      };
-      const surface = entry.channel.planSurface?.(target);
-      if (!surface) return undefined;
-      const intervalMs =
-        entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
-      return new LivePreview(surface, { intervalMs });
+      const surface = entry.channel.planSurface?.(surfaceTarget(msg, turnId));
+      return surface && new LivePreview(surface, { intervalMs: this.paceOf(entry, surface) });
     });
     if (shown === "send") this.enqueue({ msg });
+  }
+
+  /** How often a turn's live message may change: the channel's setting, the global one, the platform's pace. */
+  private paceOf(entry: Entry, surface: PreviewSurface): number {
+    return entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
   }
 
   /** The turn ended: its checklist message gets the last checklist (one still paced goes out now) and stays. */
@@ -584,6 +572,16 @@ export class ChannelManager {
     if (pending.outboxId) this.opts.journal?.markDropped(pending.outboxId, reason);
     this.opts.meter?.failed(pending.msg, why);
   }
+}
+
+/** Where a turn's live message (the streamed reply, the plan) goes: the chat and its thread. */
+function surfaceTarget(msg: OutboundMessage, turnId: string): PreviewTarget {
+  return {
+    chatId: msg.chatId,
+    turnId,
+    ...replyPlaceOf(msg),
+    ...(msg.metadata ? { metadata: msg.metadata } : {}),
+  };
 }
 
 /** Progress and tool hints go out only when configured (per channel, else globally). */
