@@ -3,12 +3,11 @@
  * words /usage uses for it (usage/summary.ts), so the page and the chat command always agree.
  */
 import type { UsageReport } from "../../usage/command.js";
-import { formatSum, type UsageRow, type UsageSum } from "../../usage/summary.js";
-import type { UsageFigures, UsageGroupFigures, UsageView } from "./protocol.js";
+import { formatSum, type UsageSum } from "../../usage/summary.js";
+import type { UsageView } from "./protocol.js";
 
-const figures = (sum: UsageSum): UsageFigures => ({ ...sum, text: formatSum(sum) });
-const rows = (list: readonly UsageRow[]): UsageGroupFigures[] =>
-  list.map((row) => ({ ...row, text: formatSum(row) }));
+/** A sum (or a row of one group) with the words /usage says it in. */
+const figures = <T extends UsageSum>(sum: T): T & { text: string } => ({ ...sum, text: formatSum(sum) });
 
 /** Pure: the panel's view of a report. */
 export function usageViewOf(report: UsageReport): UsageView {
@@ -18,8 +17,8 @@ export function usageViewOf(report: UsageReport): UsageView {
       ? {
           bot: {
             month: figures(report.bot.month),
-            byKind: rows(report.bot.byKind),
-            byModel: rows(report.bot.byModel),
+            byKind: report.bot.byKind.map(figures),
+            byModel: report.bot.byModel.map(figures),
           },
         }
       : {}),
