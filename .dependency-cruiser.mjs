@@ -19,6 +19,7 @@ const LAYERS = [
   ["util"],
   ["log.ts"],
   ["bus", "config", "workspace"],
+  ["db"],
   ["llm"],
   ["sessions"],
   ["recall"],

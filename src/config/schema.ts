@@ -457,6 +457,25 @@ const BudgetSchema = z
   .prefault({})
   .describe("Spending limits; a change applies on reload (SIGHUP).");
 
+// Cluster mode (src/cluster/, docs/cluster.md): several gateways on one PostgreSQL.
+const ClusterSchema = z
+  .object({
+    database: z
+      .string()
+      .trim()
+      .regex(/^postgres(ql)?:\/\//, 'a PostgreSQL URL such as "postgres://palaver:secret@db.example:5432/palaver"')
+      .optional()
+      .describe(
+        "The cluster's PostgreSQL (env PALAVER_CLUSTER__DATABASE). Absent: one process, plain files, no database.",
+      ),
+    turnTimeoutSeconds: duration()
+      .int()
+      .min(30)
+      .default(300)
+      .describe("A turn whose instance died is taken up by another after this many seconds."),
+  })
+  .prefault({});
+
 export const ConfigSchema = z.object({
   $schema: z.string().optional(),
   agents: AgentsSchema.prefault({}),
@@ -469,6 +488,7 @@ export const ConfigSchema = z.object({
   memory: MemorySchema.prefault({}),
   pricing: PricingSchema,
   budget: BudgetSchema,
+  cluster: ClusterSchema,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Lease, leaseHolders } from "../../src/db/lease.js";
+import { openDatabase, type Database } from "../../src/db/pool.js";
+import { migrate, SCHEMA_VERSION, schemaVersion } from "../../src/db/schema.js";
+import { logger } from "../../src/log.js";
+import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { requireOrSkip } from "../helpers/requires.js";
+import { waitFor } from "../helpers/wait.js";
+
+const log = logger("test");
+const missing = requireOrSkip(postgresMissing());
+
+describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
+  let server: TestPostgres;
+  const pools: Database[] = [];
+  const open = (url: string): Database => {
+    const db = openDatabase({ url, applicationName: "palaver test", log });
+    pools.push(db);
+    return db;
+  };
+
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    await server?.stop();
+  });
+
+  it("migrates once when three instances start together, then finds nothing to do", async () => {
+    const url = await server.createDatabase();
+    const results = await Promise.all([open(url), open(url), open(url)].map((db) => migrate(db, log)));
+    expect(results.filter((r) => r.from === 0 && r.to === SCHEMA_VERSION)).toHaveLength(1);
+    expect(results.filter((r) => r.from === SCHEMA_VERSION)).toHaveLength(2);
+    expect(await schemaVersion(open(url))).toBe(SCHEMA_VERSION);
+    const again = await migrate(open(url), log);
+    expect(again).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
+  });
+
+  it("refuses a schema newer than it knows, changing nothing", async () => {
+    const url = await server.createDatabase();
+    const db = open(url);
+    await migrate(db, log);
+    await db.query("UPDATE palaver.meta SET value = $1 WHERE key = 'schema_version'", [
+      String(SCHEMA_VERSION + 1),
+    ]);
+    await expect(migrate(db, log)).rejects.toThrow(
+      new RegExp(`schema version ${SCHEMA_VERSION + 1}, newer than this palaver understands`),
+    );
+    expect(await schemaVersion(db)).toBe(SCHEMA_VERSION + 1);
+  });
+
+  it("gives a lease to one instance at a time and to another when the holder's connection dies", async () => {
+    const url = await server.createDatabase();
+    const admin = open(url);
+    const events: string[] = [];
+    const make = (instance: string) =>
+      new Lease({
+        url,
+        name: "ingress:telegram",
+        instance,
+        log,
+        retryMs: 100,
+        onAcquired: () => events.push(`${instance} acquired`),
+        onLost: () => events.push(`${instance} lost`),
+      });
+    const a = make("a");
+    const b = make("b");
+    try {
+      a.start();
+      await waitFor(() => a.held, undefined, "a holds the lease");
+      b.start();
+      // b keeps trying while a holds it.
+      await waitFor(() => b.attempts >= 3, undefined, "b tried three times");
+      expect(b.held).toBe(false);
+      expect(await leaseHolders(admin, ["ingress:telegram", "ingress:discord"])).toEqual(
+        new Map([["ingress:telegram", "a"]]),
+      );
+      // a's connection is cut: a stops acting as the holder at once.
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
+      );
+      await waitFor(() => events.includes("a lost"), undefined, "a knows it lost the lease");
+      await waitFor(() => a.held || b.held, undefined, "one of them holds it again");
+      // The holder dies (its connection closes): the other takes over.
+      const [holder, other] = a.held ? [a, b] : [b, a];
+      await holder.stop();
+      await waitFor(() => other.held, undefined, "the other takes the lease over");
+      expect(await leaseHolders(admin, ["ingress:telegram"])).toEqual(
+        new Map([["ingress:telegram", other === a ? "a" : "b"]]),
+      );
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+    expect(await leaseHolders(admin, ["ingress:telegram"])).toEqual(new Map());
+  });
+});
