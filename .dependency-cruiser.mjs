@@ -25,7 +25,7 @@ const LAYERS = [
   ["recall"],
   ["usage", "cron", "heartbeat"],
   ["agent"],
-  ["mcp", "daemon"],
+  ["mcp", "daemon", "cluster"],
   ["channels"],
   ["approvals", "pairing"],
   ["backup", "doctor"],

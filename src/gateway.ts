@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
 import { describeSandbox } from "./agent/tools/exec/sandbox.js";
+import { ClusterNode } from "./cluster/node.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
@@ -62,6 +63,8 @@ export class Gateway {
   readonly health: HealthServer;
   /** Who may write in direct messages besides allowFrom (dmPolicy "pairing"), and their welcomes. */
   readonly pairing: PairingGate;
+  /** This process's part of a cluster (cluster.database set); undefined: one process, plain files. */
+  readonly cluster: ClusterNode | undefined;
   private readonly log: Logger;
   private readonly locks: StateLock[] = [];
   /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
@@ -83,6 +86,20 @@ export class Gateway {
       activeSubagents: () => this.agent.subagents.active,
     });
     const llm = opts.provider ?? createLlm(config);
+    this.cluster = config.cluster.database
+      ? new ClusterNode({
+          url: config.cluster.database,
+          turnTimeoutSeconds: config.cluster.turnTimeoutSeconds,
+          concurrency: config.agents.defaults.maxConcurrentTurns,
+          // Queued turns run in this loop; what the bus carries goes to the queue first (start()).
+          runTurn: (msg) => this.agent.loop.queueTurn(msg),
+          // In the queue now: the local journal's entry is done with.
+          admitted: (msg) => {
+            if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
+          },
+          log: this.log,
+        })
+      : undefined;
     this.pairing = new PairingGate({
       store: new PairingStore(pairingPath(stateDir(path))),
       config: () => this.opts.loaded.config,
@@ -110,7 +127,7 @@ export class Gateway {
       currentConfig: () => this.opts.loaded.config,
       toolJournal: this.toolJournal,
       onHandled: (msg, report) => {
-        const id = msg.journalId;
+        const id = this.cluster?.turns.handled(msg) ? undefined : msg.journalId;
         if (id !== undefined) this.journal.markDone(id);
         // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
         if (id !== undefined) this.toolJournal.endTurn(id);
@@ -130,6 +147,7 @@ export class Gateway {
       meter: this.metrics,
       questions: this.agent.questions,
       access: this.pairing,
+      ...(this.cluster ? { sentOnce: this.cluster.replies } : {}),
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({
@@ -171,8 +189,11 @@ export class Gateway {
     // First: a second gateway on this state folder or workspace must stop before it touches the
     // journal or a session file (exit 78).
     this.lock(StateLock.acquire(stateDir(path), this.log, "state"));
-    this.lock(StateLock.acquire(sessionsDirOf(workspace), this.log, "workspace"));
+    // A cluster's instances share the workspace by design (docs/cluster.md); one process owns it alone.
+    if (!this.cluster) this.lock(StateLock.acquire(sessionsDirOf(workspace), this.log, "workspace"));
     createWorkspace(workspace);
+    // The database before anything reads shared state: a cluster it cannot join stops the start here.
+    await this.cluster?.open();
     // The enabled platforms' SDKs load (one after another) while the sandbox probe runs bwrap (tens
     // of ms with this thread idle) and the rest starts; each channel connects as soon as its own SDK
     // is in, while the next one loads. Building an adapter touches nothing outside the process, and a
@@ -188,7 +209,16 @@ export class Gateway {
     // Taken now: a preview of this run (a message answered while channels start) is not a leftover.
     const cutOffPreviews = this.journal.openPreviews();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
-    this.agent.loop.start();
+    const cluster = this.cluster;
+    if (cluster) {
+      // Everything the bus carries goes through the cluster's queue, unless answered at once (/stop).
+      this.agent.loop.start({ fromBus: false });
+      this.bus.onInbound((msg) => {
+        if (!this.agent.loop.answerNow(msg)) void cluster.turns.enqueue(msg);
+      });
+    } else {
+      this.agent.loop.start();
+    }
     await this.channels.start(); // routes from now on; each channel joins below once built
     const joined = await Promise.all(
       creating.map(async (created) => {
@@ -226,6 +256,8 @@ export class Gateway {
     }
     if (unfinished.inbound.length)
       this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");
+    // The cluster's queued turns too run only now that their replies can be routed.
+    await this.cluster?.work();
     // Background work too starts only once replies can be routed: a reminder due at startup must reach its chat.
     if (config.cron.enabled) await this.agent.cron.start();
     this.heartbeat.start();
@@ -302,11 +334,13 @@ export class Gateway {
     this.channels.closeIntake();
     this.pairing.stop();
     this.heartbeat.stop();
+    await this.cluster?.stopWorking();
     await this.agent.shutdown(graceMs);
     // Last replies get a moment to go out; what cannot, stays in the journal for the next start.
     await this.channels.stop(Math.min(Math.max(graceMs, 1000), 5000));
     this.journal.close();
     this.toolJournal.close();
+    await this.cluster?.close();
     await this.health.stop();
     for (const lock of this.locks) lock.release();
   }

@@ -119,10 +119,14 @@ export class AgentLoop {
     this.commandDeps = { ...deps, model: deps.settings.model };
   }
 
-  start(): void {
-    if (this.unsubscribe) return;
+  /**
+   * Starts taking messages. `fromBus` false: the bus's messages go elsewhere first (cluster mode's
+   * turn queue, which hands each back through `answerNow` and `queueTurn`).
+   */
+  start({ fromBus = true }: { fromBus?: boolean } = {}): void {
+    if (this.accepting) return;
     this.accepting = true;
-    this.unsubscribe = this.deps.bus.onInbound((msg) => this.dispatch(msg));
+    if (fromBus) this.unsubscribe = this.deps.bus.onInbound((msg) => this.dispatch(msg));
   }
 
   /** The chat a person wrote in most recently (where the heartbeat reports). */
@@ -174,12 +178,21 @@ export class AgentLoop {
   }
 
   dispatch(msg: InboundMessage): void {
+    if (!this.answerNow(msg)) this.queueTurn(msg);
+  }
+
+  /**
+   * What is answered at once instead of queued behind the chat's turn: /stop, an answer to the
+   * question that turn waits on, /status while a question waits; and anything arriving while
+   * shutting down (dropped: the journal keeps it). Returns whether `msg` was taken here.
+   */
+  answerNow(msg: InboundMessage): boolean {
     if (!this.accepting) {
       this.log.warn(
         { channel: msg.channel, chatId: msg.chatId },
         "message arrived while shutting down; not processed",
       );
-      return;
+      return true;
     }
     const key = sessionKeyOf(msg);
     if (msg.channel !== SYSTEM_CHANNEL) {
@@ -194,19 +207,32 @@ export class AgentLoop {
       if (command === "stop") {
         this.stop(key, msg);
         this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
-        return;
+        return true;
       }
       // An answer to a question the chat's turn waits on: queued, it would wait behind that very turn.
       if (!command && this.deps.questions?.takeReply(msg)) {
         this.deps.onHandled?.(msg, { outcome: "command", durationMs: 0, tools: [] });
-        return;
+        return true;
       }
       // Likewise /status while a question waits: answered at once (like /stop), so it can say so.
       if (command === "status" && this.deps.questions?.openIn(msg.channel, msg.chatId).length) {
         void this.statusNow(msg, this.lanes.get(key)?.current ? 1 : 0);
-        return;
+        return true;
       }
     }
+    return false;
+  }
+
+  /** Queues `msg` in its conversation's lane: its turn runs after the ones before it. */
+  queueTurn(msg: InboundMessage): void {
+    if (!this.accepting) {
+      this.log.warn(
+        { channel: msg.channel, chatId: msg.chatId },
+        "turn arrived while shutting down; not run",
+      );
+      return;
+    }
+    const key = sessionKeyOf(msg);
     const lane = this.laneFor(key);
     lane.queue.push(msg);
     lane.draining ??= this.drain(lane);
@@ -228,7 +254,7 @@ export class AgentLoop {
         const controller = new AbortController();
         lane.current = controller;
         const started = performance.now();
-        const turn: Turn = { id: randomUUID(), msg };
+        const turn: Turn = { id: msg.turnId ?? randomUUID(), msg };
         this.deps.onTurnStart?.(msg);
         this.publishTurn(turn, "turnStart");
         let report: Omit<TurnReport, "durationMs"> = { outcome: "failed", tools: [] };

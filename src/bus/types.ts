@@ -47,6 +47,11 @@ export interface InboundMessage extends ReplyPlace {
   sessionKey?: string;
   /** The message's id in the journal (daemon/journal.ts), once journaled: its turn is marked by it. */
   journalId?: string;
+  /**
+   * The id its turn runs under, when given (cluster mode: the same on every attempt, so a turn run
+   * again on another instance is recognised by its replies); absent: a new one per turn.
+   */
+  turnId?: string;
 }
 
 /**

@@ -62,6 +62,15 @@ export interface ChannelManagerOptions {
   access?: AccessPolicy;
   /** At most one preview update per this many ms per reply (default 1000). */
   streamIntervalMs?: number;
+  /** Cluster mode: a turn's final replies go out once in the cluster, even when another instance runs the turn again. */
+  sentOnce?: SentOnce;
+}
+
+/** The cluster's record of a turn's final replies (cluster/replies.ts). */
+export interface SentOnce {
+  /** Before the `seq`th final reply of turn `turnId` goes out: false when an earlier attempt sent it. */
+  claim(turnId: string, seq: number, msg: OutboundMessage): Promise<boolean>;
+  sent(turnId: string, seq: number): Promise<void>;
 }
 
 /** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */
@@ -78,6 +87,8 @@ interface Pending {
   outboxId?: string;
   /** The live preview this message replaces (a streamed turn's final or progress text). */
   preview?: LivePreview;
+  /** Its place among its turn's final replies, when they are sent once in the cluster. */
+  once?: { turnId: string; seq: number };
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -105,6 +116,8 @@ export class ChannelManager {
   private readonly previews = new TurnPreviews();
   /** Each running turn's checklist message (todo_write's plan). */
   private readonly plans = new TurnPlans();
+  /** Final replies routed so far per running turn (sentOnce's numbering). */
+  private readonly finalsOfTurn = new Map<string, number>();
   /** Previews a crash left open, marked interrupted once their channel runs. */
   private readonly interrupted: InterruptedPreviews;
   private lifetime = new AbortController();
@@ -327,6 +340,7 @@ export class ChannelManager {
     if (event.kind === "turnEnd") {
       this.closePreview(event);
       this.finishPlan(event);
+      this.finalsOfTurn.delete(event.turnId);
     }
     const entry = this.entries.get(event.channel);
     if (entry?.state !== "running" || !entry.channel.onTurn) return;
@@ -369,7 +383,19 @@ export class ChannelManager {
       return;
     }
     // Every final reply is its own outbox entry, whatever turn it belongs to (or none).
-    this.enqueue({ msg, outboxId: this.opts.journal?.recordOutbound(msg), ...(preview ? { preview } : {}) });
+    const once = this.opts.sentOnce && msg.turnId ? this.numberFinal(msg.turnId) : undefined;
+    this.enqueue({
+      msg,
+      outboxId: this.opts.journal?.recordOutbound(msg),
+      ...(preview ? { preview } : {}),
+      ...(once ? { once } : {}),
+    });
+  }
+
+  private numberFinal(turnId: string): { turnId: string; seq: number } {
+    const seq = (this.finalsOfTurn.get(turnId) ?? 0) + 1;
+    this.finalsOfTurn.set(turnId, seq);
+    return { turnId, seq };
   }
 
   private enqueue(pending: Pending): void {
@@ -387,6 +413,14 @@ export class ChannelManager {
     const { msg, outboxId } = pending;
     // Questions are retried like replies (a turn waits on them) but never journaled.
     const final = ["final", "question"].includes(msg.kind ?? "final");
+    if (!(await this.claimOnce(pending))) {
+      this.log.info(
+        { channel: msg.channel, chatId: msg.chatId, turnId: msg.turnId },
+        "reply already sent by an earlier attempt of its turn",
+      );
+      if (outboxId) this.opts.journal?.markSent(outboxId);
+      return;
+    }
     const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
     const policy = { baseMs: this.opts.outboxRetryBaseMs ?? 1000, maxMs: 60_000 };
     for (let attempt = 0; ; attempt++) {
@@ -398,12 +432,14 @@ export class ChannelManager {
       try {
         if (await this.finishPreview(pending)) {
           if (outboxId) this.opts.journal?.markSent(outboxId);
+          this.confirmOnce(pending);
           this.opts.meter?.delivered(msg);
           return;
         }
         const sent = await entry.channel.send(msg);
         if (msg.question && sent) this.opts.questions?.delivered(msg.question.id, sent.ref);
         if (outboxId) this.opts.journal?.markSent(outboxId);
+        this.confirmOnce(pending);
         this.opts.meter?.delivered(msg);
         return;
       } catch (err) {
@@ -446,6 +482,29 @@ export class ChannelManager {
         }
       }
     }
+  }
+
+  /** Whether a reply numbered for sentOnce may go out; when the record cannot be read, it goes out (better twice than never). */
+  private async claimOnce({ msg, once }: Pending): Promise<boolean> {
+    if (!once || !this.opts.sentOnce) return true;
+    try {
+      return await this.opts.sentOnce.claim(once.turnId, once.seq, msg);
+    } catch (err) {
+      this.log.warn(
+        { err, turnId: once.turnId },
+        "could not check whether this reply was sent already; sending it",
+      );
+      return true;
+    }
+  }
+
+  private confirmOnce({ once }: Pending): void {
+    if (!once || !this.opts.sentOnce) return;
+    this.opts.sentOnce
+      .sent(once.turnId, once.seq)
+      .catch((err: unknown) =>
+        this.log.warn({ err, turnId: once.turnId }, "could not record a reply as sent"),
+      );
   }
 
   /** The turn's live preview, made on its first delta when the channel and the config stream. */

@@ -470,7 +470,7 @@ const ClusterSchema = z
       ),
     turnTimeoutSeconds: duration()
       .int()
-      .min(30)
+      .min(10)
       .default(300)
       .describe("A turn whose instance died is taken up by another after this many seconds."),
   })

@@ -44,7 +44,7 @@ const MIGRATIONS: readonly string[] = [
 
   -- The final replies of a turn, numbered within it: sent once whichever instance runs it again.
   CREATE TABLE palaver.outbox (
-    inbound_id bigint NOT NULL,
+    turn_id text NOT NULL,
     seq integer NOT NULL,
     channel text NOT NULL,
     chat_id text NOT NULL,
@@ -53,7 +53,7 @@ const MIGRATIONS: readonly string[] = [
     created_at timestamptz NOT NULL DEFAULT now(),
     sent_at timestamptz,
     sent_by text,
-    PRIMARY KEY (inbound_id, seq)
+    PRIMARY KEY (turn_id, seq)
   );
   CREATE INDEX outbox_pending ON palaver.outbox (created_at) WHERE state = 'pending';
 

@@ -1,0 +1,84 @@
+/**
+ * This process as one instance of a cluster (cluster.database set): its id, the database, the
+ * turn queue and the record of sent replies. The gateway opens it before anything else touches
+ * shared state, starts its work once replies can be routed, and closes it last.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { InboundMessage } from "../bus/types.js";
+import { migrate } from "../db/schema.js";
+import { openDatabase, shownUrl, type Database } from "../db/pool.js";
+import type { Logger } from "../log.js";
+import { PalaverError, errorMessage } from "../util/errors.js";
+import { ClusterReplies } from "./replies.js";
+import { ClusterTurns } from "./turns.js";
+
+export interface ClusterNodeOptions {
+  url: string;
+  turnTimeoutSeconds: number;
+  concurrency: number;
+  runTurn(msg: InboundMessage): void;
+  admitted(msg: InboundMessage): void;
+  log: Logger;
+}
+
+/** `<host>-<pid>-<4 hex>`: readable in `palaver status`, unique across restarts. */
+export function newInstanceId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(2).toString("hex")}`;
+}
+
+export class ClusterNode {
+  readonly instance = newInstanceId();
+  readonly db: Database;
+  readonly turns: ClusterTurns;
+  readonly replies: ClusterReplies;
+
+  constructor(private readonly opts: ClusterNodeOptions) {
+    this.db = openDatabase({ url: opts.url, applicationName: `palaver ${this.instance}`, log: opts.log });
+    this.turns = new ClusterTurns({
+      url: opts.url,
+      db: this.db,
+      instance: this.instance,
+      log: opts.log,
+      turnTimeoutSeconds: opts.turnTimeoutSeconds,
+      concurrency: opts.concurrency,
+      runTurn: opts.runTurn,
+      admitted: opts.admitted,
+    });
+    this.replies = new ClusterReplies(this.db, this.instance);
+  }
+
+  /** Migrates the schema (once in the cluster) and opens the queue; a database it cannot use stops the start. */
+  async open(): Promise<void> {
+    try {
+      await migrate(this.db, this.opts.log);
+      await this.turns.start();
+    } catch (err) {
+      if (err instanceof PalaverError) throw err;
+      throw new PalaverError(
+        `cluster.database (${shownUrl(this.opts.url)}): ${errorMessage(err)}. Check that PostgreSQL runs ` +
+          "there and the URL's user, password and database are right (`palaver doctor` tries it)",
+        { cause: err },
+      );
+    }
+    this.opts.log.info({ instance: this.instance, database: shownUrl(this.opts.url) }, "cluster: joined");
+  }
+
+  /** Starts running queued turns here. */
+  work(): Promise<void> {
+    return this.turns.work();
+  }
+
+  /** Stops taking new turns (before the loop's shutdown). */
+  stopWorking(): Promise<void> {
+    return this.turns.stopWorking();
+  }
+
+  /** Gives back turns still running here, stops the queue and closes the database. */
+  async close(): Promise<void> {
+    await this.turns
+      .stop()
+      .catch((err: unknown) => this.opts.log.warn({ err }, "cluster: queue stop failed"));
+    await this.db.end().catch(() => undefined);
+  }
+}
