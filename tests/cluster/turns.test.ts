@@ -1,0 +1,107 @@
+/** The cluster's turn queue against a real PostgreSQL: failover after an instance is killed. */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { InboundMessage } from "../../src/bus/types.js";
+import { ClusterTurns } from "../../src/cluster/turns.js";
+import { openDatabase, type Database } from "../../src/db/pool.js";
+import { migrate } from "../../src/db/schema.js";
+import { logger } from "../../src/log.js";
+import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { requireOrSkip } from "../helpers/requires.js";
+import { waitFor } from "../helpers/wait.js";
+
+const log = logger("test");
+const missing = requireOrSkip(postgresMissing());
+
+describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
+  let server: TestPostgres;
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  function instance(url: string, db: Database, name: string, runTurn: (msg: InboundMessage) => void) {
+    return new ClusterTurns({
+      url,
+      db,
+      instance: name,
+      log,
+      turnTimeoutSeconds: 2,
+      monitorIntervalSeconds: 1,
+      concurrency: 2,
+      runTurn,
+    });
+  }
+
+  it("gives the turn of a killed instance to another after the turn timeout, under the same turn id", async () => {
+    const url = await server.createDatabase();
+    const db = openDatabase({ url, applicationName: "palaver test", log });
+    await migrate(db, log);
+    const ran: InboundMessage[] = [];
+    const survivor = instance(url, db, "survivor", (msg) => {
+      ran.push(msg);
+      survivor.handled(msg);
+    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "fixtures", "turn-worker.ts"), url],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      await survivor.start();
+      await waitFor(() => out.includes("working"), 60_000, "the doomed worker works the queue");
+      await survivor.enqueue({
+        channel: "telegram",
+        senderId: "1",
+        chatId: "9",
+        content: "hello",
+        messageId: "m1",
+      });
+      await waitFor(() => out.includes("running"), undefined, "the doomed worker took the turn");
+      const [, turnId] = /running (\S+) hello/.exec(out)!;
+      child.kill("SIGKILL");
+      await exited;
+
+      await survivor.work();
+      await waitFor(() => ran.length === 1, undefined, "the survivor ran the turn");
+      expect(ran[0]).toMatchObject({ content: "hello", turnId });
+      await waitFor(
+        async () => {
+          const row = await db.query<{ state: string; starts: number }>(
+            "SELECT state, starts FROM palaver.inbound",
+          );
+          return row.rows[0]?.state === "done" && row.rows[0].starts === 2;
+        },
+        undefined,
+        "the message marked answered after two starts",
+      );
+      // The same update delivered again later: refused, nothing runs.
+      await survivor.enqueue({
+        channel: "telegram",
+        senderId: "1",
+        chatId: "9",
+        content: "hello",
+        messageId: "m1",
+      });
+      await survivor.enqueue({
+        channel: "telegram",
+        senderId: "1",
+        chatId: "9",
+        content: "after",
+        messageId: "m2",
+      });
+      await waitFor(() => ran.length === 2, undefined, "the next message ran");
+      expect(ran.map((m) => m.content)).toEqual(["hello", "after"]);
+    } finally {
+      child.kill("SIGKILL");
+      await survivor.stop();
+      await db.end();
+    }
+  });
+});
