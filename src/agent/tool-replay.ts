@@ -121,6 +121,8 @@ export async function runOnce({
   }
   // Another run of this turn (on another instance) started the same call meanwhile.
   if (claimed) return recalled(claimed, key, turn, replayNote);
+  // Stopped while the start was being recorded: like a call cut off as it began, it stays "started".
+  signal.throwIfAborted();
   // A throw here is an abort (the registry turns tool errors into text): the call stays "started".
   const result = instead ?? (await run());
   // Aborted by shutdown, the turn is replayed at the next start; what the call did before it was
