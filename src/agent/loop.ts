@@ -377,6 +377,8 @@ export class AgentLoop {
       turn: { sentToOriginChat: false, untrusted: reportedUntrusted(msg) },
     };
 
+    // Loaded before the turn runs: a replay on another instance reads the record from the database.
+    const replay = await this.deps.toolJournal?.forTurn(msg);
     let result;
     try {
       const run = () =>
@@ -405,7 +407,7 @@ export class AgentLoop {
           ...(settings.streaming && msg.channel !== SYSTEM_CHANNEL
             ? { onText: (text: string) => this.reply(turn, text, "delta") }
             : {}),
-          replay: this.deps.toolJournal?.forTurn(msg),
+          replay,
           ...(this.deps.approve ? { approve: this.deps.approve } : {}),
           ...(this.deps.budget ? { budget: this.deps.budget } : {}),
           // The runtime context and the user's message.

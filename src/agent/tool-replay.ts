@@ -11,8 +11,10 @@
  * the first run never made runs normally. Read-only tools (`readOnly`) are not
  * recorded: running them again is harmless and gives fresher results.
  *
- * The record itself lives in daemon/ (tool-journal.ts); the agent sees only
- * these interfaces. Without a record (`palaver chat`, tests) nothing changes.
+ * The record itself lives in daemon/ (tool-journal.ts, a file; pg-tool-journal.ts,
+ * the cluster's database, where the replay may run on another instance); the
+ * agent sees only these interfaces. Without a record (`palaver chat`, tests)
+ * nothing changes.
  */
 import type { InboundMessage } from "../bus/types.js";
 import type { TurnState } from "./tools/types.js";
@@ -26,23 +28,40 @@ export interface CallKey {
   n: number;
 }
 
+/** One string per call of a turn (a map key); JSON keeps names and arguments with any characters apart. */
+export function callSlot(key: CallKey): string {
+  return JSON.stringify([key.name, key.args, key.n]);
+}
+
 export type RecalledCall =
   /** It finished: `result` is what the model was given, `turn` the turn state it changed. */
   | { state: "done"; result: string; turn: Partial<TurnState> }
   /** It started and never finished: the process died while it ran. */
   | { state: "started" };
 
-/** The recorded calls of one turn. Recording never throws (a failed write is logged by the journal). */
+/** The recorded calls of one turn. */
 export interface TurnCallRecord {
   recall(key: CallKey): RecalledCall | undefined;
-  started(key: CallKey): void;
-  done(key: CallKey, result: string, turn: Partial<TurnState>): void;
+  /**
+   * Marks the call started; it runs once this returns (or resolves). A journal whose record must be
+   * durable first (the database) resolves after the write, to undefined when this run now holds
+   * the call or to what is recorded when another run of the same turn got there first; it rejects
+   * when the write failed, and the call then does not run. The file journal returns at once and
+   * never throws (a failed write is logged and the call runs: see daemon/tool-journal.ts).
+   */
+  started(key: CallKey): void | Promise<RecalledCall | undefined>;
+  /** Records the result; never throws (a failed write leaves the call "started": a replay does not run it). */
+  done(key: CallKey, result: string, turn: Partial<TurnState>): void | Promise<void>;
 }
 
 /** What the loop needs from the tool-call journal (the gateway fills it). */
 export interface ToolCallJournal {
-  /** The record of this message's turn; undefined when nothing would ever replay it. */
-  forTurn(msg: InboundMessage): TurnCallRecord | undefined;
+  /**
+   * The record of this message's turn; undefined when nothing would ever replay it. A journal that
+   * loads the record (the database) resolves once it has, and rejects when it cannot: the turn then
+   * fails rather than repeat calls it cannot see.
+   */
+  forTurn(msg: InboundMessage): TurnCallRecord | undefined | Promise<TurnCallRecord | undefined>;
 }
 
 /** What the model is told for a side-effecting call that a restart cut off. */
@@ -71,6 +90,14 @@ export interface RunOnceOptions {
   run: () => Promise<string>;
 }
 
+/** What the model is told for a call whose start could not be recorded (the database failed). */
+export function notRecordedText(name: string): string {
+  return (
+    `Error: this ${name} call was not run: the assistant could not record it first, so a retry of ` +
+    `this turn could have repeated it. Nothing was changed. Try again in a minute.`
+  );
+}
+
 /** Runs a side-effecting call unless an earlier run of this turn already did (or may have). */
 export async function runOnce({
   record,
@@ -82,22 +109,35 @@ export async function runOnce({
   run,
 }: RunOnceOptions): Promise<string> {
   const earlier = record.recall(key);
-  if (earlier?.state === "done") {
-    // E.g. the message tool already wrote to the turn's chat: the replay must not reply again.
-    Object.assign(turn, earlier.turn);
-    const failed = earlier.result.startsWith("Error:");
-    return replayNote && !failed ? `${earlier.result}\n\n${replayNote}` : earlier.result;
-  }
-  if (earlier?.state === "started") return interruptedText(key.name);
+  if (earlier) return recalled(earlier, key, turn, replayNote);
   const instead = before ? await before() : null;
   const stateBefore = { ...turn };
-  record.started(key);
+  let claimed: RecalledCall | undefined;
+  try {
+    claimed = (await record.started(key)) ?? undefined;
+  } catch {
+    // Only a journal that must record first throws (and has logged why): better not done than twice.
+    return notRecordedText(key.name);
+  }
+  // Another run of this turn (on another instance) started the same call meanwhile.
+  if (claimed) return recalled(claimed, key, turn, replayNote);
+  // Stopped while the start was being recorded: like a call cut off as it began, it stays "started".
+  signal.throwIfAborted();
   // A throw here is an abort (the registry turns tool errors into text): the call stays "started".
   const result = instead ?? (await run());
   // Aborted by shutdown, the turn is replayed at the next start; what the call did before it was
   // killed is unknown (exec reports "stopped"), so the replay is told just that.
-  if (!signal.aborted) record.done(key, result, changedState(stateBefore, turn));
+  if (!signal.aborted) await record.done(key, result, changedState(stateBefore, turn));
   return result;
+}
+
+/** The result of a call an earlier run recorded, as the model is given it. */
+function recalled(earlier: RecalledCall, key: CallKey, turn: TurnState, replayNote?: string): string {
+  if (earlier.state === "started") return interruptedText(key.name);
+  // E.g. the message tool already wrote to the turn's chat: the replay must not reply again.
+  Object.assign(turn, earlier.turn);
+  const failed = earlier.result.startsWith("Error:");
+  return replayNote && !failed ? `${earlier.result}\n\n${replayNote}` : earlier.result;
 }
 
 function changedState(before: TurnState, after: TurnState): Partial<TurnState> {

@@ -17,7 +17,7 @@ export function registerDoctorCommand(program: Command): void {
   const doctor = program
     .command("doctor")
     .description(
-      "check this installation: Node, config, platform tokens, the LLM, sandbox, state folder, service, port",
+      "check this installation: Node, config, platform tokens, the LLM, sandbox, state folder, service, port, cluster database",
     )
     .option("--json", "print the checks as JSON")
     .option("--fix", "do the safe fixes (missing state folder, file modes 0700/0600), listed first")

@@ -19,7 +19,13 @@
 import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import * as z from "zod";
-import type { CallKey, RecalledCall, ToolCallJournal, TurnCallRecord } from "../agent/tool-replay.js";
+import {
+  callSlot,
+  type CallKey,
+  type RecalledCall,
+  type ToolCallJournal,
+  type TurnCallRecord,
+} from "../agent/tool-replay.js";
 import type { TurnState } from "../agent/tools/types.js";
 import type { InboundMessage } from "../bus/types.js";
 import { logger, type Logger } from "../log.js";
@@ -59,7 +65,7 @@ export interface ToolJournalOptions {
 
 export class ToolJournal implements ToolCallJournal {
   private fd: number | null = null;
-  /** Turn id → call slot (see slotOf) → what is known about that call. */
+  /** Turn id → call slot (see callSlot) → what is known about that call. */
   private readonly turns = new Map<string, Map<string, RecalledCall>>();
   private appended = 0;
   /** Set while writes fail, so a full disk is logged once, not once per call. */
@@ -104,7 +110,7 @@ export class ToolJournal implements ToolCallJournal {
     const turn = msg.journalId;
     if (!turn) return undefined;
     return {
-      recall: (key) => this.turns.get(turn)?.get(slotOf(key)),
+      recall: (key) => this.turns.get(turn)?.get(callSlot(key)),
       started: (key) => this.record({ t: "start", turn, ...key }),
       done: (key, result, turnState) => this.record(doneEntry(turn, key, result, turnState)),
     };
@@ -130,7 +136,7 @@ export class ToolJournal implements ToolCallJournal {
     let calls = this.turns.get(entry.turn);
     if (!calls) this.turns.set(entry.turn, (calls = new Map<string, RecalledCall>()));
     calls.set(
-      slotOf(entry),
+      callSlot(entry),
       entry.t === "done"
         ? { state: "done", result: entry.result, turn: entry.turnState ?? {} }
         : { state: "started" },
@@ -185,11 +191,6 @@ export class ToolJournal implements ToolCallJournal {
 
 function doneEntry(turn: string, key: CallKey, result: string, turnState: Partial<TurnState>): Entry {
   return { t: "done", turn, ...key, result, ...(Object.keys(turnState).length ? { turnState } : {}) };
-}
-
-/** One string per call of a turn; JSON keeps names and arguments with any characters apart. */
-function slotOf(key: CallKey): string {
-  return JSON.stringify([key.name, key.args, key.n]);
 }
 
 function keyOf(slot: string): CallKey {

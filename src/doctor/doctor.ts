@@ -4,8 +4,10 @@ import { platformProblems } from "../channels/registry.js";
 import { loadConfig, type LoadedConfig } from "../config/load.js";
 import { stateDir } from "../config/paths.js";
 import { runningGatewayPid } from "../daemon/lock.js";
+import { logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { ConfigError } from "../util/errors.js";
+import { databaseChecks } from "./database.js";
 import { llmChecks } from "./llm.js";
 import { nodeCheck, portCheck, sandboxCheck, stateDirChecks } from "./local.js";
 import { platformChecks } from "./platforms.js";
@@ -54,14 +56,15 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<CheckResult[]
   );
   const state = stateDir(loaded.path);
   const gatewayPid = runningGatewayPid(state);
-  const [platforms, llm, sandbox, stateFolder, service, port] = await Promise.all([
+  const [platforms, llm, sandbox, stateFolder, service, port, database] = await Promise.all([
     problems.length ? Promise.resolve([]) : platformChecks(loaded.config),
     llmChecks(loaded.config),
     sandboxCheck(loaded.config, opts.env),
     stateDirChecks(state),
     opts.moreChecks?.(loaded.path) ?? Promise.resolve([]),
     portCheck(loaded.config, gatewayPid !== null),
+    databaseChecks(loaded.config.cluster.database, logger("doctor")),
   ]);
-  results.push(...platforms, ...llm, sandbox, ...stateFolder, ...service, port);
+  results.push(...platforms, ...llm, sandbox, ...stateFolder, ...service, port, ...database);
   return results;
 }

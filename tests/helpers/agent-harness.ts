@@ -38,7 +38,9 @@ export interface HarnessOptions {
     memory?: Record<string, unknown>;
   };
   /** Passed on to createAgent (an approval policy, admins ...). */
-  agent?: Partial<Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf">>;
+  agent?: Partial<
+    Pick<CreateAgentOptions, "approvalPolicy" | "adminsOf" | "unattended" | "allowFromOf" | "toolJournal">
+  >;
   /** Called with the temp workspace before the agent starts (files it should find at start). */
   prepare?: (workspace: string) => Promise<void>;
 }
