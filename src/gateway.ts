@@ -125,13 +125,19 @@ export class Gateway {
       provider: this.metrics.meter(llm),
       onUsage: (entry) => this.metrics.usage(entry),
       currentConfig: () => this.opts.loaded.config,
-      toolJournal: this.toolJournal,
+      toolJournal: this.cluster?.toolJournal ?? this.toolJournal,
       onHandled: (msg, report) => {
-        const id = this.cluster?.turns.handled(msg) ? undefined : msg.journalId;
-        if (id !== undefined) this.journal.markDone(id);
-        // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
-        if (id !== undefined) this.toolJournal.endTurn(id);
         this.metrics.turn(report);
+        const id = msg.journalId;
+        if (id === undefined) return;
+        // A queued turn of the cluster (its id is the inbound row's); else a message of the local journal.
+        if (this.cluster?.turns.handled(msg)) {
+          void this.cluster.toolJournal.endTurn(id);
+          return;
+        }
+        this.journal.markDone(id);
+        // After markDone: a crash in between leaves records the next open drops, never a done-less replay without them.
+        this.toolJournal.endTurn(id);
       },
       onTurnStart: (msg) => {
         if (msg.journalId !== undefined) this.journal.markStarted(msg.journalId);

@@ -10,6 +10,7 @@ import { migrate } from "../db/schema.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { PgToolJournal } from "../daemon/pg-tool-journal.js";
 import { ClusterReplies } from "./replies.js";
 import { ClusterTurns } from "./turns.js";
 
@@ -32,6 +33,8 @@ export class ClusterNode {
   readonly db: Database;
   readonly turns: ClusterTurns;
   readonly replies: ClusterReplies;
+  /** The tool journal in the database: a turn run again on another instance reuses its calls. */
+  readonly toolJournal: PgToolJournal;
 
   constructor(private readonly opts: ClusterNodeOptions) {
     this.db = openDatabase({ url: opts.url, applicationName: `palaver ${this.instance}`, log: opts.log });
@@ -46,6 +49,7 @@ export class ClusterNode {
       admitted: opts.admitted,
     });
     this.replies = new ClusterReplies(this.db, this.instance);
+    this.toolJournal = new PgToolJournal({ db: this.db, log: opts.log });
   }
 
   /** Migrates the schema (once in the cluster) and opens the queue; a database it cannot use stops the start. */
