@@ -18,8 +18,8 @@ export interface ClusterNodeOptions {
   url: string;
   turnTimeoutSeconds: number;
   concurrency: number;
-  runTurn(msg: InboundMessage): void;
-  admitted(msg: InboundMessage): void;
+  runTurn: (msg: InboundMessage) => void;
+  admitted: (msg: InboundMessage) => void;
   log: Logger;
 }
 

@@ -463,7 +463,10 @@ const ClusterSchema = z
     database: z
       .string()
       .trim()
-      .regex(/^postgres(ql)?:\/\//, 'a PostgreSQL URL such as "postgres://palaver:secret@db.example:5432/palaver"')
+      .regex(
+        /^postgres(ql)?:\/\//,
+        'a PostgreSQL URL such as "postgres://palaver:secret@db.example:5432/palaver"',
+      )
       .optional()
       .describe(
         "The cluster's PostgreSQL (env PALAVER_CLUSTER__DATABASE). Absent: one process, plain files, no database.",
