@@ -84,6 +84,7 @@ export class Gateway {
       queueDepth: () => this.agent.loop.pending,
       activeTurns: () => this.agent.loop.activeTurns,
       activeSubagents: () => this.agent.subagents.active,
+      cluster: () => this.cluster?.counts(),
     });
     const llm = opts.provider ?? createLlm(config);
     this.cluster = config.cluster.database
@@ -118,7 +119,10 @@ export class Gateway {
         return listed && [...listed, ...this.pairing.approvedIds(channel)];
       },
       pairing: this.pairing,
-      statusLines: () => heldStatusLines(this.channels.heldCounts()),
+      statusLines: () => [
+        ...heldStatusLines(this.channels.heldCounts()),
+        ...(this.cluster?.statusLines() ?? []),
+      ],
       // Live too: who may answer approvals follows the reloaded config.
       adminsOf: (channel) => adminsOf(this.opts.loaded.config, channel),
       approvalMeter: this.metrics,
@@ -180,6 +184,7 @@ export class Gateway {
           },
           journal: this.journal.health,
           starting: !this.running,
+          ...(this.cluster ? { database: this.cluster.health } : {}),
         }),
     });
   }

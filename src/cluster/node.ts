@@ -9,10 +9,15 @@ import type { InboundMessage } from "../bus/types.js";
 import { migrate } from "../db/schema.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
+import type { ClusterCounts } from "../daemon/metrics.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { PgToolJournal } from "../daemon/pg-tool-journal.js";
 import { ClusterReplies } from "./replies.js";
 import { ClusterTurns } from "./turns.js";
+import { clusterStatusLines, LEASES, readClusterView, type ClusterView } from "./view.js";
+
+/** How often the gateway reads the cluster's view for /status, /metrics and /readyz. */
+const VIEW_EVERY_MS = 5000;
 
 export interface ClusterNodeOptions {
   url: string;
@@ -35,6 +40,10 @@ export class ClusterNode {
   readonly replies: ClusterReplies;
   /** The tool journal in the database: a turn run again on another instance reuses its calls. */
   readonly toolJournal: PgToolJournal;
+  private view: ClusterView | undefined;
+  private viewError: { error: string; since: string } | undefined;
+  private viewTimer: NodeJS.Timeout | undefined;
+  private reading: Promise<void> | undefined;
 
   constructor(private readonly opts: ClusterNodeOptions) {
     this.db = openDatabase({ url: opts.url, applicationName: `palaver ${this.instance}`, log: opts.log });
@@ -68,9 +77,52 @@ export class ClusterNode {
     this.opts.log.info({ instance: this.instance, database: shownUrl(this.opts.url) }, "cluster: joined");
   }
 
-  /** Starts running queued turns here. */
-  work(): Promise<void> {
-    return this.turns.work();
+  /** Starts running queued turns here, and reading the cluster's view every few seconds. */
+  async work(): Promise<void> {
+    await this.turns.work();
+    await this.readView();
+    this.viewTimer = setInterval(() => void this.readView(), VIEW_EVERY_MS);
+    this.viewTimer.unref();
+  }
+
+  /** The cluster as last read: /status's lines. */
+  statusLines(): string[] {
+    if (this.viewError) return [`Cluster: the database does not answer (${this.viewError.error})`];
+    return this.view ? clusterStatusLines(this.view, this.instance) : [];
+  }
+
+  /** /metrics' figures, from the last read. */
+  counts(): ClusterCounts | undefined {
+    const view = this.view;
+    if (!view) return undefined;
+    return {
+      instances: view.instances.length,
+      queued: view.turns.queued,
+      running: view.turns.running,
+      blocked: view.turns.blocked.length,
+      leases: Object.fromEntries(LEASES.map((lease) => [lease, view.leases[lease] === this.instance])),
+    };
+  }
+
+  /** /readyz's database component: whether the last read of the view succeeded. */
+  get health(): { ready: boolean; error?: string; since?: string } {
+    return this.viewError ? { ready: false, ...this.viewError } : { ready: true };
+  }
+
+  private readView(): Promise<void> {
+    this.reading ??= readClusterView(this.db, () => this.turns.blockedKeys())
+      .then((view) => {
+        this.view = view;
+        if (this.viewError) this.opts.log.info("cluster: the database answers again");
+        this.viewError = undefined;
+      })
+      .catch((err: unknown) => {
+        if (!this.viewError)
+          this.opts.log.warn({ err: errorMessage(err) }, "cluster: the database does not answer");
+        this.viewError ??= { error: errorMessage(err), since: new Date().toISOString() };
+      })
+      .finally(() => (this.reading = undefined));
+    return this.reading;
   }
 
   /** Stops taking new turns (before the loop's shutdown). */

@@ -50,13 +50,6 @@ export interface ClusterTurnsOptions {
   monitorIntervalSeconds?: number;
 }
 
-export interface TurnQueueFigures {
-  queued: number;
-  running: number;
-  /** Conversations whose turn failed every retry: nothing of theirs runs until `palaver cluster unblock`. */
-  blocked: string[];
-}
-
 /** What a turn attempt waits on: its end (`handled`) or its cut-off (`abandon`). */
 interface Attempt {
   done(): void;
@@ -149,14 +142,9 @@ export class ClusterTurns {
     return attempt !== undefined;
   }
 
-  /** Queue depth for /status and /metrics. */
-  async figures(): Promise<TurnQueueFigures> {
-    const [stats] = await this.boss.getQueueStats(TURN_QUEUE, { force: true });
-    return {
-      queued: stats?.queuedCount ?? 0,
-      running: stats?.activeCount ?? 0,
-      blocked: await this.boss.getBlockedKeys(TURN_QUEUE),
-    };
+  /** Conversations pg-boss holds back because their turn failed every retry. */
+  blockedKeys(): Promise<string[]> {
+    return this.boss.getBlockedKeys(TURN_QUEUE);
   }
 
   /**

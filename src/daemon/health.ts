@@ -45,6 +45,8 @@ export interface ReadinessInput {
   journal?: StorageHealth;
   /** True until the gateway has started its channels: not ready yet, whatever else says. */
   starting?: boolean;
+  /** Cluster mode: whether the cluster's database answers. */
+  database?: StorageHealth;
 }
 
 /**
@@ -52,7 +54,7 @@ export interface ReadinessInput {
  * LLM's last call did not fail (or none was made yet) and the journal (when
  * given) is writing.
  */
-export function evaluateReadiness({ channels, llm, journal, starting }: ReadinessInput): Readiness {
+export function evaluateReadiness({ channels, llm, journal, starting, database }: ReadinessInput): Readiness {
   const components: Readiness["components"] = {};
   if (starting) components.gateway = { ready: false, state: "starting" };
   for (const channel of channels) {
@@ -71,6 +73,7 @@ export function evaluateReadiness({ channels, llm, journal, starting }: Readines
     ...(llm.circuits ? { circuits: llm.circuits } : {}),
   };
   if (journal) components.journal = { ...journal };
+  if (database) components.database = { ...database };
   return { ready: Object.values(components).every((c) => c.ready), components };
 }
 

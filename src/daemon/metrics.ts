@@ -16,6 +16,17 @@ export interface LiveCounts {
   queueDepth(): number;
   activeTurns(): number;
   activeSubagents(): number;
+  /** Cluster mode: the cluster as last read from its database (cluster/view.ts); undefined: no cluster, or not read yet. */
+  cluster?(): ClusterCounts | undefined;
+}
+
+export interface ClusterCounts {
+  instances: number;
+  queued: number;
+  running: number;
+  blocked: number;
+  /** Lease name → whether this instance holds it. */
+  leases: Record<string, boolean>;
 }
 
 export class Metrics {
@@ -143,12 +154,47 @@ export class Metrics {
     gauge("palaver_queue_depth", "Messages waiting or running in the agent's lanes", () => live.queueDepth());
     gauge("palaver_active_turns", "Turns running now", () => live.activeTurns());
     gauge("palaver_active_subagents", "Background subagents running now", () => live.activeSubagents());
+    if (live.cluster) this.clusterGauges(live.cluster.bind(live), registers);
     // Beside the default process metrics (fds, handles, active resources): a count that only grows is a leak.
     gauge(
       "palaver_process_listeners",
       "Event listeners on the process object (signals, exit, warnings)",
       () => process.eventNames().reduce((n, event) => n + process.listenerCount(event), 0),
     );
+  }
+
+  private clusterGauges(read: () => ClusterCounts | undefined, registers: Registry[]): void {
+    const gauge = (name: string, help: string, pick: (c: ClusterCounts) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const counts = read();
+          if (counts) this.set(pick(counts));
+        },
+      });
+    gauge(
+      "palaver_cluster_instances",
+      "Instances of the cluster alive (seen in the last 30 s)",
+      (c) => c.instances,
+    );
+    gauge("palaver_cluster_turns_queued", "Turns waiting in the cluster's queue", (c) => c.queued);
+    gauge("palaver_cluster_turns_running", "Turns running on any instance", (c) => c.running);
+    gauge(
+      "palaver_cluster_conversations_blocked",
+      "Conversations whose turn failed every retry (nothing of theirs runs until unblocked)",
+      (c) => c.blocked,
+    );
+    new Gauge({
+      name: "palaver_cluster_lease_held",
+      help: "1 when this instance holds the lease (ingress:telegram, ingress:discord)",
+      labelNames: ["lease"],
+      registers,
+      collect() {
+        for (const [lease, held] of Object.entries(read()?.leases ?? {})) this.set({ lease }, held ? 1 : 0);
+      },
+    });
   }
 
   inbound(msg: InboundMessage): void {

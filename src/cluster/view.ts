@@ -1,0 +1,77 @@
+/**
+ * What the cluster looks like from the database: the instances alive, who holds each lease, the
+ * turns queued and running, the conversations blocked. Read by the gateway every few seconds (for
+ * /status, /metrics and /readyz, which must answer without waiting on the database) and by
+ * `palaver status` once.
+ */
+import type { Database } from "../db/pool.js";
+import { leaseHolders } from "../db/lease.js";
+
+/** The leases an instance may hold (channels/ names them "ingress:<platform>"). */
+export const LEASES = ["ingress:telegram", "ingress:discord"] as const;
+
+/** An instance not seen for this long is taken for dead. */
+export const INSTANCE_ALIVE_MS = 30_000;
+
+export interface ClusterInstance {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  port: number | null;
+  startedAt: string;
+  seenAt: string;
+}
+
+export interface ClusterView {
+  instances: ClusterInstance[];
+  /** Lease name → the instance holding it; a lease nobody holds is absent. */
+  leases: Record<string, string>;
+  turns: {
+    queued: number;
+    running: number;
+    /** Session keys whose turn failed every retry: nothing of theirs runs until unblocked. */
+    blocked: string[];
+  };
+}
+
+/** Reads the view; `blocked` asks the job queue (pg-boss) which conversations it holds back. */
+export async function readClusterView(db: Database, blocked: () => Promise<string[]>): Promise<ClusterView> {
+  const [instances, holders, turns, blockedKeys] = await Promise.all([
+    db.query<ClusterInstance>(
+      `SELECT id, host, pid, version, port, started_at AS "startedAt", seen_at AS "seenAt"
+         FROM palaver.instances
+        WHERE stopped_at IS NULL AND seen_at > now() - make_interval(secs => $1)
+        ORDER BY started_at`,
+      [INSTANCE_ALIVE_MS / 1000],
+    ),
+    leaseHolders(db, LEASES),
+    db.query<{ state: string; n: string }>(
+      "SELECT state, count(*) AS n FROM palaver.inbound WHERE state <> 'done' GROUP BY state",
+    ),
+    blocked(),
+  ]);
+  const count = (state: string) => Number(turns.rows.find((r) => r.state === state)?.n ?? 0);
+  return {
+    instances: instances.rows.map((row) => ({
+      ...row,
+      startedAt: new Date(row.startedAt).toISOString(),
+      seenAt: new Date(row.seenAt).toISOString(),
+    })),
+    leases: Object.fromEntries(holders),
+    turns: { queued: count("queued"), running: count("running"), blocked: blockedKeys },
+  };
+}
+
+/** Pure: the view in the words of /status and `palaver status`. */
+export function clusterStatusLines(view: ClusterView, self?: string): string[] {
+  const names = view.instances.map((i) => (i.id === self ? `${i.id} (this one)` : i.id));
+  const leases = LEASES.map((lease) => `${lease.replace("ingress:", "")}: ${view.leases[lease] ?? "nobody"}`);
+  const { queued, running, blocked } = view.turns;
+  return [
+    `Cluster: ${view.instances.length} instance${view.instances.length === 1 ? "" : "s"} alive: ${names.join(", ") || "none"}`,
+    `Cluster leases: ${leases.join(", ")}`,
+    `Cluster turns: ${queued} queued, ${running} running` +
+      (blocked.length ? `, ${blocked.length} conversation(s) blocked: ${blocked.join(", ")}` : ""),
+  ];
+}
