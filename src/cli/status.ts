@@ -14,6 +14,9 @@ import { readIndexSummary, summaryLine, type IndexSummary } from "../recall/summ
 import { agentStatus } from "./agents.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { readGatewayStatus, webChatLink } from "./gateway-status.js";
+import { readClusterReport, type ClusterReport } from "../cluster/status.js";
+import { clusterStatusLines } from "../cluster/view.js";
+import { logger } from "../log.js";
 
 export interface StatusReport {
   config: { path: string; exists: boolean };
@@ -43,6 +46,8 @@ export interface StatusReport {
   memory: IndexSummary | { unavailable: string };
   /** The named agents (<workspace>/agents/*.md) and their problems (palaver agents check). */
   agents?: { names: string[]; problems: string[] };
+  /** Cluster mode (cluster.database set): instances alive, lease holders, turns; or why it could not be read. */
+  cluster?: ClusterReport;
 }
 
 export interface GatewayReport {
@@ -163,6 +168,7 @@ export function formatStatus(s: StatusReport): string {
     ],
     ["memory", "unavailable" in s.memory ? s.memory.unavailable : summaryLine(s.memory)],
     ...(s.exec ? ([["exec", s.exec.detail]] as [string, string][]) : []),
+    ...clusterRows(s.cluster),
     ...(s.agents
       ? ([
           ["agents", s.agents.names.length ? s.agents.names.join(", ") : "none"],
@@ -171,6 +177,15 @@ export function formatStatus(s: StatusReport): string {
       : []),
   ];
   return ["palaver status", ...rows.map(([k, v]) => `  ${k.padEnd(10)} ${v}`)].join("\n");
+}
+
+function clusterRows(report: ClusterReport | undefined): [string, string][] {
+  if (!report) return [];
+  if ("unavailable" in report) return [["cluster", report.unavailable]];
+  return clusterStatusLines(report).map((line) => {
+    const [key, ...rest] = line.replace(/^Cluster:? ?/, "").split(": ");
+    return rest.length ? [`cluster ${key}`.trim(), rest.join(": ")] : ["cluster", line];
+  });
 }
 
 export function registerStatusCommand(program: Command): Command {
@@ -183,6 +198,9 @@ export function registerStatusCommand(program: Command): Command {
       const report = {
         ...buildStatus(loaded, await sandboxState(loaded)),
         agents: await agentStatus(loaded),
+        ...(loaded.config.cluster.database
+          ? { cluster: await readClusterReport(loaded.config.cluster.database, logger("status")) }
+          : {}),
       };
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);
     });

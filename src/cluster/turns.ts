@@ -215,3 +215,19 @@ export class ClusterTurns {
     ]);
   }
 }
+
+/** The conversations the queue holds back, read without working the queue (`palaver status`). */
+export async function blockedConversations(db: Database): Promise<string[]> {
+  const boss = new PgBoss({
+    db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
+    supervise: false,
+    schedule: false,
+    migrate: false,
+  });
+  await boss.start();
+  try {
+    return (await boss.getQueue(TURN_QUEUE)) ? await boss.getBlockedKeys(TURN_QUEUE) : [];
+  } finally {
+    await boss.stop({ graceful: false, close: false });
+  }
+}
