@@ -107,7 +107,7 @@ export function registerCronCommand(program: Command): void {
           `Added job ${job.id} (${job.name}): ${describeSchedule(job.schedule)}, next run ${next}, to ${opts.channel}:${opts.to}\n`,
         );
         if (target.note) process.stderr.write(`${target.note}\n`);
-        if (!(await CronService.runningElsewhere(service.store.path))) {
+        if (!(await gatewayRunning(service))) {
           process.stdout.write(
             dim("The gateway is not running: the job runs once it is started.\n", process.stdout.isTTY),
           );
@@ -142,7 +142,7 @@ export function registerCronCommand(program: Command): void {
         if (!job) throw new Error(`no cron job with id ${id}`);
         const target = deliveryTarget(job.payload);
         const where = target ? `${target.channel}:${target.chatId}` : "(no chat)";
-        if (await CronService.runningElsewhere(service.store.path)) {
+        if (await gatewayRunning(service)) {
           await service.requestRun(id);
           process.stdout.write(
             `Asked the running gateway to run job ${id} now; the reply goes to ${where}.\n`,
@@ -208,6 +208,11 @@ async function runHere(loaded: LoadedConfig, id: string): Promise<void> {
   } finally {
     await loop.shutdown(SHUTDOWN_GRACE_MS);
   }
+}
+
+/** Whether a gateway runs the jobs: the pid file beside the jobs file. */
+async function gatewayRunning(service: CronService): Promise<boolean> {
+  return service.storePath !== undefined && CronService.runningElsewhere(service.storePath);
 }
 
 function open(cmd: Command): { service: CronService; loaded: LoadedConfig } {
