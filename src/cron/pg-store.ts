@@ -30,7 +30,10 @@ export interface PgCronStoreOptions {
   maxAttempts?: number;
 }
 
-/** Fired-run rows older than this are pruned: a job's next run is always later than its last. */
+/**
+ * Fired-run rows written longer ago than this are pruned: by then every instance that raced for
+ * that run has long decided (and the job has moved on to a later run).
+ */
 const FIRED_KEPT_DAYS = 7;
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -166,7 +169,7 @@ export class PgCronStore implements CronJobStore {
     if (now - this.prunedAt < PRUNE_EVERY_MS) return;
     this.prunedAt = now;
     await this.db
-      .query(`DELETE FROM palaver.cron_fired WHERE due_at < now() - make_interval(days => $1)`, [
+      .query(`DELETE FROM palaver.cron_fired WHERE fired_at < now() - make_interval(days => $1)`, [
         FIRED_KEPT_DAYS,
       ])
       .catch((err: unknown) => this.log.warn({ err }, "cron: could not prune palaver.cron_fired"));

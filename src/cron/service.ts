@@ -474,7 +474,8 @@ export class CronService implements ScheduleView {
     if (!this.started) return;
     let next = Infinity;
     for (const job of this.jobs) {
-      if (job.enabled && job.state.nextRunAtMs != null && this.runs(job)) next = Math.min(next, this.dueAt(job));
+      if (job.enabled && job.state.nextRunAtMs != null && this.runs(job))
+        next = Math.min(next, this.dueAt(job));
     }
     if (next === Infinity) return;
     next = Math.max(next, this.retryAt);
@@ -512,7 +513,10 @@ export class CronService implements ScheduleView {
     const seen = this.claimedElsewhere.get(job.id);
     if (seen?.slot !== slot) {
       this.claimedElsewhere.set(job.id, { slot, seenAt: now });
-      this.log.debug({ id: job.id, dueAt: new Date(slot).toISOString() }, "cron job run claimed by another instance");
+      this.log.debug(
+        { id: job.id, dueAt: new Date(slot).toISOString() },
+        "cron job run claimed by another instance",
+      );
     } else if (now - seen.seenAt >= CLAIM_SETTLE_MS) {
       this.log.warn(
         { id: job.id, name: job.name, dueAt: new Date(slot).toISOString() },
