@@ -87,7 +87,7 @@ export class PgCronStore implements CronJobStore {
         const after = await this.write(writes, versions);
         return { result, snapshot, signature: signatureOf(after) };
       } catch (err) {
-        if (!(err instanceof RowConflict)) throw err;
+        if (!(err instanceof RowConflict) && !isDeadlock(err)) throw err;
         if (attempt >= this.maxAttempts) {
           throw new PalaverError(
             `the cron jobs in the cluster database kept changing under this update (${attempt} attempts)`,
@@ -182,6 +182,11 @@ async function removeRow(client: DatabaseClient, id: string, version: string | u
     version,
   ]);
   if (removed.rowCount !== 1) throw new RowConflict(id);
+}
+
+/** Two updates that lock the same rows in different orders: PostgreSQL ends one, which tries again. */
+function isDeadlock(err: unknown): boolean {
+  return (err as { code?: unknown }).code === "40P01";
 }
 
 function versionOf(rows: { version: string }[]): string {

@@ -12,7 +12,7 @@ import type { InboundMessage } from "../../src/bus/types.js";
 import { PgCronStore } from "../../src/cron/pg-store.js";
 import { CronService, type AddJobInput } from "../../src/cron/service.js";
 import type { CronJobStore, StoreSnapshot, UpdateResult } from "../../src/cron/store-types.js";
-import type { CronJob } from "../../src/cron/types.js";
+import { CronJobSchema, type CronJob } from "../../src/cron/types.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { silentLog } from "../cron/helpers.js";
@@ -278,5 +278,57 @@ describe.skipIf(missing)("cron in the cluster (real PostgreSQL)", () => {
     expect(skipped.lastError).toMatch(/^missed at .* while palaver was not running$/);
     expect(skipped.nextRunAtMs).toBe(clock + 30 * MIN);
     expect(firesOf(before, first.id)).toHaveLength(0);
+  });
+
+  it("keeps both instances' changes to different jobs made at once, and redoes one of two changes to the same job", async () => {
+    const [a, b] = [pool(), pool()].map(
+      (db, i) => new PgCronStore({ db, instance: `instance-${i + 1}`, log }),
+    );
+    const seed = (id: string) =>
+      CronJobSchema.parse({ id, name: "0", schedule: { kind: "every", everyMs: 10 * MIN } });
+    await a!.update((snap) => snap.jobs.push(seed("aaaa0001"), seed("bbbb0002")));
+    /** Both changes start from the rows as they were before either wrote. */
+    const bothRead = () => {
+      let arrived = 0;
+      const gate = createGate();
+      return async () => {
+        if (++arrived === 2) gate.open();
+        await gate.opened;
+      };
+    };
+    const bump = (snap: StoreSnapshot, id: string) => {
+      const job = snap.jobs.find((j) => j.id === id)!;
+      job.name = String(Number(job.name) + 1);
+    };
+
+    const different = bothRead();
+    await Promise.all([
+      a!.update(async (snap) => {
+        await different();
+        bump(snap, "aaaa0001");
+      }),
+      b!.update(async (snap) => {
+        await different();
+        bump(snap, "bbbb0002");
+      }),
+    ]);
+    const same = bothRead();
+    const attempts = { a: 0, b: 0 };
+    await Promise.all([
+      a!.update(async (snap) => {
+        attempts.a++;
+        await same();
+        bump(snap, "aaaa0001");
+      }),
+      b!.update(async (snap) => {
+        attempts.b++;
+        await same();
+        bump(snap, "aaaa0001");
+      }),
+    ]);
+
+    const names = Object.fromEntries((await a!.read()).jobs.map((j) => [j.id, j.name]));
+    expect(names).toEqual({ aaaa0001: "3", bbbb0002: "1" });
+    expect([attempts.a, attempts.b].sort()).toEqual([1, 2]);
   });
 });
