@@ -280,6 +280,33 @@ describe.skipIf(missing)("cron in the cluster (real PostgreSQL)", () => {
     expect(firesOf(before, first.id)).toHaveLength(0);
   });
 
+  it("moves a job on when the instance that claimed its run stopped before recording it, and fires its next run", async () => {
+    const cluster = instances();
+    await startAll(cluster);
+    const added = await cluster[0]!.service.add(job({ schedule: { kind: "every", everyMs: 10 * MIN } }));
+    const slot = START + 10 * MIN;
+    // An instance claimed the run and died before it recorded it: the row says "due at slot" still.
+    const admin = pool();
+    await admin.query(
+      `INSERT INTO palaver.cron_fired (job_id, due_at, fired_by)
+       VALUES ($1, to_timestamp($2::double precision / 1000), 'instance-gone')`,
+      [added.id, slot],
+    );
+    await moveClockTo(slot, cluster);
+    expect(firesOf(cluster, added.id)).toHaveLength(0);
+    expect((await stored(admin, added.id))!.state.nextRunAtMs).toBe(slot);
+
+    // Long after: the claim has settled; the schedule moves on without firing that run again.
+    const settled = slot + 2 * MIN;
+    await moveClockTo(settled, cluster);
+    expect(firesOf(cluster, added.id)).toHaveLength(0);
+    expect((await stored(admin, added.id))!.state.nextRunAtMs).toBe(settled + 10 * MIN);
+
+    await moveClockTo(settled + 10 * MIN, cluster);
+    expect(firesOf(cluster, added.id)).toHaveLength(1);
+    expect(await firedSlots(admin, added.id)).toEqual([slot, settled + 10 * MIN]);
+  });
+
   it("keeps both instances' changes to different jobs made at once, and redoes one of two changes to the same job", async () => {
     const [a, b] = [pool(), pool()].map(
       (db, i) => new PgCronStore({ db, instance: `instance-${i + 1}`, log }),
