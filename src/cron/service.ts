@@ -10,6 +10,11 @@
  * most `maxCatchUp`, oldest first, with a note that they are late); the rest
  * are skipped and logged.
  *
+ * In cluster mode the jobs are the database's (PgCronStore, given as `store`) and every
+ * instance runs this scheduler: right before a run fires, the store is asked to claim it, and
+ * only the instance that gets it fires and records it; the others leave the job alone until the
+ * poll brings the recorded run.
+ *
  * Every operation runs on one in-process chain, so timers, polls and tool calls
  * never interleave; `idle()` waits for it (tests, shutdown).
  */
