@@ -307,6 +307,23 @@ describe.skipIf(missing)("cron in the cluster (real PostgreSQL)", () => {
     expect(await firedSlots(admin, added.id)).toEqual([slot, settled + 10 * MIN]);
   });
 
+  it("skips a row that is not a valid job and leaves it as it is", async () => {
+    const admin = pool();
+    const bad = { id: "bad00001", schedule: { kind: "every" }, payload: { message: "hand-made" } };
+    await admin.query("INSERT INTO palaver.cron_jobs (id, job) VALUES ($1, $2)", [bad.id, bad]);
+    const store = new PgCronStore({ db: pool(), instance: "instance-1", log });
+    const cluster = instances();
+    await startAll(cluster);
+    const added = await cluster[0]!.service.add(job({}));
+    await moveClockTo(START + 10 * MIN, cluster);
+
+    expect(firesOf(cluster, added.id)).toHaveLength(1);
+    const snapshot = await store.read();
+    expect(snapshot.jobs.map((j) => j.id)).toEqual([added.id]);
+    expect(snapshot.invalid).toEqual([bad]);
+    expect(await stored(admin, bad.id)).toEqual(bad);
+  });
+
   it("keeps both instances' changes to different jobs made at once, and redoes one of two changes to the same job", async () => {
     const [a, b] = [pool(), pool()].map(
       (db, i) => new PgCronStore({ db, instance: `instance-${i + 1}`, log }),
