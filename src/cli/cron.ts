@@ -3,8 +3,10 @@
  * file the gateway runs them from (`<config folder>/cron/jobs.json`). A running
  * gateway notices changes within a couple of seconds; every change is a locked
  * read-modify-write of the file, so the gateway and this command never
- * overwrite each other's jobs.
+ * overwrite each other's jobs. With `cluster.database` set, the jobs are the
+ * cluster's (palaver.cron_jobs), seen by every instance's scheduler as quickly.
  */
+import { hostname } from "node:os";
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
 import { createAgent } from "../create-agent.js";
@@ -14,7 +16,12 @@ import type { LoadedConfig } from "../config/load.js";
 import { cronStorePath } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
-import { CronService } from "../cron/service.js";
+import { PgCronStore } from "../cron/pg-store.js";
+import { CronService, type CronServiceOptions } from "../cron/service.js";
+import { openDatabase, shownUrl } from "../db/pool.js";
+import { migrate } from "../db/schema.js";
+import { logger } from "../log.js";
+import { errorMessage } from "../util/errors.js";
 import { checkTarget, WEB_CHAT_HINT } from "../cron/targets.js";
 import { sessionsDirOf } from "../sessions/store.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
@@ -45,12 +52,13 @@ export function registerCronCommand(program: Command): void {
     .description("list the scheduled jobs, soonest first")
     .option("--json", "print the jobs as JSON (as stored)")
     .action((opts: { json?: boolean }) =>
-      guarded(async () => {
-        const { service } = open(list);
-        const jobs = await service.list();
-        if (opts.json) process.stdout.write(`${JSON.stringify(jobs, null, 2)}\n`);
-        else process.stdout.write(`${formatJobTable(jobs)}\n`);
-      }),
+      guarded(() =>
+        withJobs(list, async ({ service }) => {
+          const jobs = await service.list();
+          if (opts.json) process.stdout.write(`${JSON.stringify(jobs, null, 2)}\n`);
+          else process.stdout.write(`${formatJobTable(jobs)}\n`);
+        }),
+      ),
     );
 
   const add = cron
@@ -71,48 +79,50 @@ export function registerCronCommand(program: Command): void {
     .option("--name <name>", "a short label (default: the start of the message)")
     .option("--force", "add it even for a platform that is not enabled (its replies wait until it is)")
     .action((opts: AddOptions) =>
-      guarded(async () => {
-        const { service, loaded } = open(add);
-        // A typo would be accepted, fire, and reach nobody: refuse it before anything is written.
-        const target = checkTarget(loaded.config, opts.channel, opts.to);
-        if (!target.ok) throw new Error(`--channel: ${target.error}`);
-        const everySeconds = opts.every !== undefined ? Number(opts.every) : undefined;
-        if (everySeconds !== undefined && !Number.isInteger(everySeconds)) {
-          throw new Error(`--every must be a whole number of seconds (got "${opts.every}")`);
-        }
-        const { schedule, deleteAfterRun } = buildSchedule(
-          { everySeconds, cronExpr: opts.cron, tz: opts.tz, at: opts.at },
-          service.now(),
-          CLI_LABELS,
-        );
-        // After the schedule is checked, so a question is asked only about a job that can be added.
-        if (target.notEnabled && !opts.force && !(await confirmNotEnabled(opts.channel))) {
-          throw new Error(notEnabledRefusal(opts.channel));
-        }
-        const job = await service.add({
-          name: opts.name,
-          message: opts.message,
-          schedule,
-          deleteAfterRun,
-          channel: opts.channel,
-          to: opts.to,
-          // The operator's own job: not tied to anyone's place in allowFrom.
-          creator: { kind: "operator" },
-        });
-        const next =
-          job.state.nextRunAtMs != null
-            ? formatTime(job.state.nextRunAtMs, job.schedule.tz ?? undefined)
-            : "never";
-        process.stdout.write(
-          `Added job ${job.id} (${job.name}): ${describeSchedule(job.schedule)}, next run ${next}, to ${opts.channel}:${opts.to}\n`,
-        );
-        if (target.note) process.stderr.write(`${target.note}\n`);
-        if (!(await CronService.runningElsewhere(service.store.path))) {
-          process.stdout.write(
-            dim("The gateway is not running: the job runs once it is started.\n", process.stdout.isTTY),
+      guarded(() =>
+        withJobs(add, async ({ service, loaded, cluster }) => {
+          // A typo would be accepted, fire, and reach nobody: refuse it before anything is written.
+          const target = checkTarget(loaded.config, opts.channel, opts.to);
+          if (!target.ok) throw new Error(`--channel: ${target.error}`);
+          const everySeconds = opts.every !== undefined ? Number(opts.every) : undefined;
+          if (everySeconds !== undefined && !Number.isInteger(everySeconds)) {
+            throw new Error(`--every must be a whole number of seconds (got "${opts.every}")`);
+          }
+          const { schedule, deleteAfterRun } = buildSchedule(
+            { everySeconds, cronExpr: opts.cron, tz: opts.tz, at: opts.at },
+            service.now(),
+            CLI_LABELS,
           );
-        }
-      }),
+          // After the schedule is checked, so a question is asked only about a job that can be added.
+          if (target.notEnabled && !opts.force && !(await confirmNotEnabled(opts.channel))) {
+            throw new Error(notEnabledRefusal(opts.channel));
+          }
+          const job = await service.add({
+            name: opts.name,
+            message: opts.message,
+            schedule,
+            deleteAfterRun,
+            channel: opts.channel,
+            to: opts.to,
+            // The operator's own job: not tied to anyone's place in allowFrom.
+            creator: { kind: "operator" },
+          });
+          const next =
+            job.state.nextRunAtMs != null
+              ? formatTime(job.state.nextRunAtMs, job.schedule.tz ?? undefined)
+              : "never";
+          process.stdout.write(
+            `Added job ${job.id} (${job.name}): ${describeSchedule(job.schedule)}, next run ${next}, to ${opts.channel}:${opts.to}\n`,
+          );
+          if (target.note) process.stderr.write(`${target.note}\n`);
+          // A cluster's instances have no pid file here; `palaver status` shows them.
+          if (!cluster && !(await gatewayRunning(service))) {
+            process.stdout.write(
+              dim("The gateway is not running: the job runs once it is started.\n", process.stdout.isTTY),
+            );
+          }
+        }),
+      ),
     );
 
   const remove = cron
@@ -120,11 +130,12 @@ export function registerCronCommand(program: Command): void {
     .description("remove a job")
     .argument("<id>", "the job id (see `palaver cron list`)")
     .action((id: string) =>
-      guarded(async () => {
-        const { service } = open(remove);
-        if (!(await service.remove(id))) throw new Error(`no cron job with id ${id}`);
-        process.stdout.write(`Removed job ${id}\n`);
-      }),
+      guarded(() =>
+        withJobs(remove, async ({ service }) => {
+          if (!(await service.remove(id))) throw new Error(`no cron job with id ${id}`);
+          process.stdout.write(`Removed job ${id}\n`);
+        }),
+      ),
     );
 
   const run = cron
@@ -136,28 +147,37 @@ export function registerCronCommand(program: Command): void {
     )
     .argument("<id>", "the job id (see `palaver cron list`)")
     .action((id: string) =>
-      guarded(async () => {
-        const { service, loaded } = open(run);
-        const job = await service.get(id);
-        if (!job) throw new Error(`no cron job with id ${id}`);
-        const target = deliveryTarget(job.payload);
-        const where = target ? `${target.channel}:${target.chatId}` : "(no chat)";
-        if (await CronService.runningElsewhere(service.store.path)) {
-          await service.requestRun(id);
-          process.stdout.write(
-            `Asked the running gateway to run job ${id} now; the reply goes to ${where}.\n`,
+      guarded(() =>
+        withJobs(run, async ({ service, loaded, cluster }) => {
+          const job = await service.get(id);
+          if (!job) throw new Error(`no cron job with id ${id}`);
+          const target = deliveryTarget(job.payload);
+          const where = target ? `${target.channel}:${target.chatId}` : "(no chat)";
+          if (cluster) {
+            // Marked due now in the database: the first instance to look (every 2 s) runs it.
+            await service.requestRun(id);
+            process.stdout.write(
+              `Asked the cluster to run job ${id} now (an instance runs it within seconds, or as soon as one starts); the reply goes to ${where}.\n`,
+            );
+            return;
+          }
+          if (await gatewayRunning(service)) {
+            await service.requestRun(id);
+            process.stdout.write(
+              `Asked the running gateway to run job ${id} now; the reply goes to ${where}.\n`,
+            );
+            return;
+          }
+          if (!target) throw new Error(`job ${id} has no chat to deliver to (payload.channel / payload.to)`);
+          await runHere(loaded, id);
+          process.stderr.write(
+            dim(
+              `(not delivered to ${where}: the channels only run in the gateway, which is not running)\n`,
+              process.stderr.isTTY,
+            ),
           );
-          return;
-        }
-        if (!target) throw new Error(`job ${id} has no chat to deliver to (payload.channel / payload.to)`);
-        await runHere(loaded, id);
-        process.stderr.write(
-          dim(
-            `(not delivered to ${where}: the channels only run in the gateway, which is not running)\n`,
-            process.stderr.isTTY,
-          ),
-        );
-      }),
+        }),
+      ),
     );
 
   for (const cmd of [list, add, remove, run]) addCommonOptions(cmd);
@@ -210,17 +230,50 @@ async function runHere(loaded: LoadedConfig, id: string): Promise<void> {
   }
 }
 
-function open(cmd: Command): { service: CronService; loaded: LoadedConfig } {
+/** Whether a gateway runs the jobs: the pid file beside the jobs file. */
+async function gatewayRunning(service: CronService): Promise<boolean> {
+  return service.storePath !== undefined && CronService.runningElsewhere(service.storePath);
+}
+
+interface Jobs {
+  service: CronService;
+  loaded: LoadedConfig;
+  /** The jobs are the cluster's (cluster.database), not this host's jobs.json. */
+  cluster: boolean;
+}
+
+/** Runs `work` on the jobs: jobs.json, or the cluster's database when cluster.database is set. */
+async function withJobs(cmd: Command, work: (jobs: Jobs) => Promise<void>): Promise<void> {
   // Info logs would land between the lines this command prints; --verbose brings them back.
   const loaded = loadForCli(cmd, { level: "warn" });
-  const service = new CronService({
-    storePath: cronStorePath(loaded.path),
+  const common: Pick<CronServiceOptions, "bus" | "maxCatchUp"> = {
     // Only `run` fires jobs, on a bus of its own (runHere).
     bus: { publishInbound: () => undefined },
     maxCatchUp: loaded.config.cron.maxCatchUp,
-    sessionsDir: sessionsDirOf(loaded.workspace),
-  });
-  return { service, loaded };
+  };
+  const url = loaded.config.cluster.database;
+  if (url === undefined) {
+    const service = new CronService({
+      storePath: cronStorePath(loaded.path),
+      sessionsDir: sessionsDirOf(loaded.workspace),
+      ...common,
+    });
+    return work({ service, loaded, cluster: false });
+  }
+  const log = logger("cron");
+  const me = `${hostname()}-${process.pid}-cli`;
+  const db = openDatabase({ url, applicationName: `palaver ${me}`, log });
+  try {
+    try {
+      await migrate(db, log);
+    } catch (err) {
+      throw new Error(`cluster.database ${shownUrl(url)}: ${errorMessage(err)}`, { cause: err });
+    }
+    const store = new PgCronStore({ db, instance: me, log });
+    await work({ service: new CronService({ store, ...common }), loaded, cluster: true });
+  } finally {
+    await db.end();
+  }
 }
 
 /** Pure: the jobs as a table for `palaver cron list`. */

@@ -10,6 +10,11 @@
  * most `maxCatchUp`, oldest first, with a note that they are late); the rest
  * are skipped and logged.
  *
+ * In cluster mode the jobs are the database's (PgCronStore, given as `store`) and every
+ * instance runs this scheduler: right before a run fires, the store is asked to claim it, and
+ * only the instance that gets it fires and records it; the others leave the job alone until the
+ * poll brings the recorded run.
+ *
  * Every operation runs on one in-process chain, so timers, polls and tool calls
  * never interleave; `idle()` waits for it (tests, shutdown).
  */
@@ -22,7 +27,8 @@ import { safeKey } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { describeSchedule, formatTime, nextRun } from "./schedule.js";
-import { CronStore, emptySnapshot, isProcessAlive, type StoreSnapshot } from "./store.js";
+import { CronStore, isProcessAlive } from "./store.js";
+import { emptySnapshot, type CronJobStore, type StoreSnapshot } from "./store-types.js";
 import { idOf, isDue, jobPrompt, matches, needsNextRun, newId, sortJobs, type JobFilter } from "./jobs.js";
 import {
   deliveryTarget,
@@ -38,12 +44,23 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A catch-up run this close to its due time is not called late. */
 const LATE_GRACE_MS = 60_000;
+/**
+ * A run another instance claimed but whose state it has not recorded this long after is taken as
+ * fired by an instance that stopped right then: the schedule moves on (twice the retry of a failed
+ * write, so a live claimer's retry comes first).
+ */
+const CLAIM_SETTLE_MS = 2 * RETRY_AFTER_FAILURE_MS;
 /** A firing job's turn runs in the session `cron:<id>`. */
 export const CRON_SESSION_PREFIX = "cron:";
 
 export interface CronServiceOptions {
-  /** The job file: join(stateDir(configPath), "cron", "jobs.json"). */
-  storePath: string;
+  /** The job file: join(stateDir(configPath), "cron", "jobs.json"). Not used when `store` is given. */
+  storePath?: string;
+  /**
+   * Where the jobs live instead of the file: the cluster's database (PgCronStore), shared by every
+   * instance's scheduler. No pid file is written then.
+   */
+  store?: CronJobStore;
   bus: { publishInbound(msg: InboundMessage): void };
   /** Jobs missed while palaver was down that run at start; more are skipped. */
   maxCatchUp: number;
@@ -104,7 +121,9 @@ export interface RunOptions {
 }
 
 export class CronService implements ScheduleView {
-  readonly store: CronStore;
+  readonly store: CronJobStore;
+  /** The job file, when the jobs are in one. */
+  readonly storePath: string | undefined;
   private readonly bus: CronServiceOptions["bus"];
   private readonly maxCatchUp: number;
   private readonly log: Logger;
@@ -129,10 +148,20 @@ export class CronService implements ScheduleView {
   private readonly chain = new KeyedQueue();
   /** Occurrences already published (job id → the nextRunAtMs fired), so a failed write never publishes twice. */
   private readonly published = new Map<string, number>();
+  /** Runs another instance claimed (job id → that run and when we saw it), not fired here. */
+  private readonly claimedElsewhere = new Map<string, { slot: number; seenAt: number }>();
 
   constructor(opts: CronServiceOptions) {
     this.log = opts.log ?? logger("cron");
-    this.store = new CronStore(opts.storePath, { log: this.log });
+    if (opts.store) {
+      this.store = opts.store;
+      this.storePath = undefined;
+    } else if (opts.storePath !== undefined) {
+      this.store = new CronStore(opts.storePath, { log: this.log });
+      this.storePath = opts.storePath;
+    } else {
+      throw new PalaverError("CronService needs a storePath (the jobs file) or a store");
+    }
     this.bus = opts.bus;
     this.maxCatchUp = Math.max(0, opts.maxCatchUp);
     this.now = opts.now ?? (() => Date.now());
@@ -140,7 +169,7 @@ export class CronService implements ScheduleView {
     this.maxTimerMs = Math.min(MAX_TIMER_MS, Math.max(1, opts.maxTimerMs ?? MAX_TIMER_MS));
     this.allowFromOf = opts.allowFromOf;
     this.runs = opts.runs ?? (() => true);
-    this.announce = opts.announce ?? true;
+    this.announce = this.storePath !== undefined && (opts.announce ?? true);
     this.sessionsDir = opts.sessionsDir;
     this.paused = opts.paused ?? (() => undefined);
   }
@@ -166,9 +195,9 @@ export class CronService implements ScheduleView {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await mkdir(dirname(this.store.path), { recursive: true, mode: 0o700 });
-    if (this.announce)
-      await writeFile(CronService.pidPath(this.store.path), String(process.pid), { mode: 0o600 }).catch(
+    if (this.storePath !== undefined) await mkdir(dirname(this.storePath), { recursive: true, mode: 0o700 });
+    if (this.announce && this.storePath !== undefined)
+      await writeFile(CronService.pidPath(this.storePath), String(process.pid), { mode: 0o600 }).catch(
         (err: unknown) =>
           this.log.warn(
             { err },
@@ -187,8 +216,8 @@ export class CronService implements ScheduleView {
     clearTimeout(this.pollTimer);
     this.timer = this.pollTimer = undefined;
     await this.idle();
-    if (!this.announce) return;
-    const pidPath = CronService.pidPath(this.store.path);
+    if (!this.announce || this.storePath === undefined) return;
+    const pidPath = CronService.pidPath(this.storePath);
     const owner = await readFile(pidPath, "utf8").catch(() => "");
     if (owner.trim() === String(process.pid)) await unlink(pidPath).catch(() => undefined);
   }
@@ -295,11 +324,11 @@ export class CronService implements ScheduleView {
   async run(id: string, opts: RunOptions = {}): Promise<CronJob> {
     return this.enqueue(async () => {
       const now = this.now();
-      const { result, ...written } = await this.store.update((snap) => {
+      const { result, ...written } = await this.store.update(async (snap) => {
         const job = snap.jobs.find((j) => j.id === id);
         if (!job) return undefined;
         const copy = structuredClone(job);
-        this.fire(snap, job, now, { explicit: true, keepSchedule: opts.keepSchedule });
+        await this.fire(snap, job, now, { explicit: true, keepSchedule: opts.keepSchedule });
         return copy;
       });
       this.adopt(written);
@@ -357,6 +386,9 @@ export class CronService implements ScheduleView {
     for (const [id, at] of this.published) {
       if (this.jobs.find((j) => j.id === id)?.state.nextRunAtMs !== at) this.published.delete(id);
     }
+    for (const [id, { slot }] of this.claimedElsewhere) {
+      if (this.jobs.find((j) => j.id === id)?.state.nextRunAtMs !== slot) this.claimedElsewhere.delete(id);
+    }
     this.arm();
   }
 
@@ -377,14 +409,14 @@ export class CronService implements ScheduleView {
   }
 
   private async catchUpAt(now: number): Promise<void> {
-    const written = await this.store.update((snap) => {
+    const written = await this.store.update(async (snap) => {
       this.fillNextRuns(snap, now);
-      const due = sortJobs(snap.jobs.filter((j) => this.runs(j) && isDue(j, now)));
+      const due = sortJobs(snap.jobs.filter((j) => this.firesNow(j, now)));
       for (const [i, job] of due.entries()) {
         const dueAt = job.state.nextRunAtMs!;
         if (i < this.maxCatchUp) {
           const late = now - dueAt > LATE_GRACE_MS ? dueAt : undefined;
-          this.fire(snap, job, now, { lateSince: late });
+          await this.fire(snap, job, now, { lateSince: late });
         } else {
           this.skipMissed(job, now, dueAt);
         }
@@ -398,10 +430,10 @@ export class CronService implements ScheduleView {
     if (!this.started) return;
     const now = this.now();
     try {
-      const written = await this.store.update((snap) => {
+      const written = await this.store.update(async (snap) => {
         this.fillNextRuns(snap, now);
-        const due = snap.jobs.filter((j) => this.runs(j) && isDue(j, now));
-        for (const job of sortJobs(due)) this.fire(snap, job, now);
+        const due = snap.jobs.filter((j) => this.firesNow(j, now));
+        for (const job of sortJobs(due)) await this.fire(snap, job, now);
       });
       this.retryAt = 0;
       this.adopt(written);
@@ -448,7 +480,7 @@ export class CronService implements ScheduleView {
     let next = Infinity;
     for (const job of this.jobs) {
       if (job.enabled && job.state.nextRunAtMs != null && this.runs(job))
-        next = Math.min(next, job.state.nextRunAtMs);
+        next = Math.min(next, this.dueAt(job));
     }
     if (next === Infinity) return;
     next = Math.max(next, this.retryAt);
@@ -459,6 +491,47 @@ export class CronService implements ScheduleView {
       if (this.now() >= next) void this.enqueue(() => this.fireDue());
       else this.arm();
     }, delay);
+  }
+
+  /** Whether this scheduler fires the job at `now`. */
+  private firesNow(job: CronJob, now: number): boolean {
+    return this.runs(job) && isDue(job, now) && this.dueAt(job) <= now;
+  }
+
+  /** When the job is next looked at: its next run, or once a run another instance claimed has settled. */
+  private dueAt(job: CronJob): number {
+    const next = job.state.nextRunAtMs ?? Infinity;
+    const elsewhere = this.claimedElsewhere.get(job.id);
+    return elsewhere?.slot === next ? elsewhere.seenAt + CLAIM_SETTLE_MS : next;
+  }
+
+  /**
+   * Claims the job's run `slot` right before it fires: false when another instance of the cluster
+   * has it (that one records the run; this one leaves the job as it is). A run claimed so long ago
+   * that its claimer must have stopped before recording it moves the schedule on, without firing.
+   */
+  private async claimSlot(snap: StoreSnapshot, job: CronJob, slot: number, now: number): Promise<boolean> {
+    if (await this.store.claim(job.id, slot)) {
+      this.claimedElsewhere.delete(job.id);
+      return true;
+    }
+    const seen = this.claimedElsewhere.get(job.id);
+    if (seen?.slot !== slot) {
+      this.claimedElsewhere.set(job.id, { slot, seenAt: now });
+      this.log.debug(
+        { id: job.id, dueAt: new Date(slot).toISOString() },
+        "cron job run claimed by another instance",
+      );
+    } else if (now - seen.seenAt >= CLAIM_SETTLE_MS) {
+      this.log.warn(
+        { id: job.id, name: job.name, dueAt: new Date(slot).toISOString() },
+        "cron job run was claimed by an instance that did not record it (it stopped?); moving its schedule on",
+      );
+      this.claimedElsewhere.delete(job.id);
+      job.updatedAtMs = now;
+      this.advance(snap, job, now);
+    }
+    return false;
   }
 
   /** Jobs enabled but without a next run (written by hand or by nanobot) get one. */
@@ -475,13 +548,16 @@ export class CronService implements ScheduleView {
     }
   }
 
-  /** Publishes the job's turn and records the run in `job` (removing it from `snap` if it was one-shot). */
-  private fire(
+  /**
+   * Publishes the job's turn and records the run in `job` (removing it from `snap` if it was
+   * one-shot); leaves the job alone when another instance claimed this run.
+   */
+  private async fire(
     snap: StoreSnapshot,
     job: CronJob,
     now: number,
     opts: { lateSince?: number; keepSchedule?: boolean; explicit?: boolean } = {},
-  ): void {
+  ): Promise<void> {
     const refused = this.refusedCreator(job);
     if (refused) {
       this.disable(job, now, refused);
@@ -503,6 +579,8 @@ export class CronService implements ScheduleView {
       status = "skipped";
       error = paused;
     } else if (!alreadyPublished) {
+      // An explicit run (`palaver cron run` here) is not one of the schedule's runs.
+      if (!opts.explicit && !(await this.claimSlot(snap, job, occurrence, now))) return;
       try {
         this.bus.publishInbound(
           systemMessage({

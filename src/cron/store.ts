@@ -19,25 +19,8 @@ import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/pri
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { isFileSystemError, writeFailure } from "../util/write-errors.js";
-import { CronJobSchema, CronStoreFileSchema, STORE_VERSION, type CronJob } from "./types.js";
-
-export interface StoreSnapshot {
-  version: number;
-  jobs: CronJob[];
-  /** Entries that did not validate, written back as they were. */
-  invalid: unknown[];
-  /** Top-level keys other than version and jobs, kept as they were. */
-  extra: Record<string, unknown>;
-}
-
-export interface UpdateResult<T> {
-  /** What the change function returned. */
-  result: T;
-  /** The jobs after the change, as written. */
-  snapshot: StoreSnapshot;
-  /** The file's signature right after the write (see signature()). */
-  signature: string | null;
-}
+import { emptySnapshot, type CronJobStore, type StoreSnapshot, type UpdateResult } from "./store-types.js";
+import { CronJobSchema, CronStoreFileSchema } from "./types.js";
 
 export interface CronStoreOptions {
   log?: Logger;
@@ -52,11 +35,9 @@ const REREAD_DELAY_MS = 150;
 const LOCK_RETRY_MS = 20;
 /** The jobs hold what people asked for and where it goes: only the owner reads them. */
 
-export function emptySnapshot(): StoreSnapshot {
-  return { version: STORE_VERSION, jobs: [], invalid: [], extra: {} };
-}
+export type { StoreSnapshot } from "./store-types.js";
 
-export class CronStore {
+export class CronStore implements CronJobStore {
   private readonly log: Logger;
   private readonly lockTimeoutMs: number;
   private readonly staleLockMs: number;
@@ -75,6 +56,11 @@ export class CronStore {
 
   get lockPath(): string {
     return `${this.path}.lock`;
+  }
+
+  /** One process runs this file's jobs (the pid file tells `palaver cron` which): every run is its to fire. */
+  claim(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   /** Identifies the file's current version cheaply (inode changes with every atomic write); null when missing. */
@@ -136,16 +122,18 @@ export class CronStore {
    * Reads the file, lets `change` modify the snapshot, and writes it back if it
    * changed, all under the lock.
    */
-  update<T>(change: (snapshot: StoreSnapshot) => T): Promise<UpdateResult<T>> {
+  update<T>(change: (snapshot: StoreSnapshot) => T | Promise<T>): Promise<UpdateResult<T>> {
     const run = this.tail.then(() => this.withFileLock(() => this.readModifyWrite(change)));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async readModifyWrite<T>(change: (snapshot: StoreSnapshot) => T): Promise<UpdateResult<T>> {
+  private async readModifyWrite<T>(
+    change: (snapshot: StoreSnapshot) => T | Promise<T>,
+  ): Promise<UpdateResult<T>> {
     const snapshot = await this.read();
     const before = serialize(snapshot);
-    const result = change(snapshot);
+    const result = await change(snapshot);
     if (serialize(snapshot) !== before) await this.write(snapshot);
     // Taken under the lock: a change another process makes right after is then seen as a change.
     const signature = await this.signature();
