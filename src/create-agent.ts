@@ -19,6 +19,7 @@ import {
 import { approvalRulesPath, builtinSkillsDir, openQuestionsPath } from "./config/paths.js";
 import type { Config } from "./config/schema.js";
 import { CronService } from "./cron/service.js";
+import type { CronJobStore } from "./cron/store-types.js";
 import { checkTarget, gatewayJobs, terminalJobs } from "./cron/targets.js";
 import { isNothingToDo } from "./heartbeat/heartbeat.js";
 import { describeProviderChoice, formatProviderChoice } from "./llm/provider-report.js";
@@ -104,6 +105,8 @@ export interface CreateAgentOptions {
   bus: MessageBus;
   /** The cron job file (cronStorePath(configPath)). */
   cronStorePath: string;
+  /** Cluster mode: the jobs in the database (cron/pg-store.ts) instead of the file. */
+  cronStore?: CronJobStore;
   /**
    * The config file: exec hides it, its folder (the state folder) and .env files from commands,
    * and the message tool never attaches them.
@@ -154,6 +157,7 @@ export function createAgent({
   workspace,
   bus,
   cronStorePath,
+  cronStore,
   configPath,
   provider,
   onHandled,
@@ -284,7 +288,7 @@ export function createAgent({
     memoryMaxChars: defaults.promptFileMaxChars,
   });
   const cron = new CronService({
-    storePath: cronStorePath,
+    ...(cronStore ? { store: cronStore } : { storePath: cronStorePath }),
     bus,
     maxCatchUp: config.cron.maxCatchUp,
     allowFromOf,

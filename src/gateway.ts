@@ -111,6 +111,7 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
+      ...(this.cluster ? { cronStore: this.cluster.cronStore } : {}),
       configPath: path,
       // Live: a SIGHUP that takes someone out of allowFrom, or a pairing revoked, stops their cron
       // jobs and the message tool's access.

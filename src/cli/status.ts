@@ -182,10 +182,7 @@ export function formatStatus(s: StatusReport): string {
 function clusterRows(report: ClusterReport | undefined): [string, string][] {
   if (!report) return [];
   if ("unavailable" in report) return [["cluster", report.unavailable]];
-  return clusterStatusLines(report).map((line) => {
-    const [key, ...rest] = line.replace(/^Cluster:? ?/, "").split(": ");
-    return rest.length ? [`cluster ${key}`.trim(), rest.join(": ")] : ["cluster", line];
-  });
+  return clusterStatusLines(report).map((line) => ["cluster", line]);
 }
 
 export function registerStatusCommand(program: Command): Command {

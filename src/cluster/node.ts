@@ -11,6 +11,7 @@ import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import type { ClusterCounts } from "../daemon/metrics.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { PgCronStore } from "../cron/pg-store.js";
 import { PgToolJournal } from "../daemon/pg-tool-journal.js";
 import { ClusterReplies } from "./replies.js";
 import { ClusterTurns } from "./turns.js";
@@ -40,6 +41,8 @@ export class ClusterNode {
   readonly replies: ClusterReplies;
   /** The tool journal in the database: a turn run again on another instance reuses its calls. */
   readonly toolJournal: PgToolJournal;
+  /** Cron jobs in the database: each due run fires once in the cluster. */
+  readonly cronStore: PgCronStore;
   private view: ClusterView | undefined;
   private viewError: { error: string; since: string } | undefined;
   private viewTimer: NodeJS.Timeout | undefined;
@@ -59,6 +62,7 @@ export class ClusterNode {
     });
     this.replies = new ClusterReplies(this.db, this.instance);
     this.toolJournal = new PgToolJournal({ db: this.db, log: opts.log });
+    this.cronStore = new PgCronStore({ db: this.db, instance: this.instance, log: opts.log });
   }
 
   /** Migrates the schema (once in the cluster) and opens the queue; a database it cannot use stops the start. */
@@ -88,7 +92,7 @@ export class ClusterNode {
   /** The cluster as last read: /status's lines. */
   statusLines(): string[] {
     if (this.viewError) return [`Cluster: the database does not answer (${this.viewError.error})`];
-    return this.view ? clusterStatusLines(this.view, this.instance) : [];
+    return this.view ? clusterStatusLines(this.view, this.instance).map((line) => `Cluster ${line}`) : [];
   }
 
   /** /metrics' figures, from the last read. */

@@ -218,6 +218,9 @@ export class ClusterTurns {
 
 /** The conversations the queue holds back, read without working the queue (`palaver status`). */
 export async function blockedConversations(db: Database): Promise<string[]> {
+  // No gateway has started the queue yet: nothing can be blocked.
+  const installed = await db.query<{ t: string | null }>("SELECT to_regclass('pgboss.queue') AS t");
+  if (!installed.rows[0]?.t) return [];
   const boss = new PgBoss({
     db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
     supervise: false,

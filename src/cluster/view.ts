@@ -63,15 +63,16 @@ export async function readClusterView(db: Database, blocked: () => Promise<strin
   };
 }
 
-/** Pure: the view in the words of /status and `palaver status`. */
+/** Pure: the view in the words of /status and `palaver status`: instances, leases, turns. */
 export function clusterStatusLines(view: ClusterView, self?: string): string[] {
   const names = view.instances.map((i) => (i.id === self ? `${i.id} (this one)` : i.id));
   const leases = LEASES.map((lease) => `${lease.replace("ingress:", "")}: ${view.leases[lease] ?? "nobody"}`);
   const { queued, running, blocked } = view.turns;
+  const count = view.instances.length;
   return [
-    `Cluster: ${view.instances.length} instance${view.instances.length === 1 ? "" : "s"} alive: ${names.join(", ") || "none"}`,
-    `Cluster leases: ${leases.join(", ")}`,
-    `Cluster turns: ${queued} queued, ${running} running` +
+    `${count} instance${count === 1 ? "" : "s"} alive: ${names.join(", ") || "none"}`,
+    `leases: ${leases.join(", ")}`,
+    `turns: ${queued} queued, ${running} running` +
       (blocked.length ? `, ${blocked.length} conversation(s) blocked: ${blocked.join(", ")}` : ""),
   ];
 }
