@@ -28,7 +28,7 @@ import { loadMcp, type McpTools } from "./mcp/lazy.js";
 import { mcpStatusLines } from "./mcp/status.js";
 import type { Provider } from "./llm/types.js";
 import { SessionStore, sessionsDirOf } from "./sessions/store.js";
-import { MemoryConsolidator } from "./agent/consolidation.js";
+import { MemoryConsolidator, type MemoryConsolidatorOptions } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
 import { AgentLoop, type AgentLoopDeps } from "./agent/loop.js";
 import { SubagentManager } from "./agent/subagents.js";
@@ -107,6 +107,8 @@ export interface CreateAgentOptions {
   cronStorePath: string;
   /** Cluster mode: the jobs in the database (cron/pg-store.ts) instead of the file. */
   cronStore?: CronJobStore;
+  /** Cluster mode: memory consolidations run one at a time in the cluster (MEMORY.md is shared). */
+  memoryExclusive?: MemoryConsolidatorOptions["exclusive"];
   /**
    * The config file: exec hides it, its folder (the state folder) and .env files from commands,
    * and the message tool never attaches them.
@@ -158,6 +160,7 @@ export function createAgent({
   bus,
   cronStorePath,
   cronStore,
+  memoryExclusive,
   configPath,
   provider,
   onHandled,
@@ -286,6 +289,7 @@ export function createAgent({
     tokens: { count: (m) => agentBudget.counter.message(m), threshold: budget.consolidationTokens },
     budget: agentBudget,
     memoryMaxChars: defaults.promptFileMaxChars,
+    ...(memoryExclusive ? { exclusive: memoryExclusive } : {}),
   });
   const cron = new CronService({
     ...(cronStore ? { store: cronStore } : { storePath: cronStorePath }),

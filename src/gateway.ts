@@ -111,7 +111,9 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
-      ...(this.cluster ? { cronStore: this.cluster.cronStore } : {}),
+      ...(this.cluster
+        ? { cronStore: this.cluster.cronStore, memoryExclusive: this.cluster.memoryLock }
+        : {}),
       configPath: path,
       // Live: a SIGHUP that takes someone out of allowFrom, or a pairing revoked, stops their cron
       // jobs and the message tool's access.

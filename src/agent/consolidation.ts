@@ -216,6 +216,11 @@ export interface MemoryConsolidatorOptions {
   budget?: ContextBudget;
   /** agents.defaults.promptFileMaxChars: the most of MEMORY.md a request shows, as in the chat prompt. */
   memoryMaxChars?: number;
+  /**
+   * Runs a consolidation's read-ask-write of MEMORY.md alone (cluster mode: one instance at a time,
+   * the workspace being shared); absent: consolidations of different chats may overlap.
+   */
+  exclusive?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 /** MEMORY.md as a request shows it. */
@@ -243,6 +248,7 @@ export class MemoryConsolidator implements MemoryArchiver {
   private readonly tokens: TokenTrigger | undefined;
   private readonly budget: ContextBudget | undefined;
   private readonly memoryMaxChars: number;
+  private readonly exclusive: <T>(work: () => Promise<T>) => Promise<T>;
   /** Whether the oversized MEMORY.md was reported (once per consolidator, that is per agent). */
   private oversizeReported = false;
   /** At most one consolidation per session key, background or archiveAll. */
@@ -260,6 +266,7 @@ export class MemoryConsolidator implements MemoryArchiver {
     this.cooldownMs = opts.failureCooldownMs ?? DEFAULT_FAILURE_COOLDOWN_MS;
     this.tokens = opts.tokens;
     this.budget = opts.budget;
+    this.exclusive = opts.exclusive ?? ((work) => work());
     this.memoryMaxChars = opts.memoryMaxChars ?? DEFAULT_PROMPT_FILE_MAX_CHARS;
   }
 
@@ -373,9 +380,11 @@ export class MemoryConsolidator implements MemoryArchiver {
     this.log.debug({ session: session.key, start, end }, "consolidating memory");
     // Bounded: every round consolidates at least one message, or stops.
     for (let at = start; at < end;) {
-      const memory = await this.promptMemory();
-      const chunk = await this.nextChunk(messages, at, end, memory);
-      const moved = await this.consolidateChunk(session, messages, at, chunk, memory, signal);
+      const { moved, chunk } = await this.exclusive(async () => {
+        const memory = await this.promptMemory();
+        const chunk = await this.nextChunk(messages, at, end, memory);
+        return { moved: await this.consolidateChunk(session, messages, at, chunk, memory, signal), chunk };
+      });
       if (!moved) return;
       at = chunk.next;
     }

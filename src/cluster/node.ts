@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { InboundMessage } from "../bus/types.js";
+import { withClusterLock } from "../db/advisory.js";
 import { migrate } from "../db/schema.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
@@ -43,6 +44,8 @@ export class ClusterNode {
   readonly toolJournal: PgToolJournal;
   /** Cron jobs in the database: each due run fires once in the cluster. */
   readonly cronStore: PgCronStore;
+  /** Work on MEMORY.md and HISTORY.md (consolidation), one instance at a time. */
+  readonly memoryLock = <T>(work: () => Promise<T>): Promise<T> => withClusterLock(this.db, "memory", work);
   private view: ClusterView | undefined;
   private viewError: { error: string; since: string } | undefined;
   private viewTimer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withClusterLock } from "../../src/db/advisory.js";
 import { Lease, leaseHolders } from "../../src/db/lease.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "../../src/db/schema.js";
@@ -95,4 +96,39 @@ describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
     }
     expect(await leaseHolders(admin, ["ingress:telegram"])).toEqual(new Map());
   });
+
+  it("runs work under one cluster lock name on one instance at a time, other names alongside", async () => {
+    const url = await server.createDatabase();
+    const [a, b] = [open(url), open(url)];
+    let inside = 0;
+    let most = 0;
+    const order: string[] = [];
+    const work = (db: Database, who: string, name = "memory") =>
+      withClusterLock(db, name, async () => {
+        inside++;
+        most = Math.max(most, inside);
+        order.push(`${who} in`);
+        // Hold it until the other instance is surely waiting for the lock (its query is blocked).
+        await waitFor(async () => who !== "a" || (await waiting(b)) > 0, undefined, "b waits for the lock");
+        order.push(`${who} out`);
+        inside--;
+      });
+    const first = work(a, "a");
+    await waitFor(() => order.includes("a in"));
+    await Promise.all([first, work(b, "b")]);
+    expect(most).toBe(1);
+    expect(order).toEqual(["a in", "a out", "b in", "b out"]);
+    // Another name is not held back by it.
+    let other = false;
+    await withClusterLock(a, "memory", () => withClusterLock(b, "other", async () => void (other = true)));
+    expect(other).toBe(true);
+  });
 });
+
+/** Connections of this pool's database waiting on an advisory lock. */
+async function waiting(db: Database): Promise<number> {
+  const row = await db.query<{ n: string }>(
+    "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND datname = current_database()",
+  );
+  return Number(row.rows[0]?.n);
+}
