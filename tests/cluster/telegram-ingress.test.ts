@@ -47,9 +47,10 @@ describe.skipIf(missing)("Telegram ingress under a lease (real PostgreSQL)", () 
     await server?.stop();
   });
 
-  async function instance(name: string, url: string, tg: FakeTelegram, retryMs = 100): Promise<Instance> {
-    const lease = new Lease({ url, name: INGRESS_LEASES.telegram, instance: name, log, retryMs });
-    const r = await rig({ fake: tg, lease });
+  async function instance(name: string, url: string, tg: FakeTelegram): Promise<Instance> {
+    const lease = new Lease({ url, name: INGRESS_LEASES.telegram, instance: name, log, retryMs: 100 });
+    // dropPendingUpdates is for a bot coming back after downtime: a takeover must not drop what came meanwhile.
+    const r = await rig({ fake: tg, lease, config: { dropPendingUpdates: true } });
     const it: Instance = { name, rig: r, lease, longPolls: 0, unleasedPolls: 0 };
     // grammY's own hook on its API calls: what this instance asked Telegram for, and when.
     r.channel.bot.api.config.use((prev, method, payload, signal) => {

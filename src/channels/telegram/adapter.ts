@@ -164,7 +164,8 @@ export class TelegramChannel implements Channel {
         ? new LeasedIngress({
             lease: opts.lease,
             what: "Telegram polling",
-            begin: (signal) => this.polling.start(AbortSignal.any([signal, this.lifetime.signal])),
+            begin: (signal) =>
+              this.polling.start(AbortSignal.any([signal, this.lifetime.signal]), { keepPending: true }),
             // Confirms the updates taken in so far (bot.stop's last getUpdates), so the next holder
             // does not get them again.
             end: () => this.polling.stop(),
@@ -173,6 +174,12 @@ export class TelegramChannel implements Channel {
             retryMaxMs: Math.min(tuning.retryMaxMs, 30_000),
           })
         : null;
+    if (this.leased && this.cfg.dropPendingUpdates) {
+      log.warn(
+        "channels.telegram.dropPendingUpdates is not applied in cluster mode: the instance taking polling over " +
+          "must get the messages that came while it changed hands",
+      );
+    }
     this.webhook = new WebhookServer(this.bot, this.cfg, log);
     this.sender = new TelegramSender(this.bot.api, apiRoot, log);
     const previewApi = createPreviewApi({
