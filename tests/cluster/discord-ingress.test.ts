@@ -12,6 +12,7 @@ import { DiscordChannel } from "../../src/channels/discord/adapter.js";
 import { INGRESS_LEASES } from "../../src/channels/ingress-lease.js";
 import { DiscordConfigSchema } from "../../src/config/platforms/discord.js";
 import { Lease } from "../../src/db/lease.js";
+import { openDatabase } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
 import { FakeDiscord } from "../fakes/discord-server.js";
 import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
@@ -116,5 +117,46 @@ describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () =
     await waitFor(() => b.inbound.length === 1, undefined, "b receives the message");
     expect(a.inbound.map((m) => m.content)).toEqual(["to the holder"]);
     expect(b.inbound.map((m) => m.content)).toEqual(["to the new holder"]);
+  });
+
+  it("the holder whose database connection dies closes its gateway connection; the next holder connects", async () => {
+    const url = await server.createDatabase();
+    const admin = openDatabase({ url, applicationName: "palaver test", log });
+    dir = await mkdtemp(join(tmpdir(), "palaver-discord-cluster-"));
+    const discord = (fake = await FakeDiscord.start());
+    const alice = discord.addUser("alice");
+    const dm = discord.dmChannel(alice);
+    const a = instance("a", url, discord);
+    const b = instance("b", url, discord);
+    try {
+      await a.start();
+      await waitFor(() => a.lease.held && discord.liveConnection !== null, undefined, "a connected");
+      await b.start();
+      await waitFor(() => b.lease.attempts >= 2, undefined, "b tries for the lease");
+      let aLost = false;
+      a.lease.onLost(() => void (aLost = true));
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
+      );
+      await waitFor(() => aLost, undefined, "a learns it lost the lease");
+      // a's gateway connection ends with its lease; whoever holds it next connects afresh.
+      await waitFor(
+        () => discord.connections[0]!.closeCode !== undefined,
+        undefined,
+        "a's connection closed",
+      );
+      await waitFor(
+        () => discord.connections.length === 2 && discord.liveConnection === discord.connections[1],
+        undefined,
+        "the next holder connected",
+      );
+      const holder = a.lease.held ? a : b;
+      expect([a, b].filter((i) => i.lease.held)).toHaveLength(1);
+      discord.userMessage({ channelId: dm.id, author: alice, content: "after the connection died" });
+      await waitFor(() => holder.inbound.length === 1, undefined, "the holder receives it");
+      expect([...a.inbound, ...b.inbound].map((m) => m.content)).toEqual(["after the connection died"]);
+    } finally {
+      await admin.end();
+    }
   });
 });
