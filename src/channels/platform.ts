@@ -8,6 +8,7 @@ import type { Config } from "../config/schema.js";
 import type { HttpMount } from "../daemon/health.js";
 import type { Logger } from "../log.js";
 import type { SessionStore } from "../sessions/store.js";
+import type { IngressLease } from "./ingress-lease.js";
 import type { Channel } from "./types.js";
 import type { UsageAsker, UsageReport } from "../usage/command.js";
 
@@ -30,6 +31,12 @@ export interface GatewayServices {
   model: string;
   /** What /usage reports for `session` as `asker` may see it (the web chat's usage panel). */
   usageReport(asker: UsageAsker, session: string): UsageReport;
+  /**
+   * Cluster mode: a new lease of this name (channels/ingress-lease.ts INGRESS_LEASES), not yet
+   * started, for an ingress only one instance may run (Telegram polling, Discord's gateway). The
+   * channel starts and stops it with itself. Absent: one process, the ingress always runs.
+   */
+  lease?: (name: string) => IngressLease;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;

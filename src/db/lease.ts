@@ -42,6 +42,8 @@ export class Lease {
   /** How many times it tried to take the lease (tests, status). */
   attempts = 0;
   private readonly retryMs: number;
+  private readonly acquiredListeners: (() => void)[] = [];
+  private readonly lostListeners: (() => void)[] = [];
 
   constructor(private readonly opts: LeaseOptions) {
     this.retryMs = opts.retryMs ?? 2000;
@@ -49,6 +51,16 @@ export class Lease {
 
   get held(): boolean {
     return this.holding;
+  }
+
+  /** Also called when the lease is taken (besides the options' onAcquired): what channels/ingress-lease.ts needs. */
+  onAcquired(listener: () => void): void {
+    this.acquiredListeners.push(listener);
+  }
+
+  /** Also called when the lease is given up or lost. */
+  onLost(listener: () => void): void {
+    this.lostListeners.push(listener);
   }
 
   /** Starts trying to take the lease (at once, then every retryMs until taken). */
@@ -85,6 +97,7 @@ export class Lease {
           this.holding = true;
           this.opts.log.info({ lease: this.opts.name }, "cluster: lease taken");
           this.opts.onAcquired?.();
+          for (const listener of this.acquiredListeners) listener();
         }
       }
     } catch (err) {
@@ -125,6 +138,7 @@ export class Lease {
   private lose(): void {
     this.holding = false;
     this.opts.onLost?.();
+    for (const listener of this.lostListeners) listener();
   }
 }
 

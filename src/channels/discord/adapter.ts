@@ -40,6 +40,7 @@ import { TaskSet } from "../../util/task-set.js";
 import { ChannelError } from "../../util/errors.js";
 import { withTimeout } from "../../util/timeout.js";
 import { InboundPath } from "../inbound.js";
+import { INGRESS_LEASES, LeasedIngress, type IngressLease } from "../ingress-lease.js";
 import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
@@ -85,6 +86,11 @@ export interface DiscordChannelOptions {
   downloadTimeoutMs?: number;
   /** How long a refused sender's slash command waits for the manager's notice before it is answered without one. */
   refusalNoticeWaitMs?: number;
+  /**
+   * Cluster mode: the gateway connection (messages and interactions in) runs only while this lease
+   * is held; every instance sends. Absent: the connection always runs.
+   */
+  lease?: IngressLease;
 }
 
 /** Discord shows "typing…" for ~10 s after each signal: renew a little before it fades. */
@@ -122,17 +128,23 @@ export function discordOptionsFrom(ctx: ChannelFactoryContext): DiscordChannelOp
   const config = ctx.config.channels.discord;
   const problems = discordProblems(config);
   if (problems.length > 0) throw new ChannelError(problems.join("; "), { platform: CHANNEL });
+  const lease = ctx.gateway?.lease?.(INGRESS_LEASES.discord);
   return {
     config,
     workspace: ctx.workspace,
     maxMediaBytes: ctx.config.channels.maxMediaBytes,
     transcriber: transcriberFor(ctx.config, ctx.log),
+    ...(lease ? { lease } : {}),
   };
 }
 
 export class DiscordChannel implements Channel {
   readonly name = CHANNEL;
   private live: Live | null = null;
+  /** Cluster mode: a client never logged in, whose REST client sends while another instance has the gateway. */
+  private restOnly: DiscordConnection | null = null;
+  /** Cluster mode: the gateway connection runs while this instance holds the lease. */
+  private readonly leased: LeasedIngress | null;
   private sink: InboundSink | null = null;
   private inbound: InboundPath | null = null;
   private life = new AbortController();
@@ -154,7 +166,16 @@ export class DiscordChannel implements Channel {
 
   constructor(private readonly opts: DiscordChannelOptions) {
     this.log = opts.log ?? logger("discord");
-    this.sender = new DiscordSender(() => this.live?.client ?? null);
+    this.sender = new DiscordSender(() => this.live?.client ?? this.restOnly?.client ?? null);
+    this.leased = opts.lease
+      ? new LeasedIngress({
+          lease: opts.lease,
+          what: "the Discord gateway connection",
+          begin: (signal) => this.goLive(AbortSignal.any([signal, this.life.signal])),
+          end: () => this.goOffline(),
+          log: this.log,
+        })
+      : null;
     this.questions = new DiscordQuestions(this.sender, this.log);
     this.typing = new TypingIndicator<string>({
       signal: (chatId) => this.sender.typing(chatId),
@@ -172,7 +193,7 @@ export class DiscordChannel implements Channel {
   }
 
   async start(sink: InboundSink, signal: AbortSignal): Promise<void> {
-    if (this.live) return;
+    if (this.live || this.restOnly) return;
     this.sink = sink;
     this.life = new AbortController();
     this.inbound = new InboundPath({
@@ -185,9 +206,39 @@ export class DiscordChannel implements Channel {
       onAccepted: (msg) => this.deferInteraction(msg),
       log: this.log,
     });
+    if (!this.leased) return this.goLive(signal);
+    // Cluster mode: this instance sends at once (REST needs only the token); the gateway connection,
+    // which brings the messages in, runs only while it holds the lease.
+    this.restOnly = this.openConnection();
+    this.restOnly.client.rest.setToken(this.opts.config.token);
+    this.leased.start();
+    this.log.info(
+      "Discord: sending over REST; the gateway connection runs while this instance holds the lease",
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.life.abort();
+    this.typing.stopAll();
+    for (const timer of this.noticeTimers) clearTimeout(timer);
+    this.noticeTimers.clear();
+    await this.leased?.stop();
+    this.sink = null;
+    await this.goOffline();
+    const restOnly = this.restOnly;
+    this.restOnly = null;
+    if (restOnly) await closeConnection(restOnly).catch(() => undefined);
+    await this.tasks.settle(STOP_WAIT_MS);
+    await this.inbound?.settle(STOP_WAIT_MS);
+    this.inbound = null;
+    this.interactions = new BoundedMap(MAX_INTERACTIONS, INTERACTION_TTL_MS);
+  }
+
+  /** A client of discord.js with palaver's options; not connected. */
+  private openConnection(): DiscordConnection {
     const { token, intents, apiUrl } = this.opts.config;
     const maxWaitMs = this.opts.maxRateLimitWaitMs ?? MAX_RATE_LIMIT_WAIT_MS;
-    const connection = openConnection({
+    return openConnection({
       token,
       intents,
       apiUrl,
@@ -196,6 +247,11 @@ export class DiscordChannel implements Channel {
       rejectOnRateLimit: (limit) => limit.retryAfter > maxWaitMs || this.isPreviewEdit(limit),
       log: this.log,
     });
+  }
+
+  /** Opens the gateway connection: messages and interactions come in through it. */
+  private async goLive(signal: AbortSignal): Promise<void> {
+    const connection = this.openConnection();
     // Handlers are on before connecting; what arrives before ready is not acted on (no bot id yet).
     this.attach(connection);
     let client: Client<true>;
@@ -203,7 +259,7 @@ export class DiscordChannel implements Channel {
       client = await connect(connection, signal, this.opts.connectTimeoutMs ?? 60_000);
     } catch (err) {
       await closeConnection(connection).catch(() => undefined);
-      throw new ChannelError(describeConnectError(err, connection.state.closeCode, apiUrl), {
+      throw new ChannelError(describeConnectError(err, connection.state.closeCode, this.opts.config.apiUrl), {
         cause: err,
         platform: CHANNEL,
       });
@@ -216,22 +272,19 @@ export class DiscordChannel implements Channel {
     );
   }
 
-  async stop(): Promise<void> {
-    this.life.abort();
-    this.typing.stopAll();
-    for (const timer of this.noticeTimers) clearTimeout(timer);
-    this.noticeTimers.clear();
+  /** Closes the gateway connection (if open); sending goes on through the REST-only client, if any. */
+  private async goOffline(): Promise<void> {
     const live = this.live;
     this.live = null;
-    this.sink = null;
     if (live)
       await closeConnection(live.connection).catch((err: unknown) =>
         this.log.warn({ err }, "closing the Discord connection failed"),
       );
-    await this.tasks.settle(STOP_WAIT_MS);
-    await this.inbound?.settle(STOP_WAIT_MS);
-    this.inbound = null;
-    this.interactions = new BoundedMap(MAX_INTERACTIONS, INTERACTION_TTL_MS);
+  }
+
+  /** Whether replies can go out: connected, or (cluster mode) sending over REST. */
+  private get sending(): boolean {
+    return this.live !== null || this.restOnly !== null;
   }
 
   onTurn(event: TurnEvent): void {
@@ -245,7 +298,7 @@ export class DiscordChannel implements Channel {
   }
 
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
-    if (!this.live) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
+    if (!this.sending) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
     const kind = msg.kind ?? "final";
     const final = kind === "final";
     // A typing signal still out would land after this message and show "typing…" under it.
@@ -265,7 +318,7 @@ export class DiscordChannel implements Channel {
    * the text grows. None for a slash command's turn (see the header) or while disconnected.
    */
   previewSurface(target: PreviewTarget): PreviewSurface | undefined {
-    if (!this.live || target.interactionId !== undefined) return undefined;
+    if (!this.sending || target.interactionId !== undefined) return undefined;
     const { chatId, turnId } = target;
     const replyTo = this.opts.config.replyToMessage ? target.replyTo : undefined;
     return discordPreviewSurface(
@@ -290,7 +343,7 @@ export class DiscordChannel implements Channel {
    * follow-up of the interaction (send).
    */
   planSurface(target: PreviewTarget): PreviewSurface | undefined {
-    if (!this.live || target.interactionId !== undefined) return undefined;
+    if (!this.sending || target.interactionId !== undefined) return undefined;
     const { chatId } = target;
     return discordPreviewSurface(
       {

@@ -37,7 +37,12 @@ export interface PendingInteraction {
 }
 
 export class DiscordSender {
-  constructor(private readonly client: () => Client<true> | null) {}
+  /**
+   * `client`: the gateway connection's client, or (cluster mode, on an instance that does not hold
+   * the gateway lease) one that was never logged in, whose REST client has the token: every call
+   * here is REST, so both send alike.
+   */
+  constructor(private readonly client: () => Client | null) {}
 
   /** Runs one platform call; any failure becomes a ChannelError. */
   async call<T>(method: string, work: () => Promise<T>): Promise<T> {
@@ -103,8 +108,7 @@ export class DiscordSender {
    * A category or forum never takes messages: retrying cannot help.
    */
   async sendable(chatId: string, method: string): Promise<SendableChannels> {
-    const client = this.connected();
-    const channel = await this.call("fetchChannel", () => client.channels.fetch(chatId));
+    const channel = await this.fetchChannel(chatId);
     if (!channel?.isSendable()) {
       throw new ChannelError(`Discord channel ${chatId} does not take messages`, {
         platform: CHANNEL,
@@ -159,13 +163,22 @@ export class DiscordSender {
 
   /** One "typing…" signal; Discord shows it for about 10 s. */
   async typing(chatId: string): Promise<void> {
-    const client = this.connected();
-    const channel = await this.call("fetchChannel", () => client.channels.fetch(chatId));
+    const channel = await this.fetchChannel(chatId);
     if (channel?.isSendable()) await this.call("triggerTyping", () => channel.sendTyping());
   }
 
+  /**
+   * From discord.js's cache, else asked from Discord. A server channel is taken even when its server
+   * is not in the cache (allowUnknownGuild): a client without the gateway connection knows no
+   * servers, and sending needs none of what that leaves out.
+   */
+  private fetchChannel(chatId: string) {
+    const client = this.connected();
+    return this.call("fetchChannel", () => client.channels.fetch(chatId, { allowUnknownGuild: true }));
+  }
+
   /** The client while connected. */
-  connected(): Client<true> {
+  private connected(): Client {
     const client = this.client();
     if (!client) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
     return client;

@@ -28,6 +28,7 @@ import { ChannelError, ConfigError } from "../../util/errors.js";
 import { withTimeout, TimeoutError } from "../../util/timeout.js";
 import { platformConnections } from "../../config/platforms/common.js";
 import { InboundPath } from "../inbound.js";
+import { INGRESS_LEASES, LeasedIngress, type IngressLease } from "../ingress-lease.js";
 import type { ChannelFactoryContext } from "../platform.js";
 import { transcriberFor, type Transcriber } from "../transcription.js";
 import { TypingIndicator } from "../typing.js";
@@ -65,6 +66,11 @@ export interface TelegramChannelOptions {
   tuning?: Partial<TelegramTuning>;
   /** What the Bot API calls go through (telegramAgent: its pool bound, the proxy if one is set). */
   agent: HttpAgent;
+  /**
+   * Cluster mode, polling: long polling runs only while this lease is held (one instance polls;
+   * every instance sends). Absent: polling always runs. Not used in webhook mode.
+   */
+  lease?: IngressLease;
 }
 
 /** What the registry calls: validates the section, sets up transcription, builds the channel. */
@@ -77,6 +83,8 @@ export function createTelegramChannel(
     const log = ctx.log.child({ channel: CHANNEL });
     const config = ctx.config.channels.telegram;
     const maxConnections = platformConnections(ctx.config.agents.defaults);
+    // Webhook mode runs on every instance: Telegram posts each update to one of them.
+    const lease = config.mode === "polling" ? ctx.gateway?.lease?.(INGRESS_LEASES.telegram) : undefined;
     return new TelegramChannel({
       config,
       workspace: ctx.workspace,
@@ -85,6 +93,7 @@ export function createTelegramChannel(
       log,
       agent: await telegramAgent(config, config.apiRoot, maxConnections),
       ...(tuning ? { tuning } : {}),
+      ...(lease ? { lease } : {}),
     });
   });
 }
@@ -112,6 +121,8 @@ export class TelegramChannel implements Channel {
   private readonly previewSender: TelegramSender;
   private readonly drafts: DraftSupport;
   private readonly polling: Polling;
+  /** Cluster mode: polling runs while this instance holds the lease. */
+  private readonly leased: LeasedIngress | null;
   private readonly webhook: WebhookServer;
   private readonly albums: AlbumCollector;
   private readonly downloads: DownloadContext;
@@ -148,6 +159,27 @@ export class TelegramChannel implements Channel {
       log,
       describe: (e) => this.describe(e),
     });
+    this.leased =
+      opts.lease && this.cfg.mode === "polling"
+        ? new LeasedIngress({
+            lease: opts.lease,
+            what: "Telegram polling",
+            begin: (signal) =>
+              this.polling.start(AbortSignal.any([signal, this.lifetime.signal]), { keepPending: true }),
+            // Confirms the updates taken in so far (bot.stop's last getUpdates), so the next holder
+            // does not get them again.
+            end: () => this.polling.stop(),
+            log,
+            retryBaseMs: tuning.retryBaseMs,
+            retryMaxMs: Math.min(tuning.retryMaxMs, 30_000),
+          })
+        : null;
+    if (this.leased && this.cfg.dropPendingUpdates) {
+      log.warn(
+        "channels.telegram.dropPendingUpdates is not applied in cluster mode: the instance taking polling over " +
+          "must get the messages that came while it changed hands",
+      );
+    }
     this.webhook = new WebhookServer(this.bot, this.cfg, log);
     this.sender = new TelegramSender(this.bot.api, apiRoot, log);
     const previewApi = createPreviewApi({
@@ -361,9 +393,17 @@ export class TelegramChannel implements Channel {
       },
     );
     if (this.cfg.mode === "webhook") await this.webhook.start(signal);
+    else if (this.leased) this.leased.start();
     else await this.polling.start(signal);
     await menu;
-    this.log.info({ bot: `@${info.username}`, mode: this.cfg.mode }, "connected to Telegram");
+    this.log.info(
+      {
+        bot: `@${info.username}`,
+        mode: this.cfg.mode,
+        ...(this.leased ? { ingress: "while holding the lease" } : {}),
+      },
+      "connected to Telegram",
+    );
   }
 
   /** Everything start() set up, undone; safe to call at any time. */
@@ -372,6 +412,7 @@ export class TelegramChannel implements Channel {
     this.typing.stopAll();
     this.albums.flush();
     const { stopTimeoutMs } = this.tuning;
+    await this.leased?.stop(); // the lease goes to another instance
     await this.polling.stop(); // confirms the updates handled so far
     await this.webhook.close(stopTimeoutMs);
     await this.inbound?.settle(stopTimeoutMs);

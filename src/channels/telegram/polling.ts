@@ -40,11 +40,15 @@ export class Polling {
     this.lastActivity = Date.now();
   }
 
-  /** Resolves once polling runs (rejects when the first start fails); afterwards the supervisor keeps it running. */
-  start(signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves once polling runs (rejects when the first start fails); afterwards the supervisor keeps
+   * it running. `keepPending`: never drop what is waiting (a cluster's new lease holder takes over
+   * the updates that came while the lease changed hands, whatever dropPendingUpdates says).
+   */
+  start(signal: AbortSignal, { keepPending = false }: { keepPending?: boolean } = {}): Promise<void> {
     const first = deferred();
     this.markActivity();
-    this.supervisor = this.supervise(signal, first);
+    this.supervisor = this.supervise(signal, first, keepPending);
     this.supervisor.catch(() => undefined);
     const { tuning, config } = this.opts;
     const watchdogMs = tuning.watchdogMs ?? 3 * (config.pollTimeout * 1000 + tuning.pollGraceMs);
@@ -65,7 +69,7 @@ export class Polling {
     this.restarting = null;
   }
 
-  private async supervise(signal: AbortSignal, first: Deferred): Promise<void> {
+  private async supervise(signal: AbortSignal, first: Deferred, keepPending: boolean): Promise<void> {
     const { bot, config, tuning, log } = this.opts;
     let started = false;
     let failures = 0;
@@ -75,7 +79,7 @@ export class Polling {
         await bot.start({
           timeout: config.pollTimeout,
           allowed_updates: [...ALLOWED_UPDATES],
-          drop_pending_updates: !started && config.dropPendingUpdates,
+          drop_pending_updates: !started && config.dropPendingUpdates && !keepPending,
           onStart: async () => {
             // A quick getUpdates (no offset: confirms nothing) surfaces a 409 now rather than mid-run.
             await bot.api.getUpdates({ limit: 1, timeout: 0 }, gs(signal));

@@ -15,6 +15,7 @@ import {
 import { telegramAgent } from "../../../src/channels/telegram/api.js";
 import { TelegramConfigSchema } from "../../../src/config/platforms/telegram.js";
 import { isAllowed } from "../../../src/channels/access.js";
+import type { IngressLease } from "../../../src/channels/ingress-lease.js";
 import type { Transcriber } from "../../../src/channels/transcription.js";
 import { ConfigSchema } from "../../../src/config/schema.js";
 import { Gateway } from "../../../src/gateway.js";
@@ -52,6 +53,8 @@ export async function rig(
     transcriber?: Transcriber | null;
     fake?: FakeTelegram;
     log?: Logger;
+    /** Cluster mode: polls only while holding it. */
+    lease?: IngressLease;
   } = {},
 ): Promise<Rig> {
   const fake = opts.fake ?? (await FakeTelegram.start());
@@ -76,6 +79,7 @@ export async function rig(
       tuning: { ...FAST, ...opts.tuning },
       agent: await telegramAgent(config, config.apiRoot),
       ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.lease ? { lease: opts.lease } : {}),
     });
   } catch (err) {
     // A bad config is refused; nothing may be left behind.
