@@ -36,6 +36,7 @@ import { HeartbeatService } from "./heartbeat/heartbeat.js";
 import { createLlm, ResilientProvider } from "./llm/resilient.js";
 import type { Provider } from "./llm/types.js";
 import { logger, type Logger } from "./log.js";
+import { palaverVersion } from "./util/package-root.js";
 import { PairingGate } from "./pairing/gate.js";
 import { pairingPath, PairingStore } from "./pairing/store.js";
 
@@ -90,6 +91,8 @@ export class Gateway {
     this.cluster = config.cluster.database
       ? new ClusterNode({
           url: config.cluster.database,
+          workspace,
+          version: palaverVersion(),
           turnTimeoutSeconds: config.cluster.turnTimeoutSeconds,
           concurrency: config.agents.defaults.maxConcurrentTurns,
           // Queued turns run in this loop; what the bus carries goes to the queue first (start()).
@@ -271,7 +274,7 @@ export class Gateway {
     if (unfinished.inbound.length)
       this.log.info({ count: unfinished.inbound.length }, "replaying unfinished messages");
     // The cluster's queued turns too run only now that their replies can be routed.
-    await this.cluster?.work();
+    await this.cluster?.work(this.health.port ?? null);
     // Background work too starts only once replies can be routed: a reminder due at startup must reach its chat.
     if (config.cron.enabled) await this.agent.cron.start();
     this.heartbeat.start();
@@ -290,6 +293,7 @@ export class Gateway {
       stateDir: stateDir(this.opts.loaded.path),
       model: this.agent.provider.model,
       usageReport: (asker, session) => this.agent.usageReport(asker, session),
+      ...(this.cluster ? { lease: (name: string) => this.cluster!.lease(name) } : {}),
     };
   }
 

@@ -10,8 +10,7 @@
 import type { Logger } from "../log.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 
-/** The lease of each platform's single ingress, by the names the cluster shows (status, leaseHolders). */
-export const INGRESS_LEASES = { telegram: "ingress:telegram", discord: "ingress:discord" } as const;
+export { INGRESS_LEASES } from "../db/lease.js";
 
 export interface IngressLease {
   /** Whether this instance holds it now. */

@@ -1,5 +1,4 @@
 /** The palaver CLI (src/main.ts imports it once the Node version is checked). One file per command in cli/. */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
 import * as z from "zod";
@@ -21,7 +20,7 @@ import { registerMemoryCommand } from "./memory.js";
 import { registerUsageCommand } from "./usage.js";
 import { registerDoctorCommand } from "./doctor.js";
 import { registerBackupCommand } from "./backup.js";
-import { packageRoot } from "../util/package-root.js";
+import { palaverVersion } from "../util/package-root.js";
 import { logger } from "../log.js";
 import { ConfigError } from "../util/errors.js";
 
@@ -36,15 +35,10 @@ process.on("unhandledRejection", (reason) => {
 // built from here on; those built as their modules load decide for themselves (config/load.ts).
 z.config({ jitless: true });
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string };
-  return pkg.version;
-}
-
 const program = new Command()
   .name("palaver")
   .description("palaver: a self-hosted personal AI assistant")
-  .version(version());
+  .version(palaverVersion());
 addCommonOptions(program);
 registerGatewayCommand(program);
 registerChatCommand(program);

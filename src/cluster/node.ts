@@ -7,6 +7,9 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { InboundMessage } from "../bus/types.js";
 import { withClusterLock } from "../db/advisory.js";
+import { InstanceRegistry } from "../db/instances.js";
+import { Lease } from "../db/lease.js";
+import { checkWorkspaceMarker, type WorkspaceCheck } from "../db/workspace-marker.js";
 import { migrate } from "../db/schema.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
@@ -23,6 +26,10 @@ const VIEW_EVERY_MS = 5000;
 
 export interface ClusterNodeOptions {
   url: string;
+  /** The workspace every instance must share (checked against the cluster's marker at open). */
+  workspace: string;
+  /** palaver's version, shown to the other instances. */
+  version: string;
   turnTimeoutSeconds: number;
   concurrency: number;
   runTurn: (msg: InboundMessage) => void;
@@ -46,6 +53,9 @@ export class ClusterNode {
   readonly cronStore: PgCronStore;
   /** Work on MEMORY.md and HISTORY.md (consolidation), one instance at a time. */
   readonly memoryLock = <T>(work: () => Promise<T>): Promise<T> => withClusterLock(this.db, "memory", work);
+  /** Whether this instance sees the cluster's workspace (set by open()). */
+  workspace: WorkspaceCheck | undefined;
+  private registry: InstanceRegistry | undefined;
   private view: ClusterView | undefined;
   private viewError: { error: string; since: string } | undefined;
   private viewTimer: NodeJS.Timeout | undefined;
@@ -72,6 +82,7 @@ export class ClusterNode {
   async open(): Promise<void> {
     try {
       await migrate(this.db, this.opts.log);
+      this.workspace = await checkWorkspaceMarker(this.db, this.opts.workspace, this.opts.log);
       await this.turns.start();
     } catch (err) {
       if (err instanceof PalaverError) throw err;
@@ -84,8 +95,22 @@ export class ClusterNode {
     this.opts.log.info({ instance: this.instance, database: shownUrl(this.opts.url) }, "cluster: joined");
   }
 
-  /** Starts running queued turns here, and reading the cluster's view every few seconds. */
-  async work(): Promise<void> {
+  /** A new lease (not yet started) for a platform's single ingress: its channel starts and stops it. */
+  lease(name: string): Lease {
+    return new Lease({ url: this.opts.url, name, instance: this.instance, log: this.opts.log });
+  }
+
+  /**
+   * Joins the instances the others see (`port`: this one's HTTP port), starts running queued turns
+   * here, and reads the cluster's view every few seconds.
+   */
+  async work(port: number | null): Promise<void> {
+    this.registry = new InstanceRegistry({
+      db: this.db,
+      instance: { id: this.instance, host: hostname(), pid: process.pid, version: this.opts.version, port },
+      log: this.opts.log,
+    });
+    await this.registry.register();
     await this.turns.work();
     await this.readView();
     this.viewTimer = setInterval(() => void this.readView(), VIEW_EVERY_MS);
@@ -139,6 +164,11 @@ export class ClusterNode {
 
   /** Gives back turns still running here, stops the queue and closes the database. */
   async close(): Promise<void> {
+    clearInterval(this.viewTimer);
+    await this.reading;
+    await this.registry
+      ?.stop()
+      .catch((err: unknown) => this.opts.log.warn({ err }, "cluster: could not mark this instance stopped"));
     await this.turns
       .stop()
       .catch((err: unknown) => this.opts.log.warn({ err }, "cluster: queue stop failed"));

@@ -4,21 +4,14 @@
  * /status, /metrics and /readyz, which must answer without waiting on the database) and by
  * `palaver status` once.
  */
+import { aliveInstances, type InstanceInfo } from "../db/instances.js";
+import { INGRESS_LEASES, leaseHolders } from "../db/lease.js";
 import type { Database } from "../db/pool.js";
-import { leaseHolders } from "../db/lease.js";
 
-/** The leases an instance may hold (channels/ names them "ingress:<platform>"). */
-export const LEASES = ["ingress:telegram", "ingress:discord"] as const;
+/** The leases an instance may hold. */
+export const LEASES = Object.values(INGRESS_LEASES);
 
-/** An instance not seen for this long is taken for dead. */
-export const INSTANCE_ALIVE_MS = 30_000;
-
-export interface ClusterInstance {
-  id: string;
-  host: string;
-  pid: number;
-  version: string;
-  port: number | null;
+export interface ClusterInstance extends InstanceInfo {
   startedAt: string;
   seenAt: string;
 }
@@ -38,13 +31,7 @@ export interface ClusterView {
 /** Reads the view; `blocked` asks the job queue (pg-boss) which conversations it holds back. */
 export async function readClusterView(db: Database, blocked: () => Promise<string[]>): Promise<ClusterView> {
   const [instances, holders, turns, blockedKeys] = await Promise.all([
-    db.query<ClusterInstance>(
-      `SELECT id, host, pid, version, port, started_at AS "startedAt", seen_at AS "seenAt"
-         FROM palaver.instances
-        WHERE stopped_at IS NULL AND seen_at > now() - make_interval(secs => $1)
-        ORDER BY started_at`,
-      [INSTANCE_ALIVE_MS / 1000],
-    ),
+    aliveInstances(db),
     leaseHolders(db, LEASES),
     db.query<{ state: string; n: string }>(
       "SELECT state, count(*) AS n FROM palaver.inbound WHERE state <> 'done' GROUP BY state",
@@ -53,10 +40,10 @@ export async function readClusterView(db: Database, blocked: () => Promise<strin
   ]);
   const count = (state: string) => Number(turns.rows.find((r) => r.state === state)?.n ?? 0);
   return {
-    instances: instances.rows.map((row) => ({
+    instances: instances.map((row) => ({
       ...row,
-      startedAt: new Date(row.startedAt).toISOString(),
-      seenAt: new Date(row.seenAt).toISOString(),
+      startedAt: row.startedAt.toISOString(),
+      seenAt: row.seenAt.toISOString(),
     })),
     leases: Object.fromEntries(holders),
     turns: { queued: count("queued"), running: count("running"), blocked: blockedKeys },

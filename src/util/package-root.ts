@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,4 +13,10 @@ export function packageRoot(): string {
     dir = dirname(dir);
   }
   throw new Error("cannot find palaver's package folder (package.json beside workspace/)");
+}
+
+/** palaver's version, from its package.json. */
+export function palaverVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string };
+  return pkg.version;
 }

@@ -112,7 +112,8 @@ describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () =
     // The holder stops: b takes the lease and connects, and the next message reaches b.
     await a.channel.stop();
     await waitFor(() => b.lease.held && discord.connections.length === 2, undefined, "b connects");
-    await waitFor(() => discord.liveConnection === discord.connections[1], undefined, "b's session is live");
+    // b is ready once it registered its commands (what arrives before ready is not acted on).
+    await waitFor(() => discord.commandRegistrations === 2, undefined, "b is ready");
     discord.userMessage({ channelId: dm.id, author: alice, content: "to the new holder" });
     await waitFor(() => b.inbound.length === 1, undefined, "b receives the message");
     expect(a.inbound.map((m) => m.content)).toEqual(["to the holder"]);
@@ -146,9 +147,9 @@ describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () =
         "a's connection closed",
       );
       await waitFor(
-        () => discord.connections.length === 2 && discord.liveConnection === discord.connections[1],
+        () => discord.connections.length === 2 && discord.commandRegistrations === 2,
         undefined,
-        "the next holder connected",
+        "the next holder connected and ready",
       );
       const holder = a.lease.held ? a : b;
       expect([a, b].filter((i) => i.lease.held)).toHaveLength(1);

@@ -115,5 +115,11 @@ describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => 
     }
     expect(a.channel.sent.length).toBeGreaterThan(0);
     expect(b.channel.sent.length).toBeGreaterThan(0);
+    // Each sees the other: /status's lines name both instances (read every few seconds).
+    const [idA, idB] = [a.gateway.cluster!.instance, b.gateway.cluster!.instance];
+    await waitFor(() => a.gateway.cluster!.statusLines().some((l) => l.includes(idB)), undefined, "a sees b");
+    expect(a.gateway.cluster!.statusLines()[0]).toBe(`Cluster 2 instances alive: ${idA} (this one), ${idB}`);
+    expect(a.gateway.cluster!.workspace?.kind).toBe("created");
+    expect(b.gateway.cluster!.workspace?.kind).toBe("same");
   });
 });

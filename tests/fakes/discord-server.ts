@@ -262,6 +262,8 @@ export class FakeDiscord {
   readonly frames: GatewayFrame[] = [];
   readonly connections: GatewayConnection[] = [];
   readonly commands: { id: string; name: string; description: string }[] = [];
+  /** How many times a client registered its slash commands (each does so once ready). */
+  commandRegistrations = 0;
   /** Every text the bot's channel messages showed, in order: each post and each accepted edit. */
   readonly shown: ShownText[] = [];
   /**
@@ -976,6 +978,7 @@ export class FakeDiscord {
       });
     }
     if ((m = /^\/applications\/(\d+)\/commands$/.exec(path)) && method === "PUT") {
+      this.commandRegistrations++;
       const list = Array.isArray(record.body) ? (record.body as { name: string; description: string }[]) : [];
       this.commands.length = 0;
       for (const c of list)
