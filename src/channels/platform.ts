@@ -10,6 +10,7 @@ import type { Logger } from "../log.js";
 import type { SessionStore } from "../sessions/store.js";
 import type { Channel } from "./types.js";
 import type { UsageAsker, UsageReport } from "../usage/command.js";
+import type { WebRelay } from "./web/relay.js";
 
 export interface ChannelFactoryContext {
   config: Config;
@@ -30,6 +31,8 @@ export interface GatewayServices {
   model: string;
   /** What /usage reports for `session` as `asker` may see it (the web chat's usage panel). */
   usageReport(asker: UsageAsker, session: string): UsageReport;
+  /** Cluster mode: the web chat's events to and from the other instances (web/pg-relay.ts); absent in one process. */
+  webRelay?: WebRelay;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;

@@ -27,9 +27,9 @@ import type {
   SendAccepted,
   SendRequest,
   UsageView,
-  WebEvent,
 } from "./protocol.js";
 import { ClientLimits, RateLimit } from "./rate.js";
+import type { PublishedEvent, RelayedEvent } from "./relay.js";
 import { createWebHandler, type WebApp } from "./routes.js";
 import { StaticAssets } from "./static.js";
 import { AgentFiles, Uploads, type Upload } from "./uploads.js";
@@ -57,8 +57,6 @@ export function createWebChannel(ctx: ChannelFactoryContext, opts: WebChannelOpt
   }
   return Promise.resolve(new WebChannel(ctx, ctx.gateway, opts));
 }
-
-type Published = Exclude<WebEvent, { type: "ping" }>;
 
 class WebChannel implements Channel, WebApp {
   readonly name = "web";
@@ -143,6 +141,7 @@ class WebChannel implements Channel, WebApp {
           "put a reverse proxy with TLS in front of it (docs/web.md)",
       );
     }
+    await this.startRelay();
     const url = `${pageUrl(base, http.host)}/`;
     // One line, nothing else (pretty logs would print fields on lines of their own). A configured
     // token is a registered secret the log would mask: the line says where it is instead.
@@ -154,6 +153,7 @@ class WebChannel implements Channel, WebApp {
   }
 
   async stop(): Promise<void> {
+    this.gateway.webRelay?.stop();
     this.unmount?.();
     this.unmount = null;
     this.hub?.close();
@@ -170,14 +170,18 @@ class WebChannel implements Channel, WebApp {
     const turn = msg.turnId ? { turnId: msg.turnId } : {};
     switch (msg.kind ?? "final") {
       case "final": {
-        const files = await Promise.all((msg.media ?? []).map((path) => this.files.register(path)));
-        this.publish({
-          type: "final",
-          conversationId,
-          ...turn,
-          text: msg.content,
-          ...(files.length ? { files } : {}),
-        });
+        const media = msg.media ?? [];
+        const files = await Promise.all(media.map((path) => this.files.register(path)));
+        this.publish(
+          {
+            type: "final",
+            conversationId,
+            ...turn,
+            text: msg.content,
+            ...(files.length ? { files } : {}),
+          },
+          files.length ? { files: Object.fromEntries(files.map((f, i) => [f.id!, media[i]!])) } : {},
+        );
         return;
       }
       case "plan":
@@ -227,7 +231,8 @@ class WebChannel implements Channel, WebApp {
 
   onTurn(event: TurnEvent): void {
     const base = { conversationId: event.chatId, turnId: event.turnId };
-    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base }, event.background);
+    if (event.kind === "turnStart")
+      this.publish({ type: "turnStart", ...base }, { background: event.background === true });
     else this.publish({ type: "turnEnd", ...base, outcome: event.outcome ?? "done" });
   }
 
@@ -390,12 +395,47 @@ class WebChannel implements Channel, WebApp {
     return { sink: this.sink, path: this.path };
   }
 
-  private publish(event: Published, background = false): void {
+  /** To this instance's tabs, and through the relay to the other instances' (cluster mode). */
+  private publish(event: PublishedEvent, extra: Partial<Omit<RelayedEvent, "event">> = {}): void {
+    const relayed: RelayedEvent = { event, background: false, ...extra };
+    this.push(relayed);
+    this.gateway.webRelay?.publish(relayed);
+  }
+
+  private push({ event, background, files }: RelayedEvent): void {
+    for (const ref of event.type === "final" ? (event.files ?? []) : []) {
+      const path = ref.id ? files?.[ref.id] : undefined;
+      if (path) this.files.adopt(ref, path);
+    }
     this.live.see(event, background);
     try {
       this.hub?.publish(event);
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, "an event could not be written to a tab");
+    }
+  }
+
+  /**
+   * Cluster mode: the events of turns running on other instances reach the tabs held here. When
+   * the relay had to reconnect, events may be missing: the streams end, and the pages reconnect
+   * and reload the history (the live state here may lag until the next turn of that chat).
+   */
+  private async startRelay(): Promise<void> {
+    const relay = this.gateway.webRelay;
+    if (!relay) return;
+    try {
+      await relay.start({
+        deliver: (relayed) => {
+          if (this.hub) this.push(relayed);
+        },
+        resync: () => this.hub?.endAll(),
+      });
+    } catch (err) {
+      // The relay keeps trying on its own; this instance's tabs work meanwhile.
+      this.log.warn(
+        { err: errorMessage(err) },
+        "web relay: not listening yet; turns on other instances stay unseen here until it is",
+      );
     }
   }
 }
