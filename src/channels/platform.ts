@@ -10,6 +10,7 @@ import type { Logger } from "../log.js";
 import type { SessionStore } from "../sessions/store.js";
 import type { Channel } from "./types.js";
 import type { UsageAsker, UsageReport } from "../usage/command.js";
+import type { SharedToken } from "./web/auth.js";
 import type { WebRelay } from "./web/relay.js";
 
 export interface ChannelFactoryContext {
@@ -33,6 +34,8 @@ export interface GatewayServices {
   usageReport(asker: UsageAsker, session: string): UsageReport;
   /** Cluster mode: the web chat's events to and from the other instances (web/pg-relay.ts); absent in one process. */
   webRelay?: WebRelay;
+  /** Cluster mode: the web token all instances agree on (web/pg-token.ts); absent: <state>/web/token alone. */
+  webToken?: SharedToken;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;

@@ -5,13 +5,14 @@
  * and once, big replies whole and files servable; after the relay's connections are cut, the
  * tabs are told to reload and later events arrive.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createWebChannel } from "../../src/channels/web/adapter.js";
 import { PgWebRelay } from "../../src/channels/web/pg-relay.js";
+import { PgSharedToken } from "../../src/channels/web/pg-token.js";
 import type { WebEvent } from "../../src/channels/web/protocol.js";
 import type { Channel, InboundSink } from "../../src/channels/types.js";
 import type { InboundMessage } from "../../src/bus/types.js";
@@ -48,12 +49,13 @@ interface Tab {
 }
 
 /** One gateway's web chat: its own HTTP server, state folder and notification connection; the workspace shared. */
-async function startInstance(name: string, url: string, dir: string): Promise<Instance> {
+async function startInstance(name: string, url: string, dir: string, token = TOKEN): Promise<Instance> {
   const workspace = join(dir, "ws");
   const config = ConfigSchema.parse({
     agents: { defaults: { workspace } },
-    channels: { web: { enabled: true, token: TOKEN } },
+    channels: { web: { enabled: true, token } },
   });
+  const db = openDatabase({ url, applicationName: `palaver ${name}`, log });
   const metrics = new Metrics({ queueDepth: () => 0, activeTurns: () => 0, activeSubagents: () => 0 });
   const http = new HealthServer({
     host: "127.0.0.1",
@@ -77,6 +79,7 @@ async function startInstance(name: string, url: string, dir: string): Promise<In
         throw new Error("not asked in these tests");
       },
       webRelay: new PgWebRelay({ notifier, instance: name, log }),
+      webToken: new PgSharedToken(db),
     },
   });
   const inbound: InboundMessage[] = [];
@@ -95,6 +98,7 @@ async function startInstance(name: string, url: string, dir: string): Promise<In
       lifetime.abort();
       await channel.stop();
       await notifier.close();
+      await db.end();
       await http.stop();
     },
   };
@@ -186,14 +190,14 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     await server?.stop();
   });
 
-  async function cluster(): Promise<[Instance, Instance]> {
+  async function cluster(token?: string): Promise<[Instance, Instance]> {
     const url = await server.createDatabase();
     admin = openDatabase({ url, applicationName: "palaver test", log });
     await migrate(admin, log);
     dir = await mkdtemp(join(tmpdir(), "palaver-relay-"));
-    const a = await startInstance("a", url, dir);
+    const a = await startInstance("a", url, dir, token);
     instances.push(a);
-    const b = await startInstance("b", url, dir);
+    const b = await startInstance("b", url, dir, token);
     instances.push(b);
     return [a, b];
   }
@@ -295,5 +299,34 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     await marker(b, "c1", "after", [reopened]);
     expect(onA.events.map(brief)).toEqual(["progress:before"]);
     expect(reopened.events.map(brief)).toEqual(["progress:after"]);
+  });
+
+  it("signs a browser in on every instance with one login when the token is made, not configured", async () => {
+    const [a, b] = await cluster("");
+    const kept = async (name: string) => (await readFile(join(dir, name, "web", "token"), "utf8")).trim();
+    const token = await kept("a");
+    expect(await kept("b")).toBe(token);
+    const login = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest(
+        `${a.base}/api/login`,
+        { method: "POST", headers: { origin: a.base, "content-type": "application/json" } },
+        (res) => {
+          res.resume();
+          if (res.statusCode !== 204) reject(new Error(`login: HTTP ${res.statusCode}`));
+          else resolve(String(res.headers["set-cookie"]?.[0] ?? "").split(";")[0]!);
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify({ token }));
+    });
+    const me = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${b.base}/api/me`, { headers: { cookie: login } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(me).toBe(200);
   });
 });

@@ -102,7 +102,7 @@ class WebChannel implements Channel, WebApp {
         { platform: "web" },
       );
     }
-    const { token, file } = await loadToken(this.section.token, stateDir);
+    const { token, file } = await loadToken(this.section.token, stateDir, this.gateway.webToken);
     const hub = new EventHub();
     const loopbackOnly = isLoopbackName(http.host);
     this.hub = hub;
