@@ -233,6 +233,12 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     const late = await tab(a, "c1");
     await waitFor(() => late.events.length >= 3, undefined, "the replay on the late tab");
     expect(late.events.map(brief)).toEqual(["user:hello", "turnStart", "delta:Hello"]);
+    // Either instance lists the conversation (no session yet), busy while B runs its turn.
+    const listed = async (at: Instance) =>
+      JSON.parse((await request(`${at.base}/api/conversations`)).body.toString("utf8")) as unknown;
+    for (const at of [a, b]) {
+      expect(await listed(at)).toEqual([expect.objectContaining({ id: "c1", title: "hello", busy: true })]);
+    }
 
     await b.channel.send({ ...place, content: "Hello there", kind: "final" });
     b.channel.onTurn!({ kind: "turnEnd", ...place, outcome: "done" });
@@ -251,6 +257,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     expect(onB.events.map(brief)).toEqual(turn);
     expect(late.events.map(brief)).toEqual(["user:hello", "turnStart", "delta:Hello", ...turn.slice(4)]);
     expect(onA.events[4]).toEqual({ type: "final", conversationId: "c1", turnId: "t1", text: "Hello there" });
+    expect(await listed(a)).toEqual([expect.objectContaining({ id: "c1", busy: false })]);
     await marker(a, "c2", "other chat", [elsewhere]);
     expect(elsewhere.events.map(brief)).toEqual(["progress:other chat"]);
   });

@@ -350,11 +350,6 @@ class WebChannel implements Channel, WebApp {
     // Refused: the manager told the chat why (its refusal notice); the uploads wait for their time.
     if (!admitted) throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
     const { files } = this.uploads.take(ids);
-    const title = this.recent.get(conversationId)?.title;
-    this.recent.set(conversationId, {
-      title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
-      updatedAt: new Date().toISOString(),
-    });
     this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
     return { messageId };
   }
@@ -403,6 +398,8 @@ class WebChannel implements Channel, WebApp {
   }
 
   private push({ event, background, files }: RelayedEvent): void {
+    // Every instance lists the conversation (a tab may ask another one for the list).
+    if (event.type === "user") this.noteRecent(event.conversationId, event.text);
     for (const ref of event.type === "final" ? (event.files ?? []) : []) {
       const path = ref.id ? files?.[ref.id] : undefined;
       if (path) this.files.adopt(ref, path);
@@ -413,6 +410,15 @@ class WebChannel implements Channel, WebApp {
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, "an event could not be written to a tab");
     }
+  }
+
+  /** A message in a conversation that may have no session yet: the list shows it, titled by its first message. */
+  private noteRecent(conversationId: string, text: string): void {
+    const title = this.recent.get(conversationId)?.title;
+    this.recent.set(conversationId, {
+      title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
+      updatedAt: new Date().toISOString(),
+    });
   }
 
   /**
