@@ -6,19 +6,23 @@
  * A payload too big for a notification (PostgreSQL refuses 8000 bytes or more) is stored in
  * palaver.notify_payloads and notified by its row id; the listeners read the row, and rows older
  * than `keepMs` are deleted. When the connection breaks, the notifier reconnects with backoff,
- * LISTENs again and tells onReconnect's callbacks: what was sent meanwhile never arrives.
+ * LISTENs again and tells onReconnect's callbacks: what others sent meanwhile never arrives.
+ * Its own notify() calls meanwhile wait for the reconnect, each at most `timeoutMs` and at most
+ * MAX_WAITING of them; the rest are refused (the caller decides what a lost one means).
  */
 import pg from "pg";
 import type { Logger } from "../log.js";
 import { backoffDelay } from "../util/backoff.js";
 import { errorMessage } from "../util/errors.js";
-import { withTimeout } from "../util/timeout.js";
+import { TimeoutError, withTimeout } from "../util/timeout.js";
 
 /** PostgreSQL's limit is "shorter than 8000 bytes"; the wire adds one marker character. */
 const MAX_NOTIFICATION_BYTES = 7999;
 /** Marks of the wire form: the payload itself, or the id of its stored row. */
 const INLINE = "=";
 const STORED = "@";
+/** Notifications waiting to go out (the connection is down) before new ones are refused at once. */
+const MAX_WAITING = 1000;
 
 export type NotificationHandler = (payload: string) => void;
 
@@ -50,6 +54,9 @@ export class Notifier {
   private failures = 0;
   private broken = false;
   private closed = false;
+  private waiting = 0;
+  /** Settles when a connection is up again (after a break), or rejects at close(). */
+  private up = deferred<pg.Client>();
   private readonly timeoutMs: number;
   private readonly keepMs: number;
 
@@ -70,7 +77,10 @@ export class Notifier {
       if (first) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
     } catch (err) {
       // The handler stays: the reconnect LISTENs for it.
-      this.broken = true;
+      if (!this.client && !this.broken) {
+        this.broken = true;
+        this.up = deferred();
+      }
       this.scheduleReconnect();
       throw err;
     }
@@ -81,15 +91,23 @@ export class Notifier {
     this.reconnected.add(callback);
   }
 
-  /** Sends `payload` on `channel`, after every earlier notify(); rejects when it could not be sent in time. */
+  /** Sends `payload` on `channel`, after every earlier notify(); rejects when it could not be sent within timeoutMs. */
   notify(channel: string, payload: string): Promise<void> {
-    const sent = this.outgoing.then(() => this.send(channel, payload));
+    if (this.waiting >= MAX_WAITING) {
+      return Promise.reject(new Error(`${MAX_WAITING} notifications are already waiting for the database`));
+    }
+    const deadline = Date.now() + this.timeoutMs;
+    this.waiting++;
+    const sent = this.outgoing
+      .then(() => this.send(channel, payload, deadline))
+      .finally(() => this.waiting--);
     this.outgoing = sent.catch(() => undefined);
     return sent;
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.up.reject(new Error("the notifier is closed"));
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await withTimeout(this.outgoing, this.timeoutMs, "sending the last notifications").catch(() => undefined);
@@ -98,12 +116,8 @@ export class Notifier {
     await client?.end().catch(() => undefined);
   }
 
-  private async send(channel: string, payload: string): Promise<void> {
-    const client = await withTimeout(
-      this.connection(),
-      this.timeoutMs,
-      "connecting to the database to notify",
-    );
+  private async send(channel: string, payload: string, deadline: number): Promise<void> {
+    const client = await this.ready(deadline - Date.now());
     if (Buffer.byteLength(payload, "utf8") + INLINE.length <= MAX_NOTIFICATION_BYTES) {
       await client.query("SELECT pg_notify($1, $2)", [channel, INLINE + payload]);
       return;
@@ -118,6 +132,15 @@ export class Notifier {
        SELECT pg_notify($1, $4 || id) FROM stored`,
       [channel, payload, this.keepMs, STORED],
     );
+  }
+
+  /** The connection to send on: the open one, the first, or (after a break) the reconnect loop's. */
+  private ready(ms: number): Promise<pg.Client> {
+    if (this.client) return Promise.resolve(this.client);
+    const what = "waiting for the database connection to notify";
+    if (ms <= 0) return Promise.reject(new TimeoutError(what, this.timeoutMs));
+    // After a break, the reconnect loop (with its backoff) brings the connection back: wait for it.
+    return withTimeout(this.broken ? this.up.promise : this.connection(), ms, what);
   }
 
   /** The open connection, or a new one that LISTENs on every channel asked for. */
@@ -159,6 +182,7 @@ export class Notifier {
     }
     this.client = client;
     this.failures = 0;
+    this.up.resolve(client);
     this.sweepTimer ??= setInterval(() => void this.sweep(), this.keepMs);
     this.sweepTimer.unref();
     if (this.broken) {
@@ -175,6 +199,7 @@ export class Notifier {
     void client.end().catch(() => undefined);
     if (this.closed) return;
     this.broken = true;
+    this.up = deferred();
     this.opts.log.warn(
       { err: errorMessage(err) },
       "database: the notification connection broke; reconnecting",
@@ -235,4 +260,22 @@ export class Notifier {
       )
       .catch(() => undefined);
   }
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(err: Error): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting when it is rejected at close().
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }

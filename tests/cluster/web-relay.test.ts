@@ -22,13 +22,14 @@ import { Metrics } from "../../src/daemon/metrics.js";
 import { Notifier } from "../../src/db/notify.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
-import { logger } from "../../src/log.js";
+import { logger, type Logger } from "../../src/log.js";
 import { SessionStore } from "../../src/sessions/store.js";
 import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
+import { captureLog } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 
-const log = logger("test");
+const testLog = logger("test");
 const missing = requireOrSkip(postgresMissing());
 const TOKEN = "relay-test-token-0123456789";
 const BEARER = { authorization: `Bearer ${TOKEN}` };
@@ -49,7 +50,21 @@ interface Tab {
 }
 
 /** One gateway's web chat: its own HTTP server, state folder and notification connection; the workspace shared. */
-async function startInstance(name: string, url: string, dir: string, token = TOKEN): Promise<Instance> {
+interface InstanceOptions {
+  /** channels.web.token ("" = made and kept, agreed through the database). */
+  token?: string;
+  /** Its logger (default: the test's). */
+  log?: Logger;
+  /** How long a notification waits for a broken connection to come back. */
+  notifyTimeoutMs?: number;
+}
+
+async function startInstance(
+  name: string,
+  url: string,
+  dir: string,
+  { token = TOKEN, log = testLog, notifyTimeoutMs }: InstanceOptions = {},
+): Promise<Instance> {
   const workspace = join(dir, "ws");
   const config = ConfigSchema.parse({
     agents: { defaults: { workspace } },
@@ -65,7 +80,14 @@ async function startInstance(name: string, url: string, dir: string, token = TOK
     log,
   });
   await http.start();
-  const notifier = new Notifier({ url, instance: name, log, retryMs: 50, maxRetryMs: 200 });
+  const notifier = new Notifier({
+    url,
+    instance: name,
+    log,
+    retryMs: 50,
+    maxRetryMs: 200,
+    ...(notifyTimeoutMs ? { timeoutMs: notifyTimeoutMs } : {}),
+  });
   const channel = await createWebChannel({
     config,
     workspace,
@@ -192,12 +214,12 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
 
   async function cluster(token?: string): Promise<[Instance, Instance]> {
     const url = await server.createDatabase();
-    admin = openDatabase({ url, applicationName: "palaver test", log });
-    await migrate(admin, log);
+    admin = openDatabase({ url, applicationName: "palaver test", log: testLog });
+    await migrate(admin, testLog);
     dir = await mkdtemp(join(tmpdir(), "palaver-relay-"));
-    const a = await startInstance("a", url, dir, token);
+    const a = await startInstance("a", url, dir, token === undefined ? {} : { token });
     instances.push(a);
-    const b = await startInstance("b", url, dir, token);
+    const b = await startInstance("b", url, dir, token === undefined ? {} : { token });
     instances.push(b);
     return [a, b];
   }
@@ -335,5 +357,43 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
       req.end();
     });
     expect(me).toBe(200);
+  });
+
+  it("tells every instance's tabs to reload when B's events could not be sent, once B is back", async () => {
+    const url = await server.createDatabase();
+    admin = openDatabase({ url, applicationName: "palaver test", log: testLog });
+    await migrate(admin, testLog);
+    dir = await mkdtemp(join(tmpdir(), "palaver-relay-"));
+    // B logs in as a role of its own, so B alone can be kept out for a while.
+    await admin.query("CREATE ROLE b LOGIN");
+    const a = await startInstance("a", url, dir);
+    instances.push(a);
+    const captured = captureLog();
+    const b = await startInstance("b", url.replace("postgres@", "b@"), dir, {
+      log: captured.log,
+      notifyTimeoutMs: 300,
+    });
+    instances.push(b);
+    const onA = await tab(a, "c1");
+    await marker(b, "c1", "before", [onA]);
+
+    await admin.query("ALTER ROLE b NOLOGIN");
+    await admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver b notify'",
+    );
+    await b.channel.send({ channel: "web", chatId: "c1", content: "lost", kind: "progress" });
+    await waitFor(
+      () => captured.lines.some((l) => String(l.msg).startsWith("web relay: events could not reach")),
+      undefined,
+      "B to give up sending",
+    );
+    expect(onA.ended).toBe(false);
+    await admin.query("ALTER ROLE b LOGIN");
+    await waitFor(() => onA.ended, undefined, "A's stream to end");
+
+    const reopened = await tab(a, "c1");
+    await marker(b, "c1", "after", [reopened]);
+    expect(onA.events.map(brief)).toEqual(["progress:before"]);
+    expect(reopened.events.map(brief)).toEqual(["progress:after"]);
   });
 });

@@ -2,6 +2,9 @@
  * The web relay over PostgreSQL LISTEN/NOTIFY (db/notify.ts): one notification channel for the
  * whole cluster's web chat, each event tagged with the instance that published it so an
  * instance skips its own (its tabs had the event already).
+ *
+ * Events can be lost when a connection breaks: a listener that reconnects tells its tabs to
+ * reload, and a publisher whose events could not be sent tells every instance to, once it can.
  */
 import type { Notifier } from "../../db/notify.js";
 import type { Logger } from "../../log.js";
@@ -18,36 +21,50 @@ export interface PgWebRelayOptions {
   log: Logger;
 }
 
-interface Envelope extends RelayedEvent {
-  from: string;
-}
+/** What goes over the channel: an event, or "some of mine were lost: reload". */
+type Envelope = ({ from: string } & RelayedEvent) | { from: string; resync: true };
 
 export class PgWebRelay implements WebRelay {
   private listener: RelayListener | null = null;
   private listening = false;
+  /** Some event could not be sent: the others are told to resync once the connection is back. */
+  private owesResync = false;
 
   constructor(private readonly opts: PgWebRelayOptions) {}
 
   publish(relayed: RelayedEvent): void {
-    const envelope: Envelope = { from: this.opts.instance, ...relayed };
-    this.opts.notifier.notify(WEB_RELAY_CHANNEL, JSON.stringify(envelope)).catch((err: unknown) => {
-      this.opts.log.warn(
-        { err: errorMessage(err), conversationId: relayed.event.conversationId, type: relayed.event.type },
-        "web relay: an event could not reach the other instances",
-      );
-    });
+    this.send({ from: this.opts.instance, ...relayed });
   }
 
   async start(listener: RelayListener): Promise<void> {
     this.listener = listener;
     if (this.listening) return;
     this.listening = true;
-    this.opts.notifier.onReconnect(() => this.listener?.resync());
+    this.opts.notifier.onReconnect(() => {
+      this.listener?.resync();
+      if (this.owesResync) {
+        this.owesResync = false;
+        this.send({ from: this.opts.instance, resync: true });
+      }
+    });
     await this.opts.notifier.listen(WEB_RELAY_CHANNEL, (payload) => this.receive(payload));
   }
 
   stop(): void {
     this.listener = null;
+  }
+
+  private send(envelope: Envelope): void {
+    this.opts.notifier.notify(WEB_RELAY_CHANNEL, JSON.stringify(envelope)).catch((err: unknown) => {
+      // Once per outage: while the connection is down every event fails alike.
+      if (!this.owesResync) {
+        this.opts.log.warn(
+          { err: errorMessage(err) },
+          "web relay: events could not reach the other instances; their tabs reload when it is back",
+        );
+      }
+      this.owesResync = true;
+    });
   }
 
   private receive(payload: string): void {
@@ -57,6 +74,10 @@ export class PgWebRelay implements WebRelay {
       return;
     }
     if (envelope.from === this.opts.instance) return;
+    if ("resync" in envelope) {
+      this.listener?.resync();
+      return;
+    }
     const { from: _from, ...relayed } = envelope;
     this.listener?.deliver(relayed);
   }
@@ -71,8 +92,10 @@ function envelopeOf(payload: string): Envelope | undefined {
     return undefined;
   }
   if (typeof value !== "object" || value === null) return undefined;
-  const { from, event, background, files } = value as Partial<Record<keyof Envelope, unknown>>;
-  if (typeof from !== "string" || typeof background !== "boolean" || !isEvent(event)) return undefined;
+  const { from, event, background, files, resync } = value as Record<string, unknown>;
+  if (typeof from !== "string") return undefined;
+  if (resync === true) return { from, resync };
+  if (typeof background !== "boolean" || !isEvent(event)) return undefined;
   if (files !== undefined && !isPathMap(files)) return undefined;
   return { from, event, background, ...(files ? { files } : {}) };
 }
