@@ -306,7 +306,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     expect(onA.events.map(brief)).toEqual(["progress:before", "final:12003 chars", "progress:after"]);
     const final = onA.events[1] as Extract<WebEvent, { type: "final" }>;
     expect(final.text).toBe(long);
-    expect(final.files).toEqual([{ id: expect.any(String), name: "report.txt", bytes: 10 }]);
+    expect(final.files).toEqual([{ id: expect.any(String) as unknown, name: "report.txt", bytes: 10 }]);
     const file = await request(`${a.base}/api/files/${final.files![0]!.id}`);
     expect(file.status).toBe(200);
     expect(file.body.toString("utf8")).toBe("the report");
