@@ -104,4 +104,21 @@ describe.skipIf(missing)("Notifier (real PostgreSQL)", () => {
     await waitFor(() => heard.length === 3, undefined, "the later payloads");
     expect(heard).toEqual(["before", "after", "y".repeat(9000)]);
   });
+
+  it("keeps trying when the database refuses it at the start, and listens once it can", async () => {
+    const { url, db } = await database();
+    await db.query("CREATE ROLE late NOLOGIN");
+    const listener = notifier(url.replace("postgres@", "late@"), "b");
+    const heard: string[] = [];
+    let reconnects = 0;
+    listener.onReconnect(() => reconnects++);
+    await expect(listener.listen("chat", (payload) => heard.push(payload))).rejects.toThrow(
+      /not permitted to log in/,
+    );
+    await db.query("ALTER ROLE late LOGIN");
+    await waitFor(() => reconnects === 1, undefined, "the listener to connect");
+    await notifier(url, "a").notify("chat", "hello");
+    await waitFor(() => heard.length === 1, undefined, "the payload");
+    expect(heard).toEqual(["hello"]);
+  });
 });

@@ -371,7 +371,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     const captured = captureLog();
     const b = await startInstance("b", url.replace("postgres@", "b@"), dir, {
       log: captured.log,
-      notifyTimeoutMs: 300,
+      notifyTimeoutMs: 2000,
     });
     instances.push(b);
     const onA = await tab(a, "c1");
