@@ -284,7 +284,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     expect(elsewhere.events.map(brief)).toEqual(["progress:other chat"]);
   });
 
-  it("brings a reply bigger than a notification whole, in its place, with its file servable on A", async () => {
+  it("brings a reply bigger than a notification whole, in its place, with its workspace file servable on A", async () => {
     const [a, b] = await cluster();
     const onA = await tab(a, "c1");
     // Two bytes a character: 24000 bytes, three times what one notification may carry.
@@ -292,6 +292,8 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     const media = join(dir, "ws", "out");
     await mkdir(media, { recursive: true });
     await writeFile(join(media, "report.txt"), "the report");
+    // Outside the shared workspace: B's own file, which A must not serve under B's id.
+    await writeFile(join(dir, "b-only.txt"), "B's own");
 
     await b.channel.send({ channel: "web", chatId: "c1", content: "before", kind: "progress" });
     await b.channel.send({
@@ -299,17 +301,23 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
       chatId: "c1",
       content: long,
       kind: "final",
-      media: [join(media, "report.txt")],
+      media: [join(media, "report.txt"), join(dir, "b-only.txt")],
     });
     await marker(b, "c1", "after", [onA]);
 
     expect(onA.events.map(brief)).toEqual(["progress:before", "final:12003 chars", "progress:after"]);
     const final = onA.events[1] as Extract<WebEvent, { type: "final" }>;
     expect(final.text).toBe(long);
-    expect(final.files).toEqual([{ id: expect.any(String) as unknown, name: "report.txt", bytes: 10 }]);
-    const file = await request(`${a.base}/api/files/${final.files![0]!.id}`);
+    expect(final.files).toEqual([
+      { id: expect.any(String) as unknown, name: "report.txt", bytes: 10 },
+      { id: expect.any(String) as unknown, name: "b-only.txt", bytes: 7 },
+    ]);
+    const [report, own] = final.files!.map((f) => f.id!);
+    const file = await request(`${a.base}/api/files/${report}`);
     expect(file.status).toBe(200);
     expect(file.body.toString("utf8")).toBe("the report");
+    expect((await request(`${a.base}/api/files/${own}`)).status).toBe(404);
+    expect((await request(`${b.base}/api/files/${own}`)).body.toString("utf8")).toBe("B's own");
   });
 
   it("ends A's streams when the relay lost its connection (the page reloads), and relays later events", async () => {

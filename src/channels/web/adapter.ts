@@ -5,6 +5,7 @@
  * conversation as server-sent events. A conversation `<id>` is the session `web:<id>`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { resolve } from "node:path";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
@@ -16,6 +17,7 @@ import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "../../config/platforms/web.js";
 import { EventHub } from "./events.js";
 import { HttpError } from "../../util/http-body.js";
+import { isInside } from "../../workspace/paths.js";
 import { isLoopbackName } from "./http.js";
 import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf, titleOf } from "./history.js";
 import { LiveState } from "./live.js";
@@ -402,7 +404,8 @@ class WebChannel implements Channel, WebApp {
     if (event.type === "user") this.noteRecent(event.conversationId, event.text);
     for (const ref of event.type === "final" ? (event.files ?? []) : []) {
       const path = ref.id ? files?.[ref.id] : undefined;
-      if (path) this.files.adopt(ref, path);
+      // Only the shared workspace is the same file on every instance; nothing else is served for another.
+      if (path && isInside(resolve(path), resolve(this.ctx.workspace))) this.files.adopt(ref, path);
     }
     this.live.see(event, background);
     try {

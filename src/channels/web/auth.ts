@@ -1,9 +1,10 @@
 /**
  * Who may use the web chat: the holder of one token. The token is channels.web.token, or a random
  * one made on first start and kept in <state>/web/token (0600); in a cluster the instances agree
- * on that one through the database (pg-token.ts), so a browser signed in on one is on all. The page trades it once for a
- * cookie (HttpOnly, SameSite=Strict) that carries not the token but a MAC of it, so the cookie is
- * worthless elsewhere and a new token signs every browser out. Comparisons are constant-time.
+ * on that one through the database (pg-token.ts), so a browser signed in on one is on all. The
+ * page trades it once for a cookie (HttpOnly, SameSite=Strict) that carries not the token but a
+ * MAC of it, so the cookie is worthless elsewhere and a new token signs every browser out.
+ * Comparisons are constant-time.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
