@@ -383,13 +383,26 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     });
     instances.push(b);
     const onA = await tab(a, "c1");
+    expect((await request(`${a.base}/api/conversations/c1/messages`, "POST", { text: "hi" })).status).toBe(
+      202,
+    );
+    const place = { channel: "web", chatId: "c1", turnId: "t1" };
+    b.channel.onTurn!({ kind: "turnStart", ...place });
     await marker(b, "c1", "before", [onA]);
+    const busy = async () => {
+      const list = JSON.parse(
+        (await request(`${a.base}/api/conversations`)).body.toString("utf8"),
+      ) as unknown;
+      return (list as { id: string; busy: boolean }[]).find((c) => c.id === "c1")?.busy;
+    };
+    expect(await busy()).toBe(true);
 
     await admin.query("ALTER ROLE b NOLOGIN");
     await admin.query(
       "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver b notify'",
     );
     await b.channel.send({ channel: "web", chatId: "c1", content: "lost", kind: "progress" });
+    b.channel.onTurn!({ kind: "turnEnd", ...place, outcome: "done" });
     await waitFor(
       () => captured.lines.some((l) => String(l.msg).startsWith("web relay: events could not reach")),
       undefined,
@@ -398,10 +411,13 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     expect(onA.ended).toBe(false);
     await admin.query("ALTER ROLE b LOGIN");
     await waitFor(() => onA.ended, undefined, "A's stream to end");
+    // Its turnEnd was lost: A forgot the turn rather than show it running until the next one.
+    expect(await busy()).toBe(false);
 
     const reopened = await tab(a, "c1");
     await marker(b, "c1", "after", [reopened]);
-    expect(onA.events.map(brief)).toEqual(["progress:before"]);
+    expect(onA.events.map(brief)).toEqual(["user:hi", "turnStart", "progress:before"]);
+    // The replay has no running turn any more, and the message it answered went with it.
     expect(reopened.events.map(brief)).toEqual(["progress:after"]);
   });
 });

@@ -399,7 +399,7 @@ class WebChannel implements Channel, WebApp {
     this.gateway.webRelay?.publish(relayed);
   }
 
-  private push({ event, background, files }: RelayedEvent): void {
+  private push({ event, background, files }: RelayedEvent, remote = false): void {
     // Every instance lists the conversation (a tab may ask another one for the list).
     if (event.type === "user") this.noteRecent(event.conversationId, event.text);
     for (const ref of event.type === "final" ? (event.files ?? []) : []) {
@@ -407,7 +407,7 @@ class WebChannel implements Channel, WebApp {
       // Only the shared workspace is the same file on every instance; nothing else is served for another.
       if (path && isInside(resolve(path), resolve(this.ctx.workspace))) this.files.adopt(ref, path);
     }
-    this.live.see(event, background);
+    this.live.see(event, background, remote);
     try {
       this.hub?.publish(event);
     } catch (err) {
@@ -426,8 +426,8 @@ class WebChannel implements Channel, WebApp {
 
   /**
    * Cluster mode: the events of turns running on other instances reach the tabs held here. When
-   * the relay had to reconnect, events may be missing: the streams end, and the pages reconnect
-   * and reload the history (the live state here may lag until the next turn of that chat).
+   * the relay lost events, the turns running elsewhere are forgotten (their end may be among the
+   * lost) and the streams end: the pages reconnect and reload the history.
    */
   private async startRelay(): Promise<void> {
     const relay = this.gateway.webRelay;
@@ -435,9 +435,12 @@ class WebChannel implements Channel, WebApp {
     try {
       await relay.start({
         deliver: (relayed) => {
-          if (this.hub) this.push(relayed);
+          if (this.hub) this.push(relayed, true);
         },
-        resync: () => this.hub?.endAll(),
+        resync: () => {
+          this.live.forgetRemoteTurns();
+          this.hub?.endAll();
+        },
       });
     } catch (err) {
       // The relay keeps trying on its own; this instance's tabs work meanwhile.
