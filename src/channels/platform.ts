@@ -11,6 +11,8 @@ import type { SessionStore } from "../sessions/store.js";
 import type { IngressLease } from "./ingress-lease.js";
 import type { Channel } from "./types.js";
 import type { UsageAsker, UsageReport } from "../usage/command.js";
+import type { SharedToken } from "./web/auth.js";
+import type { WebRelay } from "./web/relay.js";
 
 export interface ChannelFactoryContext {
   config: Config;
@@ -37,6 +39,10 @@ export interface GatewayServices {
    * channel starts and stops it with itself. Absent: one process, the ingress always runs.
    */
   lease?: (name: string) => IngressLease;
+  /** Cluster mode: the web chat's events to and from the other instances (web/pg-relay.ts); absent in one process. */
+  webRelay?: WebRelay;
+  /** Cluster mode: the web token all instances agree on (web/pg-token.ts); absent: <state>/web/token alone. */
+  webToken?: SharedToken;
 }
 
 export type ChannelFactory = (ctx: ChannelFactoryContext) => Promise<Channel>;

@@ -107,6 +107,15 @@ const MIGRATIONS: readonly string[] = [
     version bigint NOT NULL DEFAULT 1,
     updated_at timestamptz NOT NULL DEFAULT now()
   );
+
+  -- web relay: NOTIFY payloads too big for a notification (db/notify.ts), read by id, kept a minute.
+  CREATE TABLE palaver.notify_payloads (
+    id bigserial PRIMARY KEY,
+    channel text NOT NULL,
+    payload text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE INDEX notify_payloads_age ON palaver.notify_payloads (created_at);
   `,
 ];
 

@@ -5,6 +5,7 @@
  * conversation as server-sent events. A conversation `<id>` is the session `web:<id>`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { resolve } from "node:path";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
@@ -16,6 +17,7 @@ import { loadToken, WebAuth } from "./auth.js";
 import { WEB_SENDER_ID, type WebConfig } from "../../config/platforms/web.js";
 import { EventHub } from "./events.js";
 import { HttpError } from "../../util/http-body.js";
+import { isInside } from "../../workspace/paths.js";
 import { isLoopbackName } from "./http.js";
 import { historyOf, listConversations, NEW_CHAT_TITLE, sessionKeyOf, titleOf } from "./history.js";
 import { LiveState } from "./live.js";
@@ -27,9 +29,9 @@ import type {
   SendAccepted,
   SendRequest,
   UsageView,
-  WebEvent,
 } from "./protocol.js";
 import { ClientLimits, RateLimit } from "./rate.js";
+import type { PublishedEvent, RelayedEvent } from "./relay.js";
 import { createWebHandler, type WebApp } from "./routes.js";
 import { StaticAssets } from "./static.js";
 import { AgentFiles, Uploads, type Upload } from "./uploads.js";
@@ -57,8 +59,6 @@ export function createWebChannel(ctx: ChannelFactoryContext, opts: WebChannelOpt
   }
   return Promise.resolve(new WebChannel(ctx, ctx.gateway, opts));
 }
-
-type Published = Exclude<WebEvent, { type: "ping" }>;
 
 class WebChannel implements Channel, WebApp {
   readonly name = "web";
@@ -104,7 +104,7 @@ class WebChannel implements Channel, WebApp {
         { platform: "web" },
       );
     }
-    const { token, file } = await loadToken(this.section.token, stateDir);
+    const { token, file } = await loadToken(this.section.token, stateDir, this.gateway.webToken);
     const hub = new EventHub();
     const loopbackOnly = isLoopbackName(http.host);
     this.hub = hub;
@@ -143,6 +143,7 @@ class WebChannel implements Channel, WebApp {
           "put a reverse proxy with TLS in front of it (docs/web.md)",
       );
     }
+    await this.startRelay();
     const url = `${pageUrl(base, http.host)}/`;
     // One line, nothing else (pretty logs would print fields on lines of their own). A configured
     // token is a registered secret the log would mask: the line says where it is instead.
@@ -154,6 +155,7 @@ class WebChannel implements Channel, WebApp {
   }
 
   async stop(): Promise<void> {
+    this.gateway.webRelay?.stop();
     this.unmount?.();
     this.unmount = null;
     this.hub?.close();
@@ -170,14 +172,18 @@ class WebChannel implements Channel, WebApp {
     const turn = msg.turnId ? { turnId: msg.turnId } : {};
     switch (msg.kind ?? "final") {
       case "final": {
-        const files = await Promise.all((msg.media ?? []).map((path) => this.files.register(path)));
-        this.publish({
-          type: "final",
-          conversationId,
-          ...turn,
-          text: msg.content,
-          ...(files.length ? { files } : {}),
-        });
+        const media = msg.media ?? [];
+        const files = await Promise.all(media.map((path) => this.files.register(path)));
+        this.publish(
+          {
+            type: "final",
+            conversationId,
+            ...turn,
+            text: msg.content,
+            ...(files.length ? { files } : {}),
+          },
+          files.length ? { files: Object.fromEntries(files.map((f, i) => [f.id!, media[i]!])) } : {},
+        );
         return;
       }
       case "plan":
@@ -227,7 +233,8 @@ class WebChannel implements Channel, WebApp {
 
   onTurn(event: TurnEvent): void {
     const base = { conversationId: event.chatId, turnId: event.turnId };
-    if (event.kind === "turnStart") this.publish({ type: "turnStart", ...base }, event.background);
+    if (event.kind === "turnStart")
+      this.publish({ type: "turnStart", ...base }, { background: event.background === true });
     else this.publish({ type: "turnEnd", ...base, outcome: event.outcome ?? "done" });
   }
 
@@ -345,11 +352,6 @@ class WebChannel implements Channel, WebApp {
     // Refused: the manager told the chat why (its refusal notice); the uploads wait for their time.
     if (!admitted) throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
     const { files } = this.uploads.take(ids);
-    const title = this.recent.get(conversationId)?.title;
-    this.recent.set(conversationId, {
-      title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
-      updatedAt: new Date().toISOString(),
-    });
     this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
     return { messageId };
   }
@@ -390,12 +392,62 @@ class WebChannel implements Channel, WebApp {
     return { sink: this.sink, path: this.path };
   }
 
-  private publish(event: Published, background = false): void {
-    this.live.see(event, background);
+  /** To this instance's tabs, and through the relay to the other instances' (cluster mode). */
+  private publish(event: PublishedEvent, extra: Partial<Omit<RelayedEvent, "event">> = {}): void {
+    const relayed: RelayedEvent = { event, background: false, ...extra };
+    this.push(relayed);
+    this.gateway.webRelay?.publish(relayed);
+  }
+
+  private push({ event, background, files }: RelayedEvent, remote = false): void {
+    // Every instance lists the conversation (a tab may ask another one for the list).
+    if (event.type === "user") this.noteRecent(event.conversationId, event.text);
+    for (const ref of event.type === "final" ? (event.files ?? []) : []) {
+      const path = ref.id ? files?.[ref.id] : undefined;
+      // Only the shared workspace is the same file on every instance; nothing else is served for another.
+      if (path && isInside(resolve(path), resolve(this.ctx.workspace))) this.files.adopt(ref, path);
+    }
+    this.live.see(event, background, remote);
     try {
       this.hub?.publish(event);
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, "an event could not be written to a tab");
+    }
+  }
+
+  /** A message in a conversation that may have no session yet: the list shows it, titled by its first message. */
+  private noteRecent(conversationId: string, text: string): void {
+    const title = this.recent.get(conversationId)?.title;
+    this.recent.set(conversationId, {
+      title: title && title !== NEW_CHAT_TITLE ? title : titleOf(text),
+      updatedAt: new Date().toISOString(),
+    });
+  }
+
+  /**
+   * Cluster mode: the events of turns running on other instances reach the tabs held here. When
+   * the relay lost events, the turns running elsewhere are forgotten (their end may be among the
+   * lost) and the streams end: the pages reconnect and reload the history.
+   */
+  private async startRelay(): Promise<void> {
+    const relay = this.gateway.webRelay;
+    if (!relay) return;
+    try {
+      await relay.start({
+        deliver: (relayed) => {
+          if (this.hub) this.push(relayed, true);
+        },
+        resync: () => {
+          this.live.forgetRemoteTurns();
+          this.hub?.endAll();
+        },
+      });
+    } catch (err) {
+      // The relay keeps trying on its own; this instance's tabs work meanwhile.
+      this.log.warn(
+        { err: errorMessage(err) },
+        "web relay: not listening yet; turns on other instances stay unseen here until it is",
+      );
     }
   }
 }

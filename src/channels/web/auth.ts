@@ -1,8 +1,10 @@
 /**
  * Who may use the web chat: the holder of one token. The token is channels.web.token, or a random
- * one made on first start and kept in <state>/web/token (0600). The page trades it once for a
- * cookie (HttpOnly, SameSite=Strict) that carries not the token but a MAC of it, so the cookie is
- * worthless elsewhere and a new token signs every browser out. Comparisons are constant-time.
+ * one made on first start and kept in <state>/web/token (0600); in a cluster the instances agree
+ * on that one through the database (pg-token.ts), so a browser signed in on one is on all. The
+ * page trades it once for a cookie (HttpOnly, SameSite=Strict) that carries not the token but a
+ * MAC of it, so the cookie is worthless elsewhere and a new token signs every browser out.
+ * Comparisons are constant-time.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -19,10 +21,20 @@ export function tokenFileOf(stateDir: string): string {
   return join(stateDir, "web", "token");
 }
 
-/** The configured token, else the kept one, else a new one written 0600. */
+/** Cluster mode: the token all instances use (pg-token.ts). */
+export interface SharedToken {
+  /** The cluster's token; `candidate` becomes it when the cluster has none yet. */
+  agree(candidate: string): Promise<string>;
+}
+
+/**
+ * The configured token, else the kept one, else a new one written 0600. With `shared`, the
+ * cluster's token wins and is kept in the file too (`palaver status` shows the page's address from it).
+ */
 export async function loadToken(
   configured: string,
   stateDir: string,
+  shared?: SharedToken,
 ): Promise<{ token: string; file?: string }> {
   if (configured.trim() !== "") return { token: configured.trim() };
   const file = tokenFileOf(stateDir);
@@ -33,10 +45,12 @@ export async function loadToken(
       throw err;
     },
   );
-  if (kept !== "") return { token: kept, file };
-  const token = randomBytes(24).toString("base64url");
-  await mkdirPrivate(join(stateDir, "web"));
-  await writeFilePrivate(file, `${token}\n`);
+  const candidate = kept !== "" ? kept : randomBytes(24).toString("base64url");
+  const token = shared ? await shared.agree(candidate) : candidate;
+  if (token !== kept) {
+    await mkdirPrivate(join(stateDir, "web"));
+    await writeFilePrivate(file, `${token}\n`);
+  }
   return { token, file };
 }
 

@@ -69,6 +69,11 @@ export class EventHub {
   /** Ends every stream (the channel stops). */
   close(): void {
     clearInterval(this.timer);
+    this.endAll();
+  }
+
+  /** Ends every stream but stays open: the pages reconnect and reload what they may have missed. */
+  endAll(): void {
     for (const [conversationId, set] of this.byConversation) {
       for (const client of [...set]) {
         this.remove(conversationId, client);

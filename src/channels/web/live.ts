@@ -14,6 +14,8 @@ const MAX_PENDING = 20;
 
 interface Now {
   turnId?: string;
+  /** The running turn's events come from another instance of the cluster (web/relay.ts). */
+  remote?: boolean;
   /** The message the running turn answers. */
   asked?: Ev<"user">;
   /** Messages sent and not yet answered, oldest first: each turn takes the first. */
@@ -30,13 +32,17 @@ export class LiveState {
   /** Which conversation a question is in, for the answer (POST /api/questions/:id). */
   private readonly questionChats = new BoundedMap<string, string>(1000);
 
-  /** Takes note of an event; `background`: a turnStart of cron or a subagent, which answers no message. */
-  see(event: Exclude<WebEvent, { type: "ping" }>, background = false): void {
+  /**
+   * Takes note of an event; `background`: a turnStart of cron or a subagent, which answers no
+   * message; `remote`: relayed from another instance.
+   */
+  see(event: Exclude<WebEvent, { type: "ping" }>, background = false, remote = false): void {
     const id = event.conversationId;
     const now: Now = this.now.get(id) ?? { pending: [], questions: new Map() };
     switch (event.type) {
       case "turnStart":
         now.turnId = event.turnId;
+        now.remote = remote;
         now.asked = background ? undefined : now.pending.shift();
         now.delta = undefined;
         now.plan = undefined;
@@ -74,6 +80,23 @@ export class LiveState {
         break;
     }
     this.now.set(id, now);
+  }
+
+  /**
+   * Forgets the turns running on other instances: the relay lost events, so their end may never
+   * come. Their later events still reach the tabs; open questions stay (a stale one's button
+   * answers "no longer open").
+   */
+  forgetRemoteTurns(): void {
+    for (const id of [...this.now.keys()]) {
+      const now = this.now.get(id);
+      if (!now?.remote) continue;
+      now.turnId = undefined;
+      now.remote = undefined;
+      now.asked = undefined;
+      now.delta = undefined;
+      now.plan = undefined;
+    }
   }
 
   busy(conversationId: string): boolean {

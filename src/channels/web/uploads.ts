@@ -242,6 +242,11 @@ export class AgentFiles {
     return { id, name, ...(bytes !== undefined ? { bytes } : {}) };
   }
 
+  /** A file another instance registered (relay.ts), under its id: the workspace is shared in a cluster. */
+  adopt(ref: FileRef, path: string): void {
+    if (ref.id) this.files.set(ref.id, { path, name: safeFileName(ref.name), bytes: ref.bytes ?? 0 });
+  }
+
   get(id: string): StoredFile | undefined {
     return this.files.get(id);
   }
