@@ -18,7 +18,7 @@ import { memoryCommand } from "./recall/chat-command.js";
 import { MemoryRecall } from "./recall/service.js";
 import { summaryLine } from "./recall/summary.js";
 import { MemoryVersions } from "./recall/versions.js";
-import type { SessionStore } from "./sessions/store.js";
+import type { SessionStorage } from "./sessions/storage.js";
 
 export interface RecallSetup {
   /** Absent when this Node has no node:sqlite. */
@@ -32,7 +32,7 @@ export interface RecallSetup {
 export function createRecall(opts: {
   config: Config;
   stateDir: string;
-  sessions: SessionStore;
+  sessions: SessionStorage;
   memory: MemoryFiles;
   tools: ToolRegistry;
   /** Who may undo memory changes (create-agent.ts's owner check). */

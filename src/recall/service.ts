@@ -31,9 +31,9 @@ import type { MemoryVersions, VersionReason } from "./versions.js";
 export interface RecallOptions {
   /** The index file (`<state>/memory/index.sqlite`). */
   indexPath: string;
-  /** Session files, and those ended by /new. */
-  sessionsDir: string;
-  archiveDir: string;
+  /** Session files, and those ended by /new; undefined when sessions are not files (cluster mode). */
+  sessionsDir: string | undefined;
+  archiveDir: string | undefined;
   memoryFile: string;
   historyFile: string;
   includeToolResults: boolean;
@@ -320,7 +320,8 @@ export class MemoryRecall {
   }
 }
 
-async function jsonlFiles(dir: string): Promise<string[]> {
+async function jsonlFiles(dir: string | undefined): Promise<string[]> {
+  if (dir === undefined) return [];
   const names = await readdir(dir).catch(() => [] as string[]);
   return names.filter((n) => n.endsWith(".jsonl")).map((n) => join(dir, n));
 }
