@@ -107,6 +107,27 @@ const MIGRATIONS: readonly string[] = [
     version bigint NOT NULL DEFAULT 1,
     updated_at timestamptz NOT NULL DEFAULT now()
   );
+
+  -- sessions: a session's metadata and messages as json, not jsonb, so they come back with the
+  -- keys in the order they were written (jsonb sorts them) and an exported session file has the
+  -- bytes of the file that was imported.
+  ALTER TABLE palaver.sessions ALTER COLUMN metadata DROP DEFAULT,
+    ALTER COLUMN metadata TYPE json USING metadata::json,
+    ALTER COLUMN metadata SET DEFAULT '{}';
+  ALTER TABLE palaver.session_messages ALTER COLUMN message TYPE json USING message::json;
+  -- sessions: the conversations /new ended (the file store's sessions/archive/), one row each,
+  -- kept so nothing said is lost; messages = the JSON array of the messages in order.
+  CREATE TABLE palaver.session_archive (
+    id bigserial PRIMARY KEY,
+    session_key text NOT NULL,
+    archived_at timestamptz NOT NULL DEFAULT now(),
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    metadata json NOT NULL,
+    last_consolidated integer NOT NULL,
+    messages json NOT NULL
+  );
+  CREATE INDEX session_archive_key ON palaver.session_archive (session_key, archived_at);
   `,
 ];
 
