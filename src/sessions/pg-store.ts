@@ -134,7 +134,11 @@ export class PgSessionStore implements SessionStorage {
           WHERE m.session_key = s.key AND m.message ->> 'role' = 'user' ORDER BY m.seq LIMIT 1) AS first_user
        FROM palaver.sessions s ORDER BY s.updated_at DESC, s.key`,
     );
-    return rows.rows.map((r) => ({ key: r.key, updatedAt: r.updated_at, firstUserContent: r.first_user ?? null }));
+    return rows.rows.map((r) => ({
+      key: r.key,
+      updatedAt: r.updated_at,
+      firstUserContent: r.first_user ?? null,
+    }));
   }
 
   async hasChat(channel: string, chatId: string): Promise<boolean> {
@@ -342,13 +346,14 @@ function escapeLike(text: string): string {
 }
 
 function isObjectWith(value: unknown, field: string, expected: unknown): boolean {
-  return typeof value === "object" && value !== null && (value as Record<string, unknown>)[field] === expected;
+  return (
+    typeof value === "object" && value !== null && (value as Record<string, unknown>)[field] === expected
+  );
 }
 
 function failure(what: string, key: string, err: unknown): PalaverError {
   if (err instanceof PalaverError) return err;
-  return new PalaverError(
-    `cannot ${what} session ${key} in the cluster database: ${errorMessage(err)}`,
-    { cause: err },
-  );
+  return new PalaverError(`cannot ${what} session ${key} in the cluster database: ${errorMessage(err)}`, {
+    cause: err,
+  });
 }

@@ -67,7 +67,7 @@ export function parseTimestamp(value: unknown): Date | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
-function metadataLine(session: Session): string {
+export function metadataLine(session: Session): string {
   // Exactly nanobot's keys, in nanobot's order.
   return (
     JSON.stringify({
