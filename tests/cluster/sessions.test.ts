@@ -4,6 +4,7 @@
  * stores on two pools) see each other's appends at their next get().
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listConversations } from "../../src/channels/web/history.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import type { ChatMessage } from "../../src/llm/types.js";
@@ -208,6 +209,10 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
     expect(listed[0]!.updatedAt.getTime()).toBe(onlyMeta.updatedAt.getTime());
     expect(listed.find((s) => s.key === "web:first")?.firstUserContent).toBe("title here");
     expect(listed.find((s) => s.key === "telegram:5")?.firstUserContent).toBeNull();
+    // The web chat's list of conversations takes its titles from there (no file to read).
+    expect(await listConversations(listed, () => false)).toEqual([
+      expect.objectContaining({ id: "first", title: "title here" }),
+    ]);
     expect(await b.count()).toBe(3);
     expect(await b.hasChat("web", "first")).toBe(true);
     expect(await b.hasChat("slack", "C9")).toBe(true); // through its thread
