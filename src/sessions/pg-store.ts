@@ -13,6 +13,7 @@ import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
 import { inTransaction, type Database, type DatabaseClient } from "../db/pool.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
+import { BoundedMap } from "../util/bounded-map.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { Session } from "./session.js";
 import type { SessionInfo, SessionStorage } from "./storage.js";
@@ -33,12 +34,19 @@ interface SessionRow {
   messages: ChatMessage[] | null;
 }
 
+/** Sessions held in memory at most (each is checked against the database on every get anyway). */
+const DEFAULT_MAX_CACHED = 1000;
+
 /** PostgreSQL's unique_violation: the primary key refused a second message at the same seq. */
 const UNIQUE_VIOLATION = "23505";
 
 export class PgSessionStore implements SessionStorage {
   private readonly log: Logger;
-  private readonly cache = new Map<string, { session: Session; stamp: Stamp }>();
+  /**
+   * The sessions read lately. Forgetting one costs only a read at its next get(): every get()
+   * checks the copy against the database anyway.
+   */
+  private readonly cache: BoundedMap<string, { session: Session; stamp: Stamp }>;
   /** Reads and writes of one session run one after the other, in the order they were asked. */
   private readonly queue = new KeyedQueue();
   onAppended: ((key: string, messages: readonly ChatMessage[]) => void) | undefined;
@@ -51,8 +59,10 @@ export class PgSessionStore implements SessionStorage {
   constructor(
     private readonly db: Database,
     log?: Logger,
+    opts: { maxCached?: number } = {},
   ) {
     this.log = log ?? logger("sessions");
+    this.cache = new BoundedMap(opts.maxCached ?? DEFAULT_MAX_CACHED);
   }
 
   get(key: string): Promise<Session> {
@@ -177,7 +187,10 @@ export class PgSessionStore implements SessionStorage {
       const same = row
         ? held.stamp.count === row.n && held.stamp.updatedAt === row.updated_at.getTime()
         : held.stamp.count === undefined;
-      if (same) return held.session;
+      if (same) {
+        this.cache.set(key, held); // the most recently used is forgotten last
+        return held.session;
+      }
     }
     const row = await readSession(this.db, key);
     const fresh = row ? sessionOf(key, row) : new Session(key);
@@ -198,6 +211,7 @@ export class PgSessionStore implements SessionStorage {
       lastConsolidated: fresh.lastConsolidated,
     });
     held.stamp = stamp;
+    this.cache.set(key, held);
     return held.session;
   }
 

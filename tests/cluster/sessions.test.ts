@@ -222,6 +222,20 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
     expect(await b.hasChat("slack", "C%")).toBe(false); // LIKE's wildcards are taken literally
   });
 
+  it("holds at most maxCached sessions; a forgotten one is read again whole", async () => {
+    const { url } = await instances(0);
+    const store = new PgSessionStore(open(url), log, { maxCached: 1 });
+    const a = await store.get("test:a");
+    await store.append(a, [user("a1")]);
+    const b = await store.get("test:b"); // pushes test:a out
+    await store.append(b, [user("b1")]);
+    const again = await store.get("test:a");
+    expect(again).not.toBe(a);
+    expect(contents(again.messages)).toEqual(["a1"]);
+    await store.append(again, [user("a2")]);
+    expect(contents((await new PgSessionStore(open(url), log).get("test:a")).messages)).toEqual(["a1", "a2"]);
+  });
+
   it("tells onAppended of every append and stamps messages that have no timestamp", async () => {
     const { stores } = await instances(1);
     const store = stores[0]!;
