@@ -105,6 +105,8 @@ export class PgSessionStore implements SessionStorage {
     session.lastConsolidated = 0;
     session.updatedAt = new Date();
     return this.write(session, "clear", async (client) => {
+      // Locked first, so no append of another instance lands between the copy and the delete.
+      await client.query("SELECT 1 FROM palaver.sessions WHERE key = $1 FOR UPDATE", [session.key]);
       await client.query(
         `INSERT INTO palaver.session_archive
            (session_key, created_at, updated_at, metadata, last_consolidated, messages)
