@@ -143,15 +143,23 @@ function importReport(items: readonly ImportItem[], applied: boolean): string {
   return `${lines.join("\n")}\n${summary}\n`;
 }
 
-/** Pure: what `palaver cluster export` prints. */
+/** Pure: what `palaver cluster export` prints, with where each part goes to run as one process again. */
 function exportReport(to: string, written: readonly string[]): string {
   if (written.length === 0)
     return `The cluster database holds nothing to export; nothing written to ${to}.\n`;
+  const sessions = join(to, "workspace", "sessions");
+  const state = join(to, "state");
+  const copies = [
+    written.some((p) => p.startsWith(sessions))
+      ? `${sessions} into the workspace's sessions folder`
+      : undefined,
+    written.some((p) => p.startsWith(state))
+      ? `what is in ${state} into the state folder (beside config.json)`
+      : undefined,
+  ].filter((c) => c !== undefined);
   return (
     `${written.map((p) => `  ${p}`).join("\n")}\nWrote ${written.length} file(s) into ${to}.\n` +
-    `To go back to one process: copy ${join(to, "workspace", "sessions")} into the workspace's sessions ` +
-    `folder and the contents of ${join(to, "state")} into the state folder (beside config.json), ` +
-    "then remove cluster.database from the config.\n"
+    `To go back to one process: copy ${copies.join(", and ")}, then remove cluster.database from the config.\n`
   );
 }
 
