@@ -167,7 +167,7 @@ async function planCron(db: Database, path: string): Promise<Planned[]> {
   if (!parsed.ok)
     throw new PalaverError(`cannot import ${path}: ${parsed.error}; fix or move the file, then import again`);
   const out: Planned[] = parsed.problems.map((p) => ({
-    what: "cron job",
+    what: `cron job ${idOf(p.entry)}`,
     outcome: "skipped" as const,
     detail: `not a valid job in ${path} (${p.error}); it stays in the file`,
   }));
@@ -221,6 +221,12 @@ async function planDocuments(db: Database, documents: StateFiles["documents"]): 
     );
   }
   return out;
+}
+
+/** A cron entry's id for the report, whatever the entry is. */
+function idOf(entry: unknown): string {
+  const id = typeof entry === "object" && entry !== null ? (entry as { id?: unknown }).id : undefined;
+  return typeof id === "string" && id !== "" ? id : "(without an id)";
 }
 
 /** What a JSON round trip makes of a value (what jsonb gives back): undefined fields gone. */

@@ -263,6 +263,36 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
     expect((await store.get("web:abc")).messages.at(-1)?.content).toBe("Two files.");
   });
 
+  it("bad input: a state file that is not JSON stops the import before anything is written; a bad cron entry is skipped with why", async () => {
+    const from = await oneProcess(join(root, "from"));
+    const db = await open();
+    await migrate(db, log);
+    await writeFile(from.documents[0]!.path, "{ not json");
+    await expect(importState(db, from, { force: false, log })).rejects.toThrow(
+      new RegExp(
+        `cannot import ${from.documents[0]!.path}: not JSON .*fix or move the file, then import again`,
+      ),
+    );
+    const stored = await db.query<{ n: string }>("SELECT count(*) AS n FROM palaver.sessions");
+    expect(Number(stored.rows[0]!.n)).toBe(0);
+
+    await writeJson(from.documents[0]!.path, PAIRING);
+    await writeJson(from.cronPath, {
+      ...JOBS,
+      jobs: [...JOBS.jobs, { id: "broken", schedule: { kind: "nope" } }],
+    });
+    const result = await importState(db, from, { force: false, log });
+    expect(result.applied).toBe(true);
+    expect(result.items.filter((i) => i.outcome === "skipped")).toEqual([
+      {
+        what: "cron job",
+        outcome: "skipped",
+        detail: expect.stringMatching(/^not a valid job in .*jobs\.json \(schedule/),
+      },
+    ]);
+    expect(result.items.find((i) => i.what === "cron job water1")?.outcome).toBe("imported");
+  });
+
   describe("through the CLI", { timeout: 120_000 }, () => {
     const cli = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> =>
       runCli(args, {
