@@ -343,6 +343,18 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
       expect(none.stderr).toContain(`cluster.database is not set in ${from.configPath}`);
       expect(none.stderr).toContain("PALAVER_CLUSTER__DATABASE");
 
+      const closed = await cli(["cluster", "import", ...config], {
+        PALAVER_CLUSTER__DATABASE: "postgres://palaver:s3cret@127.0.0.1:1/palaver",
+      });
+      expect(closed.code).toBe(1);
+      expect(closed.stderr).toContain(
+        "cannot use the cluster database at postgres://palaver:****@127.0.0.1:1/palaver",
+      );
+      expect(closed.stderr).toContain(
+        `check cluster.database in ${from.configPath} and that PostgreSQL is running`,
+      );
+      expect(closed.stderr).not.toContain("s3cret");
+
       const url = await server.createDatabase();
       const viaEnv = await cli(["cluster", "import", ...config], { PALAVER_CLUSTER__DATABASE: url });
       expect(viaEnv.code).toBe(0);
