@@ -30,7 +30,7 @@ export interface StateFiles {
   documents: { name: string; path: string }[];
 }
 
-export type Outcome = "imported" | "unchanged" | "replaced" | "conflict" | "skipped";
+type Outcome = "imported" | "unchanged" | "replaced" | "conflict" | "skipped";
 
 export interface ImportItem {
   /** "session telegram:42", "cron job abc", "document pairing.json". */
@@ -59,7 +59,8 @@ export async function importState(
   files: StateFiles,
   opts: { force: boolean; log: Logger },
 ): Promise<ImportResult> {
-  const sessions = new PgSessionStore(db, opts.log);
+  // One session in memory at a time, whatever the size of the workspace.
+  const sessions = new PgSessionStore(db, opts.log, { maxCached: 1 });
   const planned = [
     ...(await planSessions(sessions, files.sessionsDir, opts.log)),
     ...(await planArchive(db, join(files.sessionsDir, "archive"), opts.log)),
@@ -78,7 +79,7 @@ export async function importState(
 }
 
 /** Pure: whether two sessions hold the same (what the database keeps of a session file). */
-export function sameSession(a: Session, b: Session): boolean {
+function sameSession(a: Session, b: Session): boolean {
   return (
     a.createdAt.getTime() === b.createdAt.getTime() &&
     a.updatedAt.getTime() === b.updatedAt.getTime() &&
@@ -103,11 +104,16 @@ async function planSessions(sessions: PgSessionStore, dir: string, log: Logger):
       });
       continue;
     }
-    const session = await files.get(info.key);
     const stored = await sessions.stored(info.key);
-    const state = stored === undefined ? "new" : sameSession(stored, session) ? "same" : "differs";
+    const state =
+      stored === undefined
+        ? "new"
+        : sameSession(stored, await readOnce(files, info.key))
+          ? "same"
+          : "differs";
+    // Read again when it is stored, so only one session is in memory at a time (the gateways are stopped).
     // compact(): the session stored exactly as read, replacing what was there.
-    out.push(plan(what, state, () => sessions.compact(session)));
+    out.push(plan(what, state, async () => sessions.compact(await readOnce(files, info.key))));
   }
   await files.close();
   return out;
@@ -125,8 +131,6 @@ async function planArchive(db: Database, dir: string, log: Logger): Promise<Plan
       out.push({ what, outcome: "skipped", detail: `${info.path} is not named <key>.<ms>.jsonl` });
       continue;
     }
-    // Read through the file store under the file's own name; the key is the one on its first line.
-    const session = await files.get(stem);
     const found = await db.query<{ n: string }>(
       "SELECT count(*) AS n FROM palaver.session_archive WHERE session_key = $1 AND archived_at = $2",
       [info.key, new Date(at)],
@@ -139,6 +143,8 @@ async function planArchive(db: Database, dir: string, log: Logger): Promise<Plan
       what,
       outcome: "imported",
       store: async () => {
+        // Read through the file store under the file's own name; the key is the one on its first line.
+        const session = await readOnce(files, stem);
         await db.query(
           `INSERT INTO palaver.session_archive
              (session_key, archived_at, created_at, updated_at, metadata, last_consolidated, messages)
@@ -158,6 +164,13 @@ async function planArchive(db: Database, dir: string, log: Logger): Promise<Plan
   }
   await files.close();
   return out;
+}
+
+/** A session file read without keeping it in the store's memory. */
+async function readOnce(files: SessionStore, key: string): Promise<Session> {
+  const session = await files.get(key);
+  files.invalidate(key);
+  return session;
 }
 
 async function planCron(db: Database, path: string): Promise<Planned[]> {
