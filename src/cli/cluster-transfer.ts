@@ -313,7 +313,7 @@ export async function exportState(
     write(join(to.sessionsDir, "archive", name), sessionFileText(session));
   }
 
-  const jobs = await db.query<{ job: CronJob }>("SELECT job FROM palaver.cron_jobs ORDER BY updated_at, id");
+  const jobs = await db.query<{ job: CronJob }>("SELECT job FROM palaver.cron_jobs ORDER BY id");
   if (jobs.rows.length > 0)
     write(
       to.cronPath,
