@@ -51,10 +51,13 @@ export function createRecall(opts: {
       );
     }
   };
+  // Sessions in the cluster database: read at start beside (instead of) the files.
+  const stored = sessions.stored?.bind(sessions);
   const found = MemoryRecall.create({
     indexPath: memoryIndexPath(stateDir),
     sessionsDir: sessions.sessionsDir,
     archiveDir: sessions.archiveDir ?? sessions.sessionsDir,
+    ...(stored ? { storedSessions: { list: () => sessions.list(), stored } } : {}),
     memoryFile: memory.paths.memory,
     historyFile: memory.paths.history,
     includeToolResults: config.memory.search.includeToolResults,

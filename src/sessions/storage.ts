@@ -49,6 +49,11 @@ export interface SessionStorage {
   /** How many sessions are stored. */
   count(): Promise<number>;
   /**
+   * For a store whose sessions are not files: the session as stored now, not kept in memory
+   * (memory search reads every session this way at start).
+   */
+  stored?(key: string): Promise<Session | undefined>;
+  /**
    * Told of every append, after the messages are in the session (memory search indexes them).
    * Called synchronously: it must only take note and never throw.
    */
