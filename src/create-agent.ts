@@ -27,6 +27,7 @@ import { createLlm } from "./llm/resilient.js";
 import { loadMcp, type McpTools } from "./mcp/lazy.js";
 import { mcpStatusLines } from "./mcp/status.js";
 import type { Provider } from "./llm/types.js";
+import type { SessionStorage } from "./sessions/storage.js";
 import { SessionStore, sessionsDirOf } from "./sessions/store.js";
 import { MemoryConsolidator, type MemoryConsolidatorOptions } from "./agent/consolidation.js";
 import { ContextBuilder } from "./agent/context.js";
@@ -70,7 +71,7 @@ import type { UsageEntry, UsageKind } from "./usage/record.js";
 export interface Agent {
   loop: AgentLoop;
   provider: Provider;
-  sessions: SessionStore;
+  sessions: SessionStorage;
   tools: ToolRegistry;
   subagents: SubagentManager;
   consolidator: MemoryConsolidator;

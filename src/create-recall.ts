@@ -18,7 +18,7 @@ import { memoryCommand } from "./recall/chat-command.js";
 import { MemoryRecall } from "./recall/service.js";
 import { summaryLine } from "./recall/summary.js";
 import { MemoryVersions } from "./recall/versions.js";
-import type { SessionStore } from "./sessions/store.js";
+import type { SessionStorage } from "./sessions/storage.js";
 
 export interface RecallSetup {
   /** Absent when this Node has no node:sqlite. */
@@ -32,7 +32,7 @@ export interface RecallSetup {
 export function createRecall(opts: {
   config: Config;
   stateDir: string;
-  sessions: SessionStore;
+  sessions: SessionStorage;
   memory: MemoryFiles;
   tools: ToolRegistry;
   /** Who may undo memory changes (create-agent.ts's owner check). */
@@ -51,10 +51,13 @@ export function createRecall(opts: {
       );
     }
   };
+  // Sessions in the cluster database: read at start beside (instead of) the files.
+  const stored = sessions.stored?.bind(sessions);
   const found = MemoryRecall.create({
     indexPath: memoryIndexPath(stateDir),
     sessionsDir: sessions.sessionsDir,
     archiveDir: sessions.archiveDir ?? sessions.sessionsDir,
+    ...(stored ? { storedSessions: { list: () => sessions.list(), stored } } : {}),
     memoryFile: memory.paths.memory,
     historyFile: memory.paths.history,
     includeToolResults: config.memory.search.includeToolResults,

@@ -6,7 +6,7 @@
 import { helpText, type ParsedCommand } from "../bus/commands.js";
 import { sessionKeyOf, type InboundMessage } from "../bus/types.js";
 import type { Logger } from "../log.js";
-import type { SessionStore } from "../sessions/store.js";
+import type { SessionStorage } from "../sessions/storage.js";
 import { usageReply, type UsageCommandOptions } from "../usage/command.js";
 import type { ConversationAgents } from "./agents/conversation.js";
 import type { ContextBudget } from "./budget/budget.js";
@@ -34,7 +34,7 @@ export interface PairingCommands {
 
 /** What the commands read and change; every optional part absent means "not available here". */
 export interface CommandDeps {
-  sessions: SessionStore;
+  sessions: SessionStorage;
   memory: MemoryFiles;
   /** The model /status names. */
   model: string;

@@ -12,7 +12,7 @@ import * as z from "zod";
 import { logger, type Logger } from "../log.js";
 import type { ChatMessage, ChatResponse, Provider, ToolDefinition } from "../llm/types.js";
 import type { Session } from "../sessions/session.js";
-import type { SessionStore } from "../sessions/store.js";
+import type { SessionStorage } from "../sessions/storage.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import type { MemoryArchiver } from "./extensions.js";
 import { readPromptPart, DEFAULT_PROMPT_FILE_MAX_CHARS, type PromptPart } from "../util/prompt-file.js";
@@ -200,7 +200,7 @@ export function parseSaveMemory(
 export interface MemoryConsolidatorOptions {
   provider: Provider;
   memory: MemoryFiles;
-  sessions: SessionStore;
+  sessions: SessionStorage;
   /** agents.defaults.memoryWindow: unconsolidated messages that trigger a consolidation. */
   memoryWindow: number;
   log?: Logger;
@@ -240,7 +240,7 @@ interface Running {
 export class MemoryConsolidator implements MemoryArchiver {
   private readonly provider: Provider;
   private readonly memory: MemoryFiles;
-  private readonly sessions: SessionStore;
+  private readonly sessions: SessionStorage;
   private readonly memoryWindow: number;
   private readonly log: Logger;
   private readonly now: () => Date;

@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { Config } from "../config/schema.js";
 import type { HttpMount } from "../daemon/health.js";
 import type { Logger } from "../log.js";
-import type { SessionStore } from "../sessions/store.js";
+import type { SessionStorage } from "../sessions/storage.js";
 import type { IngressLease } from "./ingress-lease.js";
 import type { Channel } from "./types.js";
 import type { UsageAsker, UsageReport } from "../usage/command.js";
@@ -26,7 +26,7 @@ export interface GatewayServices {
   /** The gateway's HTTP server (daemon/health.ts): the paths health does not serve. */
   http: HttpMount;
   /** The agent's sessions, read for a conversation's history. */
-  sessions: SessionStore;
+  sessions: SessionStorage;
   /** The state folder (beside the config): where the web chat keeps its token. */
   stateDir: string;
   /** The model answering, for the page's header. */

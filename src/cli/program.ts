@@ -4,6 +4,7 @@ import { Command } from "commander";
 import * as z from "zod";
 import { registerApprovalsCommand } from "./approvals.js";
 import { registerChatCommand } from "./chat.js";
+import { registerClusterCommand } from "./cluster.js";
 import { addCommonOptions, exitOnRefusedConfig } from "./common.js";
 import { registerConfigCommand } from "./config.js";
 import { registerCronCommand } from "./cron.js";
@@ -55,6 +56,7 @@ registerCronCommand(program);
 registerApprovalsCommand(program);
 registerPairingCommand(program);
 registerOutboxCommand(program);
+registerClusterCommand(program);
 registerMcpCommand(program);
 registerServiceCommand(program);
 

@@ -70,18 +70,20 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (inbound_id, name, args, n)
   );
 
-  -- Sessions (nanobot's JSONL files, one row per line): messages only ever appended.
+  -- Sessions (nanobot's JSONL files, one row per line): messages only ever appended. json, not
+  -- jsonb: keys come back in the order they were written (jsonb sorts them), so an exported
+  -- session file has the bytes of the one imported.
   CREATE TABLE palaver.sessions (
     key text PRIMARY KEY,
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,
-    metadata jsonb NOT NULL DEFAULT '{}',
+    metadata json NOT NULL DEFAULT '{}',
     last_consolidated integer NOT NULL DEFAULT 0
   );
   CREATE TABLE palaver.session_messages (
     session_key text NOT NULL REFERENCES palaver.sessions (key) ON DELETE CASCADE,
     seq integer NOT NULL,
-    message jsonb NOT NULL,
+    message json NOT NULL,
     PRIMARY KEY (session_key, seq)
   );
 
@@ -116,6 +118,19 @@ const MIGRATIONS: readonly string[] = [
     created_at timestamptz NOT NULL DEFAULT now()
   );
   CREATE INDEX notify_payloads_age ON palaver.notify_payloads (created_at);
+  -- sessions: the conversations /new ended (the file store's sessions/archive/), one row each,
+  -- kept so nothing said is lost; messages = the JSON array of the messages in order.
+  CREATE TABLE palaver.session_archive (
+    id bigserial PRIMARY KEY,
+    session_key text NOT NULL,
+    archived_at timestamptz NOT NULL DEFAULT now(),
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    metadata json NOT NULL,
+    last_consolidated integer NOT NULL,
+    messages json NOT NULL
+  );
+  CREATE INDEX session_archive_key ON palaver.session_archive (session_key, archived_at);
   `,
 ];
 

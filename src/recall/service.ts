@@ -20,6 +20,8 @@ import type { Embedder } from "../llm/embeddings.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Logger } from "../log.js";
 import { readLines } from "../sessions/file-lines.js";
+import type { Session } from "../sessions/session.js";
+import type { SessionInfo } from "../sessions/storage.js";
 import { errorMessage } from "../util/errors.js";
 import { isIndexed, historyEntries, memorySections, messageText } from "./chunks.js";
 import { Embeddings, type EmbeddingsState } from "./embedding.js";
@@ -31,17 +33,26 @@ import type { MemoryVersions, VersionReason } from "./versions.js";
 export interface RecallOptions {
   /** The index file (`<state>/memory/index.sqlite`). */
   indexPath: string;
-  /** Session files, and those ended by /new. */
-  sessionsDir: string;
-  archiveDir: string;
+  /** Session files, and those ended by /new; undefined when sessions are not files (cluster mode). */
+  sessionsDir: string | undefined;
+  archiveDir: string | undefined;
   memoryFile: string;
   historyFile: string;
   includeToolResults: boolean;
+  /** Sessions kept in the cluster database: indexed at start beside the files (cluster mode). */
+  storedSessions?: StoredSessions;
   /** Where a changed MEMORY.md is kept as a version. */
   versions?: MemoryVersions;
   /** memory.search.embeddings: rank by meaning too. Absent: full text only. */
   embedder?: Embedder;
   log: Logger;
+}
+
+/** What the index reads of sessions not kept as files (sessions/pg-store.ts). */
+export interface StoredSessions {
+  list(): Promise<SessionInfo[]>;
+  /** The session as stored now, not kept in memory. */
+  stored(key: string): Promise<Session | undefined>;
 }
 
 export interface RecallQuery {
@@ -182,6 +193,7 @@ export class MemoryRecall {
     await this.syncMemoryFiles("edit");
     await this.memorySync;
     await this.indexSessionFiles(index);
+    await this.indexStoredSessions(index);
   }
 
   /** Indexes what is queued and closes the file. */
@@ -216,6 +228,7 @@ export class MemoryRecall {
       );
     await this.syncMemoryFiles("start");
     await this.indexSessionFiles(index);
+    await this.indexStoredSessions(index);
     this.flush();
     this.embeddings?.fill();
   }
@@ -284,6 +297,41 @@ export class MemoryRecall {
     if (source === "memory" && st && this.opts.versions) await this.opts.versions.keep(text, reason);
   }
 
+  /**
+   * The sessions in the cluster database that changed since the index last read them (each
+   * instance has its own index; the messages of its own turns arrive through enqueue()). A session
+   * is stamped like a file, under `database:<key>`, by its update time.
+   */
+  private async indexStoredSessions(index: RecallIndex): Promise<void> {
+    const sessions = this.opts.storedSessions;
+    if (!sessions) return;
+    let read = 0;
+    let added = 0;
+    try {
+      for (const info of await sessions.list()) {
+        const stamp = `database:${info.key}`;
+        if (index.fileStamp(stamp)?.mtime === info.updatedAt.getTime()) continue;
+        const session = await sessions.stored(info.key);
+        if (!session) continue;
+        added += index.add(
+          session.messages.map((m) => this.sessionDoc(info.key, m)).filter((d) => d !== undefined),
+        );
+        index.setFileStamp(stamp, session.messages.length, info.updatedAt.getTime());
+        read++;
+      }
+    } catch (err) {
+      this.opts.log.warn(
+        { reason: errorMessage(err) },
+        "memory search: sessions in the cluster database could not be indexed; `palaver memory reindex` tries again",
+      );
+    }
+    if (read > 0)
+      this.opts.log.info(
+        { sessions: read, messages: added },
+        `memory search: indexed ${added} messages from ${read} sessions in the cluster database`,
+      );
+  }
+
   private async indexSessionFiles(index: RecallIndex): Promise<void> {
     const files = [...(await jsonlFiles(this.opts.sessionsDir)), ...(await jsonlFiles(this.opts.archiveDir))];
     const started = performance.now();
@@ -320,7 +368,8 @@ export class MemoryRecall {
   }
 }
 
-async function jsonlFiles(dir: string): Promise<string[]> {
+async function jsonlFiles(dir: string | undefined): Promise<string[]> {
+  if (dir === undefined) return [];
   const names = await readdir(dir).catch(() => [] as string[]);
   return names.filter((n) => n.endsWith(".jsonl")).map((n) => join(dir, n));
 }

@@ -17,13 +17,7 @@ import { KeyedQueue } from "../util/keyed-queue.js";
 import { AppendHandles } from "./append-handles.js";
 import { isObject, readLines, type MetadataLine } from "./file-lines.js";
 import { Session } from "./session.js";
-
-export interface SessionInfo {
-  key: string;
-  path: string;
-  /** The file's modification time: the last append or metadata change. */
-  updatedAt: Date;
-}
+import type { SessionFileInfo, SessionStorage } from "./storage.js";
 
 /** Where a workspace keeps its session files (nanobot's layout). */
 export function sessionsDirOf(workspace: string): string {
@@ -73,7 +67,7 @@ export function parseTimestamp(value: unknown): Date | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
-function metadataLine(session: Session): string {
+export function metadataLine(session: Session): string {
   // Exactly nanobot's keys, in nanobot's order.
   return (
     JSON.stringify({
@@ -102,7 +96,7 @@ const FIRST_LINE_BYTES = 64 * 1024;
 /** Files looked at concurrently by list(). */
 const LIST_CONCURRENCY = 16;
 
-export class SessionStore {
+export class SessionStore implements SessionStorage {
   private readonly log: Logger;
   private readonly cache = new Map<string, Promise<Session>>();
   /** Writes to one session file run one after the other; one failed write never blocks the next. */
@@ -232,9 +226,9 @@ export class SessionStore {
   }
 
   /** Every session file, most recently updated first. */
-  async list(): Promise<SessionInfo[]> {
+  async list(): Promise<SessionFileInfo[]> {
     const names = await this.fileNames();
-    const out: SessionInfo[] = [];
+    const out: SessionFileInfo[] = [];
     for (let i = 0; i < names.length; i += LIST_CONCURRENCY) {
       const infos = await Promise.all(names.slice(i, i + LIST_CONCURRENCY).map((n) => this.info(n)));
       for (const info of infos) if (info) out.push(info);
@@ -407,7 +401,7 @@ export class SessionStore {
     }
   }
 
-  private async info(name: string): Promise<SessionInfo | undefined> {
+  private async info(name: string): Promise<SessionFileInfo | undefined> {
     const path = join(this.sessionsDir, name);
     try {
       const st = await stat(path);

@@ -12,9 +12,12 @@ import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema, type Config } from "../../src/config/schema.js";
 import { createLlm } from "../../src/llm/resilient.js";
 import type { Provider } from "../../src/llm/types.js";
+import { SessionStore } from "../../src/sessions/store.js";
 import { FakeOpenAI } from "../fakes/openai-server.js";
 
 export interface Harness extends Agent {
+  /** The agent's sessions: files, as the harness runs without a cluster database. */
+  sessions: SessionStore;
   bus: MessageBus;
   workspace: string;
   config: Config;
@@ -88,8 +91,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const send = (chatId: string, content: string, extra: Partial<InboundMessage> = {}) =>
     bus.publishInbound({ channel: "test", senderId: "user-1", chatId, content, ...extra });
 
+  if (!(agent.sessions instanceof SessionStore)) throw new Error("the harness expects file sessions");
   return {
     ...agent,
+    sessions: agent.sessions,
     bus,
     workspace,
     config,

@@ -6,7 +6,8 @@
 import { open } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ChatMessage } from "../../llm/types.js";
-import { parseTimestamp, type SessionInfo } from "../../sessions/store.js";
+import type { SessionInfo } from "../../sessions/storage.js";
+import { parseTimestamp } from "../../sessions/store.js";
 import type { ConversationSummary, FileRef, HistoryMessage } from "./protocol.js";
 
 export const SESSION_PREFIX = "web:";
@@ -82,12 +83,18 @@ export async function listConversations(
       const id = s.key.slice(SESSION_PREFIX.length);
       return {
         id,
-        title: titleOf(splitAttachments(await firstUserText(s.path)).text),
+        title: titleOf(splitAttachments(await titleTextOf(s)).text),
         updatedAt: s.updatedAt.toISOString(),
         busy: busy(id),
       };
     }),
   );
+}
+
+/** The text a conversation's title comes from: its first user message, as the store has it. */
+function titleTextOf(s: SessionInfo): Promise<string> {
+  if (s.firstUserContent !== undefined) return Promise.resolve(textOf(s.firstUserContent));
+  return s.path === undefined ? Promise.resolve("") : firstUserText(s.path);
 }
 
 /** The first user message in the first bytes of a session file ("" when there is none there). */
