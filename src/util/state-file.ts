@@ -28,6 +28,7 @@ import type { Logger } from "pino";
 import { errorMessage } from "./errors.js";
 import { writeFailure } from "./write-errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "./private-fs.js";
+import type { DocumentChange, SharedDocument } from "./shared-document.js";
 
 export interface StateFileOptions<T> {
   schema: z.ZodType<T>;
@@ -40,7 +41,7 @@ export interface StateFileOptions<T> {
   log: Logger;
 }
 
-export class StateFile<T> {
+export class StateFile<T> implements SharedDocument<T> {
   private value: T;
   /** The version of the file `value` came from; "missing" when there is none, null before the first read. */
   private stamp: string | null = null;
@@ -73,7 +74,7 @@ export class StateFile<T> {
    * (or undefined to write nothing). Throws when the file cannot be read, so it is never overwritten
    * with a stale value.
    */
-  update<R>(change: (current: T) => { next?: T; result: R }): R {
+  update<R>(change: DocumentChange<T, R>): R {
     this.refresh(true);
     const { next, result } = change(this.value);
     if (next !== undefined) this.write(next);
