@@ -40,8 +40,8 @@ export function registerPairingCommand(program: Command): void {
     .description("let in the person who was given this code (they are told, by the gateway)")
     .argument("<code>", "the 8-character code they were given")
     .action((code: string) =>
-      guarded(() => {
-        const result = open(approve).approve(code, "cli");
+      guarded(async () => {
+        const result = await open(approve).approve(code, "cli");
         if (!result.ok) {
           throw new Error(
             result.reason === "malformed"
@@ -64,8 +64,8 @@ export function registerPairingCommand(program: Command): void {
     .argument("<platform>", "telegram, slack, discord ...")
     .argument("<id>", "their user id (see `palaver pairing list`)")
     .action((platform: string, id: string) =>
-      guarded(() => {
-        if (!open(revoke).revoke(platform, id)) {
+      guarded(async () => {
+        if (!(await open(revoke).revoke(platform, id))) {
           throw new Error(
             `${platform} user ${id} was not approved by pairing (\`palaver pairing list\` shows who was); ` +
               `people in channels.${platform}.allowFrom are taken out there`,

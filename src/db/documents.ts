@@ -16,7 +16,7 @@
 import type { z } from "zod";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
-import type { DocumentChange, SharedDocument } from "../util/shared-document.js";
+import type { DocumentChange, DocumentKind, SharedDocument } from "../util/shared-document.js";
 import { inTransaction, type Database, type DatabaseClient } from "./pool.js";
 
 /** The NOTIFY channel of document changes; the payload is `{"name": ..., "version": ...}`. */
@@ -34,14 +34,6 @@ export interface DocumentsOptions {
   log: Logger;
   /** The fallback re-read of every document, and the wait before re-listening after a failure (default 5 s). */
   refreshMs?: number;
-}
-
-export interface DocumentOptions<T> {
-  schema: z.ZodType<T>;
-  /** The value when there is no row (or it could not be read). */
-  empty: () => T;
-  /** What it holds, for warnings: "the pairing file". */
-  what: string;
 }
 
 interface Row {
@@ -64,11 +56,12 @@ export class PgDocuments {
   }
 
   /** The document `name` (one object per name). Its value is empty until start() has read it. */
-  document<T>(name: string, opts: DocumentOptions<T>): PgDocument<T> {
+  document<T>(name: string, opts: DocumentKind<T>): PgDocument<T> {
     const known = this.documents.get(name);
+    // One object per name: every caller of a name passes the same kind.
     if (known) return known as PgDocument<T>;
     const doc = new PgDocument<T>(name, this.opts.db, opts, this.opts.log);
-    this.documents.set(name, doc as PgDocument<unknown>);
+    this.documents.set(name, doc);
     if (!this.stopped) void this.refreshQuietly([name]);
     return doc;
   }
@@ -180,7 +173,7 @@ export class PgDocument<T> implements SharedDocument<T> {
   constructor(
     readonly name: string,
     private readonly db: Database,
-    private readonly opts: DocumentOptions<T>,
+    private readonly opts: DocumentKind<T>,
     private readonly log: Logger,
   ) {
     this.value = opts.empty();
@@ -264,7 +257,7 @@ export class PgDocument<T> implements SharedDocument<T> {
     );
     this.log.warn(
       { document: this.name, movedTo: aside, problem: problemOf(parsed.error) },
-      `${this.opts.what} in the database is not valid; copied it aside and starting empty`,
+      `${this.opts.what} in the database is not valid; copied it aside and starting ${this.opts.startsAs ?? "empty"}`,
     );
     return this.opts.empty();
   }

@@ -9,6 +9,19 @@
  * read-modify-write that never loses another process's change; the database's is asynchronous,
  * so callers await `update` (awaiting the file's plain result costs nothing).
  */
+import type { z } from "zod";
+
+/** What a document is, for both implementations. */
+export interface DocumentKind<T> {
+  schema: z.ZodType<T>;
+  /** The value when there is none yet (or it was moved aside). */
+  empty: () => T;
+  /** What it holds, for warnings: "the pairing file". */
+  what: string;
+  /** What starting over means, for the warning about a value that is not valid (default "empty"). */
+  startsAs?: string;
+}
+
 export type DocumentChange<T, R> = (current: T) => { next?: T; result: R };
 
 export interface SharedDocument<T> {

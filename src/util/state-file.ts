@@ -23,21 +23,13 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname } from "node:path";
-import type { z } from "zod";
 import type { Logger } from "pino";
 import { errorMessage } from "./errors.js";
 import { writeFailure } from "./write-errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "./private-fs.js";
-import type { DocumentChange, SharedDocument } from "./shared-document.js";
+import type { DocumentChange, DocumentKind, SharedDocument } from "./shared-document.js";
 
-export interface StateFileOptions<T> {
-  schema: z.ZodType<T>;
-  /** The value when there is no file (or it was moved aside). */
-  empty: () => T;
-  /** What the file holds, for warnings: "the pairing file". */
-  what: string;
-  /** What starting over means, for the warning about a corrupt file (default "empty"). */
-  startsAs?: string;
+export interface StateFileOptions<T> extends DocumentKind<T> {
   log: Logger;
 }
 
