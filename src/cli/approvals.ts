@@ -33,10 +33,10 @@ export function registerApprovalsCommand(program: Command): void {
     .description("remove a rule: its tool (or program) is asked again in that chat")
     .argument("<id>", "the rule id (see `palaver approvals list`)")
     .action((id: string) =>
-      guarded(() => {
+      guarded(async () => {
         const store = open(revoke);
         const rule = store.list().find((r) => r.id === id);
-        if (!rule || !store.revoke(id)) {
+        if (!rule || !(await store.revoke(id))) {
           throw new Error(`no approval rule with id ${id} (\`palaver approvals list\` shows them)`);
         }
         process.stdout.write(
