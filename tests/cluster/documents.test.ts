@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
-import { PgDocuments } from "../../src/db/documents.js";
+import { CHAT_RULES_DOCUMENT, FileChatRules } from "../../src/approvals/chat-rules.js";
+import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -68,7 +69,9 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
     const { rows } = await open(url).query<{ value: Counter; version: string }>(
       "SELECT value, version FROM palaver.documents WHERE name = 'test.json'",
     );
-    expect([...rows[0]!.value.items].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `item ${i}`).sort());
+    expect([...rows[0]!.value.items].sort()).toEqual(
+      Array.from({ length: 20 }, (_, i) => `item ${i}`).sort(),
+    );
     expect(Number(rows[0]!.version)).toBe(21);
   });
 
@@ -115,8 +118,54 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
     const { rows } = await db.query<{ name: string; value: unknown }>(
       "SELECT name, value FROM palaver.documents ORDER BY name",
     );
-    expect(rows.map((r) => r.name)).toEqual(["test.json", expect.stringMatching(/^test\.json\.corrupt-\d+$/)]);
+    expect(rows.map((r) => r.name)).toEqual([
+      "test.json",
+      expect.stringMatching(/^test\.json\.corrupt-\d+$/),
+    ]);
     expect(rows[0]!.value).toEqual({ version: 1, items: ["fresh"] });
     expect(rows[1]!.value).toEqual({ version: 7, items: "no" });
+  });
+
+  it("listens again after its connection is cut, and catches up on what it missed", async () => {
+    const url = await migrated();
+    const [a, b] = [await instance(url, 200), await instance(url, 200)];
+    const docA = a.document("test.json", counterOptions);
+    const docB = b.document("test.json", counterOptions);
+    await Promise.all([a.start(), b.start()]);
+    const admin = open(url);
+    // Both instances' LISTEN connections are cut.
+    const listeners = () =>
+      admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity
+         WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+      );
+    await waitFor(async () => (await listeners()).rows.length === 2, undefined, "both listening");
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+    );
+    await docA.update((c) => ({ next: { ...c, items: ["while b was away"] }, result: undefined }));
+    await waitFor(() => docB.read().items.length === 1, undefined, "b catches up");
+    await waitFor(async () => (await listeners()).rows.length === 2, undefined, "both listen again");
+  });
+
+  it("approval rules: a rule added on A applies on B; revoked on B (the CLI), gone on A", async () => {
+    const url = await migrated();
+    const [a, b] = [await instance(url), await instance(url)];
+    const rulesA = new FileChatRules(a.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);
+    const rulesB = new FileChatRules(b.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);
+    await Promise.all([a.start(), b.start()]);
+    const rule = await rulesA.add({
+      channel: "tg",
+      chatId: "c1",
+      tool: "exec",
+      program: "git",
+      addedBy: "ann",
+    });
+    await waitFor(() => rulesB.forChat("tg", "c1").length === 1, undefined, "b has the rule");
+    expect(rulesB.list()).toEqual([rule]);
+    expect(await rulesB.revoke(rule.id)).toBe(true);
+    await waitFor(() => rulesA.list().length === 0, undefined, "a lost the rule");
+    expect(await rulesA.revoke(rule.id)).toBe(false);
   });
 });
