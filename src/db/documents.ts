@@ -124,7 +124,10 @@ export class PgDocuments {
       this.listener = held;
     } catch (err) {
       client?.release(err instanceof Error ? err : true);
-      this.opts.log.warn({ err: errorMessage(err) }, "database: cannot listen for document changes; retrying");
+      this.opts.log.warn(
+        { err: errorMessage(err) },
+        "database: cannot listen for document changes; retrying",
+      );
       this.scheduleRelisten();
     }
   }

@@ -134,7 +134,9 @@ describe("PairingGate", () => {
     });
     const g = gate();
     const { code } = await store.request("telegram", "7", "7");
-    expect(await g.command(dm("8", `/pairing approve ${code}`), `approve ${code}`)).toMatch(/^Only the owner/);
+    expect(await g.command(dm("8", `/pairing approve ${code}`), `approve ${code}`)).toMatch(
+      /^Only the owner/,
+    );
     expect(await g.command(dm("9"), "list")).toContain(code);
     expect(await g.command(dm("42"), "approve")).toMatch(/^Usage/);
     expect(await g.command(dm("42"), `approve ${code}`)).toMatch(/^Approved: telegram user 7/);
