@@ -265,7 +265,7 @@ export class Gateway {
     this.channels.interruptPreviews(cutOffPreviews);
     this.channels.resend(unfinished.outbound);
     // Welcomes for people approved while palaver was down, and from now on for each approval.
-    this.pairing.start();
+    void this.pairing.start();
     // What an earlier run took in but never finished, oldest first. Only now: a reply published
     // before the manager routes (channels.start) would reach no channel and be lost.
     for (const { id, msg } of unfinished.inbound) {

@@ -143,19 +143,18 @@ describe.skipIf(skip).each(FAULTS)("state files on $name", (fault) => {
     ]);
   });
 
-  it("the pairing file keeps its codes, and takes the refused one once mended", () => {
+  it("the pairing file keeps its codes, and takes the refused one once mended", async () => {
     const path = pairingPath(disk.dir);
     const store = new PairingStore(path, { log: silent });
-    const first = store.request("telegram", "1", "1");
+    const first = await store.request("telegram", "1", "1");
     // Enough pending codes that the file outgrows its block: the next write needs a new one.
-    for (let i = 2; i < 60; i++) store.request(`p${i}`, String(i), String(i));
-    return failsClearly(() => store.request("telegram", "x", "x"), path).then(() => {
-      const reread = new PairingStore(path, { log: silent });
-      expect(reread.pending().map((p) => p.code)).toContain(first.code);
-      expect(reread.pending().some((p) => p.senderId === "x")).toBe(false);
-      store.request("telegram", "y", "y");
-      expect(new PairingStore(path, { log: silent }).pending().some((p) => p.senderId === "y")).toBe(true);
-    });
+    for (let i = 2; i < 60; i++) await store.request(`p${i}`, String(i), String(i));
+    await failsClearly(() => store.request("telegram", "x", "x"), path);
+    const reread = new PairingStore(path, { log: silent });
+    expect(reread.pending().map((p) => p.code)).toContain(first.code);
+    expect(reread.pending().some((p) => p.senderId === "x")).toBe(false);
+    await store.request("telegram", "y", "y");
+    expect(new PairingStore(path, { log: silent }).pending().some((p) => p.senderId === "y")).toBe(true);
   });
 
   describe("media", () => {

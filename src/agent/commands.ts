@@ -28,7 +28,7 @@ export interface QuestionInbox {
 /** The loop's side of pairing (pairing/gate.ts): answered at once, never by the model. */
 export interface PairingCommands {
   /** `/pairing <args>` from msg's sender: the reply (the gate decides whether they are an owner). */
-  command(msg: InboundMessage, args: string): string;
+  command(msg: InboundMessage, args: string): Promise<string>;
   statusLine(): string;
 }
 

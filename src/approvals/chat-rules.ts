@@ -1,6 +1,9 @@
 /**
  * "Always allow this in this chat" rules, kept in the state folder
- * (`approvals/rules.json`, 0600 in a 0700 folder) as `{version: 1, rules}`.
+ * (`approvals/rules.json`, 0600 in a 0700 folder) as `{version: 1, rules}`; in cluster mode the
+ * same value is the row "approval-rules.json" of palaver.documents (db/documents.ts), which every
+ * instance reads from memory and changes under a row lock (so the class takes either: see
+ * util/shared-document.ts). Adding and revoking are awaited.
  *
  * The gateway adds rules and `palaver approvals revoke` removes them from
  * another process, so every read first compares the file's stamp (mtime,
@@ -15,6 +18,7 @@
 import { randomBytes } from "node:crypto";
 import * as z from "zod";
 import { logger, type Logger } from "../log.js";
+import type { DocumentKind, SharedDocument } from "../util/shared-document.js";
 import { StateFile } from "../util/state-file.js";
 import type { ChatRule, ChatRuleStore } from "./types.js";
 
@@ -37,21 +41,26 @@ const RulesFileSchema = z.object({
 
 type RulesFile = z.infer<typeof RulesFileSchema>;
 
-export class FileChatRules implements ChatRuleStore {
-  private readonly file: StateFile<RulesFile>;
+/** The rules document: the file's schema, also the database row's. */
+export const CHAT_RULES_DOCUMENT: DocumentKind<RulesFile> = {
+  schema: RulesFileSchema,
+  empty: () => ({ version: 1, rules: [] }),
+  what: "the approval rules file",
+  startsAs: "with no 'always allow' rules",
+};
 
-  /** `path`: the rules file in the state folder (config/paths.ts approvalRulesPath). */
-  constructor(
-    readonly path: string,
-    log?: Logger,
-  ) {
-    this.file = new StateFile(path, {
-      schema: RulesFileSchema,
-      empty: () => ({ version: 1, rules: [] }),
-      what: "the approval rules file",
-      startsAs: "with no 'always allow' rules",
-      log: log ?? logger("approvals"),
-    });
+export class FileChatRules implements ChatRuleStore {
+  private readonly file: SharedDocument<RulesFile>;
+
+  /**
+   * `where`: the rules file in the state folder (config/paths.ts approvalRulesPath), or the
+   * cluster's document (CHAT_RULES_DOCUMENT).
+   */
+  constructor(where: string | SharedDocument<RulesFile>, log?: Logger) {
+    this.file =
+      typeof where === "string"
+        ? new StateFile(where, { ...CHAT_RULES_DOCUMENT, log: log ?? logger("approvals") })
+        : where;
   }
 
   /**
@@ -67,16 +76,16 @@ export class FileChatRules implements ChatRuleStore {
   }
 
   /** Throws when the file cannot be read, so rules that could not be read are never overwritten. */
-  add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule {
-    return this.file.update((data) => {
+  async add(rule: Omit<ChatRule, "id" | "addedAt">): Promise<ChatRule> {
+    return await this.file.update((data) => {
       const added: ChatRule = { ...rule, id: newId(data.rules), addedAt: Date.now() };
       withoutUndefined(added);
       return { next: { version: 1, rules: [...data.rules.map(withoutUndefined), added] }, result: added };
     });
   }
 
-  revoke(id: string): boolean {
-    return this.file.update((data) => {
+  async revoke(id: string): Promise<boolean> {
+    return await this.file.update((data) => {
       const kept = data.rules.filter((r) => r.id !== id);
       if (kept.length === data.rules.length) return { result: false };
       return { next: { version: 1, rules: kept.map(withoutUndefined) }, result: true };

@@ -136,7 +136,7 @@ export function createApprovalGate(opts: GateOptions): ApproveCall {
     }
     if (choiceId === ALWAYS_ID && decision.always) {
       try {
-        opts.chatRules.add({
+        await opts.chatRules.add({
           channel: ctx.channel,
           chatId: ctx.chatId,
           ...decision.always,

@@ -72,7 +72,7 @@ export interface ChatRuleStore {
   list(): ChatRule[];
   /** The rules of one chat. */
   forChat(channel: string, chatId: string): ChatRule[];
-  add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule;
+  add(rule: Omit<ChatRule, "id" | "addedAt">): ChatRule | Promise<ChatRule>;
   /** False when no rule has that id. */
-  revoke(id: string): boolean;
+  revoke(id: string): boolean | Promise<boolean>;
 }

@@ -16,12 +16,17 @@ export function isAllowed(msg: InboundMessage, allowFrom: readonly string[]): bo
  * Who may talk in a channel beyond its allowFrom, and what a refused sender is told (the gateway's
  * is pairing/gate.ts).
  */
+type RefusalText = string | null | undefined;
+
 export interface AccessPolicy {
   allows(channel: string, msg: InboundMessage, allowFrom: readonly string[]): boolean;
   /** A button presser not in allowFrom who may press anyway (an approved sender). */
   allowsSender(channel: string, senderId: string): boolean;
-  /** Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for the refusal notice. */
-  refusal(channel: string, msg: InboundMessage): string | null | undefined;
+  /**
+   * Asked once the notice limiter lets the sender be told: the text, null for silence, undefined for
+   * the refusal notice. Pairing's is awaited (it records the code it gives).
+   */
+  refusal(channel: string, msg: InboundMessage): RefusalText | Promise<RefusalText>;
   /** A sender closed their direct chat with the bot (blocked it): what waits on them there is dropped. */
   senderLeft?(channel: string, senderId: string): void;
 }

@@ -110,9 +110,21 @@ export class InboundGate {
       { channel: name, senderId: msg.senderId, chatId: msg.chatId, notified: notify },
       "refused sender",
     );
+    if (!notify) return;
     // Pairing (the access policy) may answer with a code instead, or not at all.
-    const content = notify ? this.opts.access.refusal(name, msg) : null;
-    if (notify && content !== null) {
+    const content = this.opts.access.refusal(name, msg);
+    if (content instanceof Promise) {
+      content.then(
+        (text) => this.sendRefusal(name, msg, text),
+        (err: unknown) => this.opts.log.warn({ err, channel: name }, "refusal notice failed"),
+      );
+    } else {
+      this.sendRefusal(name, msg, content);
+    }
+  }
+
+  private sendRefusal(name: string, msg: InboundMessage, content: string | null | undefined): void {
+    if (content !== null) {
       this.opts.notify({
         channel: name,
         chatId: msg.chatId,

@@ -1,14 +1,17 @@
 /**
  * `palaver approvals list|revoke`: the "Always allow this in this chat" rules
- * kept in `<config folder>/approvals/rules.json`. A running gateway rereads
- * the file when it changes, so a revoke takes effect at its next tool call.
+ * kept in `<config folder>/approvals/rules.json` (in cluster mode, the cluster's
+ * database: cluster-documents.ts). A running gateway rereads the file when it
+ * changes, so a revoke takes effect at its next tool call.
  */
 import type { Command } from "commander";
-import { FileChatRules } from "../approvals/chat-rules.js";
+import { CHAT_RULES_DOCUMENT, FileChatRules } from "../approvals/chat-rules.js";
 import { ruleCovers } from "../approvals/exec-shape.js";
 import type { ChatRule } from "../approvals/types.js";
 import { approvalRulesPath } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
+import { DOCUMENT_NAMES } from "../db/documents.js";
+import { withClusterDocument } from "./cluster-documents.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerApprovalsCommand(program: Command): void {
@@ -21,8 +24,8 @@ export function registerApprovalsCommand(program: Command): void {
     .description("list the rules, oldest first")
     .option("--json", "print the rules as JSON (as stored)")
     .action((opts: { json?: boolean }) =>
-      guarded(() => {
-        const rules = open(list).list();
+      withRules(list, (store) => {
+        const rules = store.list();
         if (opts.json) process.stdout.write(`${JSON.stringify(rules, null, 2)}\n`);
         else process.stdout.write(`${formatRuleTable(rules)}\n`);
       }),
@@ -33,10 +36,9 @@ export function registerApprovalsCommand(program: Command): void {
     .description("remove a rule: its tool (or program) is asked again in that chat")
     .argument("<id>", "the rule id (see `palaver approvals list`)")
     .action((id: string) =>
-      guarded(() => {
-        const store = open(revoke);
+      withRules(revoke, async (store) => {
         const rule = store.list().find((r) => r.id === id);
-        if (!rule || !store.revoke(id)) {
+        if (!rule || !(await store.revoke(id))) {
           throw new Error(`no approval rule with id ${id} (\`palaver approvals list\` shows them)`);
         }
         process.stdout.write(
@@ -48,10 +50,17 @@ export function registerApprovalsCommand(program: Command): void {
   for (const cmd of [list, revoke]) addCommonOptions(cmd);
 }
 
-function open(cmd: Command): FileChatRules {
-  // Info logs would land between the lines this command prints; --verbose brings them back.
-  const loaded = loadForCli(cmd, { level: "warn" });
-  return new FileChatRules(approvalRulesPath(loaded.path));
+/** Runs `work` on the rules: the state folder's file, or the cluster's document. */
+function withRules(cmd: Command, work: (store: FileChatRules) => void | Promise<void>): Promise<void> {
+  return guarded(async () => {
+    // Info logs would land between the lines this command prints; --verbose brings them back.
+    const loaded = loadForCli(cmd, { level: "warn" });
+    const url = loaded.config.cluster.database;
+    if (url === undefined) return await work(new FileChatRules(approvalRulesPath(loaded.path)));
+    await withClusterDocument(url, DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT, (doc) =>
+      work(new FileChatRules(doc)),
+    );
+  });
 }
 
 function what(rule: ChatRule): string {

@@ -1,19 +1,23 @@
 /**
  * `palaver pairing list|approve|revoke`: the newcomers waiting with a pairing code and the people
- * approved, in `<state folder>/pairing/pairing.json`. It works whether or not the gateway runs: a
- * running gateway rereads the file when it changes, so an approval lets the person in at once (and
- * the gateway tells them), and a revoke shuts them out at their next message.
+ * approved, in `<state folder>/pairing/pairing.json` (in cluster mode, the cluster's database:
+ * cluster-documents.ts). It works whether or not the gateway runs: a running gateway rereads the
+ * file when it changes, so an approval lets the person in at once (and the gateway tells them),
+ * and a revoke shuts them out at their next message.
  */
 import type { Command } from "commander";
 import { stateDir } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
+import { DOCUMENT_NAMES } from "../db/documents.js";
 import {
   CODE_TTL_MS,
+  PAIRING_DOCUMENT,
   pairingPath,
   PairingStore,
   type ApprovedSender,
   type PendingCode,
 } from "../pairing/store.js";
+import { withClusterDocument } from "./cluster-documents.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerPairingCommand(program: Command): void {
@@ -26,8 +30,7 @@ export function registerPairingCommand(program: Command): void {
     .description("list the codes waiting for approval and the people approved")
     .option("--json", "print both lists as JSON (as stored)")
     .action((opts: { json?: boolean }) =>
-      guarded(() => {
-        const store = open(list);
+      withStore(list, (store) => {
         const pending = store.pending();
         const approved = store.approved();
         if (opts.json) process.stdout.write(`${JSON.stringify({ pending, approved }, null, 2)}\n`);
@@ -40,8 +43,8 @@ export function registerPairingCommand(program: Command): void {
     .description("let in the person who was given this code (they are told, by the gateway)")
     .argument("<code>", "the 8-character code they were given")
     .action((code: string) =>
-      guarded(() => {
-        const result = open(approve).approve(code, "cli");
+      withStore(approve, async (store) => {
+        const result = await store.approve(code, "cli");
         if (!result.ok) {
           throw new Error(
             result.reason === "malformed"
@@ -64,8 +67,8 @@ export function registerPairingCommand(program: Command): void {
     .argument("<platform>", "telegram, slack, discord ...")
     .argument("<id>", "their user id (see `palaver pairing list`)")
     .action((platform: string, id: string) =>
-      guarded(() => {
-        if (!open(revoke).revoke(platform, id)) {
+      withStore(revoke, async (store) => {
+        if (!(await store.revoke(platform, id))) {
           throw new Error(
             `${platform} user ${id} was not approved by pairing (\`palaver pairing list\` shows who was); ` +
               `people in channels.${platform}.allowFrom are taken out there`,
@@ -81,10 +84,17 @@ export function registerPairingCommand(program: Command): void {
   for (const cmd of [list, approve, revoke]) addCommonOptions(cmd);
 }
 
-function open(cmd: Command): PairingStore {
-  // Info logs would land between the lines this command prints; --verbose brings them back.
-  const loaded = loadForCli(cmd, { level: "warn" });
-  return new PairingStore(pairingPath(stateDir(loaded.path)));
+/** Runs `work` on the pairing store: the state folder's file, or the cluster's document. */
+function withStore(cmd: Command, work: (store: PairingStore) => void | Promise<void>): Promise<void> {
+  return guarded(async () => {
+    // Info logs would land between the lines this command prints; --verbose brings them back.
+    const loaded = loadForCli(cmd, { level: "warn" });
+    const url = loaded.config.cluster.database;
+    if (url === undefined) return await work(new PairingStore(pairingPath(stateDir(loaded.path))));
+    await withClusterDocument(url, DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT, (doc) =>
+      work(new PairingStore(doc)),
+    );
+  });
 }
 
 /** Pure: both lists as `palaver pairing list` prints them. */

@@ -9,8 +9,10 @@
  * direct one (`isGroup === false`) can be paired or let in by pairing.
  *
  * Welcomes: approving (here or by `palaver pairing approve` in another process) records the sender
- * with `welcomed: false`; a poller (one stat a second) sees the file change and publishes each
- * welcome as an ordinary reply, which the manager delivers (or keeps while the channel is down).
+ * with `welcomed: false`; a poller (one look a second) sees the store change, marks them welcomed
+ * and publishes the welcome of each it marked as an ordinary reply, which the manager delivers (or
+ * keeps while the channel is down). Marking first is what welcomes each once when several gateways
+ * of a cluster see the same approval: only one of them marks a sender.
  * Approvals older than a day are marked welcomed without a message, so a gateway started after a
  * long pause does not greet people out of the blue; at most WELCOMES_PER_ROUND go out per round.
  */
@@ -20,7 +22,7 @@ import { dmPolicyOf, isOwner } from "../config/allow-from.js";
 import type { DmPolicy } from "../config/platforms/common.js";
 import type { Config } from "../config/schema.js";
 import { logger, type Logger } from "../log.js";
-import { CODE_TTL_MS, type PairingStore } from "./store.js";
+import { CODE_TTL_MS, type ApprovedSender, type PairingStore } from "./store.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const WELCOMES_PER_ROUND = 20;
@@ -31,7 +33,7 @@ export interface PairingGateOptions {
   config: () => Pick<Config, "channels">;
   /** Where welcomes go: the bus, whose replies the manager delivers. */
   publish: (msg: OutboundMessage) => void;
-  /** How often the file is checked for approvals made by another process (default 1 s). */
+  /** How often the store is checked for approvals made by another process (default 1 s). */
   pollIntervalMs?: number;
   now?: () => number;
   log?: Logger;
@@ -50,14 +52,14 @@ export class PairingGate {
     this.log = opts.log ?? logger("pairing");
   }
 
-  /** Starts watching for approvals made elsewhere; welcomes any waiting now. */
-  start(): void {
-    if (this.timer) return;
-    this.welcome();
+  /** Starts watching for approvals made elsewhere; welcomes any waiting now (resolved when done; never rejects). */
+  start(): Promise<void> {
+    if (this.timer) return Promise.resolve();
     this.timer = setInterval(() => {
-      if (this.opts.store.changed()) this.welcome();
+      if (this.opts.store.changed()) void this.welcome();
     }, this.opts.pollIntervalMs ?? 1000);
     this.timer.unref();
+    return this.welcome();
   }
 
   stop(): void {
@@ -89,14 +91,14 @@ export class PairingGate {
    * code in a direct message under "pairing"; nothing under "disabled"; undefined for the usual
    * refusal notice (groups, "allowlist").
    */
-  refusal(channel: string, msg: InboundMessage): string | null | undefined {
+  async refusal(channel: string, msg: InboundMessage): Promise<string | null | undefined> {
     if (!isDirectMessage(msg)) return undefined;
     const policy = this.policy(channel);
     if (policy === "disabled") return null;
     if (policy !== "pairing") return undefined;
     let request;
     try {
-      request = this.opts.store.request(channel, msg.senderId, msg.chatId);
+      request = await this.opts.store.request(channel, msg.senderId, msg.chatId);
     } catch (err) {
       this.log.error(
         { err, channel, senderId: msg.senderId },
@@ -120,10 +122,10 @@ export class PairingGate {
    * is dropped, so a stranger cannot keep a slot after walking away. Nothing else happens: no
    * reply, and an approval stays (only the owner revokes).
    */
-  senderLeft(channel: string, senderId: string): void {
+  async senderLeft(channel: string, senderId: string): Promise<void> {
     let dropped;
     try {
-      dropped = this.opts.store.dropPending(channel, senderId);
+      dropped = await this.opts.store.dropPending(channel, senderId);
     } catch (err) {
       this.log.warn({ err, channel, senderId }, "cannot drop the pairing code of a sender who left");
       return;
@@ -138,13 +140,13 @@ export class PairingGate {
   }
 
   /** `/pairing <args>` from `msg`'s sender: only an owner may use it. */
-  command(msg: InboundMessage, args: string): string {
+  async command(msg: InboundMessage, args: string): Promise<string> {
     if (!isOwner(this.opts.config(), msg))
       return "Only the owner can approve pairing codes (someone in allowFrom or admins of this channel).";
     const [verb = "", code = ""] = args.split(/\s+/);
     if (verb.toLowerCase() === "list") return this.listText();
     if (verb.toLowerCase() !== "approve" || !code) return "Usage: /pairing approve <code>, or /pairing list";
-    const result = this.opts.store.approve(code, `${msg.channel}:${msg.senderId}`);
+    const result = await this.opts.store.approve(code, `${msg.channel}:${msg.senderId}`);
     if (!result.ok) {
       return result.reason === "malformed"
         ? `"${code}" is not a pairing code: codes are 8 letters and digits, like K7M2QX9B.`
@@ -155,7 +157,7 @@ export class PairingGate {
       { channel: approved.channel, senderId: approved.senderId, by: approved.approvedBy },
       "pairing approved",
     );
-    this.welcome();
+    await this.welcome();
     return `Approved: ${approved.channel} user ${approved.senderId} can talk to me now, and I've told them.`;
   }
 
@@ -166,8 +168,8 @@ export class PairingGate {
     return `Pairing: ${approved} approved ${approved === 1 ? "person" : "people"}, ${waiting} ${waiting === 1 ? "code" : "codes"} waiting`;
   }
 
-  /** Tells the newly approved they are in (see the header), each once. */
-  private welcome(): void {
+  /** Tells the newly approved they are in (see the header), each once. Never throws. */
+  private async welcome(): Promise<void> {
     const now = (this.opts.now ?? Date.now)();
     let waiting;
     try {
@@ -180,19 +182,24 @@ export class PairingGate {
     const due = waiting
       .filter((a) => now - a.approvedAt <= DAY_MS && this.policy(a.channel) === "pairing")
       .slice(0, WELCOMES_PER_ROUND);
+    if (stale.length === 0 && due.length === 0) return;
+    let marked: Set<string> | undefined;
+    try {
+      const done = await this.opts.store.markWelcomed([...stale, ...due]);
+      marked = new Set(done.map(senderKey));
+    } catch (err) {
+      // Welcomed again at the next change of the store at worst: a repeated hello, never a lost one.
+      this.log.warn({ err }, "cannot record the welcome in the pairing file");
+    }
     for (const a of due) {
+      // Marked by another gateway of the cluster (or an earlier round here): welcomed there.
+      if (marked && !marked.has(senderKey(a))) continue;
       this.opts.publish({
         channel: a.channel,
         chatId: a.chatId,
         content: "You're in: my owner approved you. Send me a message and I'll answer.",
       });
       this.log.info({ channel: a.channel, senderId: a.senderId }, "approved sender welcomed");
-    }
-    try {
-      this.opts.store.markWelcomed([...stale, ...due]);
-    } catch (err) {
-      // Welcomed again at the next change of the file at worst: a repeated hello, never a lost one.
-      this.log.warn({ err }, "cannot record the welcome in the pairing file");
     }
   }
 
@@ -212,6 +219,10 @@ export class PairingGate {
   private policy(channel: string): DmPolicy {
     return dmPolicyOf(this.opts.config(), channel) ?? "allowlist";
   }
+}
+
+function senderKey(a: Pick<ApprovedSender, "channel" | "senderId">): string {
+  return `${a.channel}\n${a.senderId}`;
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
  * Pairing state: codes given to strangers and waiting for the owner, and the senders the owner
- * approved. One file, `<state>/pairing/pairing.json` (0600), shared by the gateway (which gives
- * codes and welcomes the approved) and `palaver pairing` (which approves and revokes), through
- * util/state-file.ts: a change by either reaches the other at its next read.
+ * approved. One document shared by the gateway (which gives codes and welcomes the approved) and
+ * `palaver pairing` (which approves and revokes): the file `<state>/pairing/pairing.json` (0600,
+ * util/state-file.ts), or in cluster mode the row "pairing.json" of palaver.documents that every
+ * instance shares (db/documents.ts). A change by one reaches the others at their next read.
+ * Reads are synchronous; changes are awaited (the database's take a row lock).
  *
  * Approved senders live here, not in `allowFrom`: the config stays the owner's to edit, and a
  * revoke needs no reload.
@@ -10,6 +12,7 @@
 import { join } from "node:path";
 import * as z from "zod";
 import { logger, type Logger } from "../log.js";
+import type { DocumentKind, SharedDocument } from "../util/shared-document.js";
 import { StateFile } from "../util/state-file.js";
 import { newPairingCode, normalizeCode } from "./codes.js";
 
@@ -53,6 +56,13 @@ export type PendingCode = z.infer<typeof PendingSchema>;
 export type ApprovedSender = z.infer<typeof ApprovedSchema>;
 type PairingFile = z.infer<typeof PairingFileSchema>;
 
+/** The pairing document: the file's schema, also the database row's. */
+export const PAIRING_DOCUMENT: DocumentKind<PairingFile> = {
+  schema: PairingFileSchema,
+  empty: () => ({ version: 1, pending: [], approved: [] }),
+  what: "the pairing file",
+};
+
 /** What a stranger's request came to: their code (new or still open), and the code it pushed out, if any. */
 export interface CodeRequest {
   code: string;
@@ -69,18 +79,17 @@ export function pairingPath(stateDir: string): string {
 }
 
 export class PairingStore {
-  private readonly file: StateFile<PairingFile>;
+  private readonly file: SharedDocument<PairingFile>;
 
+  /** `where`: the pairing file's path (pairingPath), or the cluster's document (PAIRING_DOCUMENT). */
   constructor(
-    path: string,
+    where: string | SharedDocument<PairingFile>,
     private readonly opts: { now?: () => number; log?: Logger } = {},
   ) {
-    this.file = new StateFile(path, {
-      schema: PairingFileSchema,
-      empty: () => ({ version: 1, pending: [], approved: [] }),
-      what: "the pairing file",
-      log: opts.log ?? logger("pairing"),
-    });
+    this.file =
+      typeof where === "string"
+        ? new StateFile(where, { ...PAIRING_DOCUMENT, log: opts.log ?? logger("pairing") })
+        : where;
   }
 
   private now(): number {
@@ -101,7 +110,7 @@ export class PairingStore {
     return this.file.read().approved.some((a) => a.channel === channel && a.senderId === senderId);
   }
 
-  /** Whether the file changed since this process last read or wrote it (the gateway's poller). */
+  /** Whether the document changed since this process last read or wrote it (the gateway's poller). */
   changed(): boolean {
     return this.file.changed();
   }
@@ -111,8 +120,8 @@ export class PairingStore {
    * restart forgot that they were told), else a new one, for which a full platform drops its
    * oldest code (see MAX_PENDING_PER_CHANNEL).
    */
-  request(channel: string, senderId: string, chatId: string): CodeRequest {
-    return this.file.update<CodeRequest>((data) => {
+  async request(channel: string, senderId: string, chatId: string): Promise<CodeRequest> {
+    return await this.file.update<CodeRequest>((data) => {
       const pending = data.pending.filter((p) => this.live(p));
       const own = pending.find((p) => p.channel === channel && p.senderId === senderId);
       if (own) return { result: { code: own.code, expiresAt: own.createdAt + CODE_TTL_MS } };
@@ -130,10 +139,10 @@ export class PairingStore {
   }
 
   /** Approves an open code: its sender is let in (and will be welcomed); the code is used up. */
-  approve(input: string, approvedBy: string): ApproveResult {
+  async approve(input: string, approvedBy: string): Promise<ApproveResult> {
     const code = normalizeCode(input);
     if (!code) return { ok: false, reason: "malformed" };
-    return this.file.update<ApproveResult>((data) => {
+    return await this.file.update<ApproveResult>((data) => {
       const pending = data.pending.filter((p) => this.live(p));
       const match = pending.find((p) => p.code === code);
       if (!match) return { result: { ok: false, reason: "unknown" } };
@@ -165,8 +174,8 @@ export class PairingStore {
    * Drops the sender's open code (they left or blocked the bot in the chat it was given in, so
    * nobody is there to welcome and their slot is freed for a newcomer); false when they had none.
    */
-  dropPending(channel: string, senderId: string): boolean {
-    return this.file.update((data) => {
+  async dropPending(channel: string, senderId: string): Promise<boolean> {
+    return await this.file.update((data) => {
       const kept = data.pending.filter((p) => !(p.channel === channel && p.senderId === senderId));
       if (kept.length === data.pending.length) return { result: false };
       return { next: { ...data, pending: kept }, result: true };
@@ -174,23 +183,30 @@ export class PairingStore {
   }
 
   /** Takes an approved sender out again; false when they were not approved. */
-  revoke(channel: string, senderId: string): boolean {
-    return this.file.update((data) => {
+  async revoke(channel: string, senderId: string): Promise<boolean> {
+    return await this.file.update((data) => {
       const kept = data.approved.filter((a) => !(a.channel === channel && a.senderId === senderId));
       if (kept.length === data.approved.length) return { result: false };
       return { next: { ...data, approved: kept }, result: true };
     });
   }
 
-  /** Records that these senders were told they are in (so nobody is welcomed twice). */
-  markWelcomed(who: readonly Pick<ApprovedSender, "channel" | "senderId">[]): void {
-    if (who.length === 0) return;
+  /**
+   * Records that these senders are told they are in, so nobody is welcomed twice: the ones this call
+   * marked (not welcomed yet, as the document is now), which the caller then welcomes. Two
+   * gateways of a cluster marking the same sender: one gets them, the other an empty list.
+   */
+  async markWelcomed(
+    who: readonly Pick<ApprovedSender, "channel" | "senderId">[],
+  ): Promise<ApprovedSender[]> {
+    if (who.length === 0) return [];
     const key = (a: Pick<ApprovedSender, "channel" | "senderId">) => `${a.channel}\n${a.senderId}`;
     const done = new Set(who.map(key));
-    this.file.update((data) => {
-      if (!data.approved.some((a) => !a.welcomed && done.has(key(a)))) return { result: undefined };
+    return await this.file.update((data) => {
+      const marked = data.approved.filter((a) => !a.welcomed && done.has(key(a)));
+      if (marked.length === 0) return { result: [] };
       const approved = data.approved.map((a) => (done.has(key(a)) ? { ...a, welcomed: true } : a));
-      return { next: { ...data, approved }, result: undefined };
+      return { next: { ...data, approved }, result: marked };
     });
   }
 

@@ -23,24 +23,17 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname } from "node:path";
-import type { z } from "zod";
 import type { Logger } from "pino";
 import { errorMessage } from "./errors.js";
 import { writeFailure } from "./write-errors.js";
 import { mkdirPrivateSync, PRIVATE_FILE_MODE } from "./private-fs.js";
+import type { DocumentChange, DocumentKind, SharedDocument } from "./shared-document.js";
 
-export interface StateFileOptions<T> {
-  schema: z.ZodType<T>;
-  /** The value when there is no file (or it was moved aside). */
-  empty: () => T;
-  /** What the file holds, for warnings: "the pairing file". */
-  what: string;
-  /** What starting over means, for the warning about a corrupt file (default "empty"). */
-  startsAs?: string;
+export interface StateFileOptions<T> extends DocumentKind<T> {
   log: Logger;
 }
 
-export class StateFile<T> {
+export class StateFile<T> implements SharedDocument<T> {
   private value: T;
   /** The version of the file `value` came from; "missing" when there is none, null before the first read. */
   private stamp: string | null = null;
@@ -73,7 +66,7 @@ export class StateFile<T> {
    * (or undefined to write nothing). Throws when the file cannot be read, so it is never overwritten
    * with a stale value.
    */
-  update<R>(change: (current: T) => { next?: T; result: R }): R {
+  update<R>(change: DocumentChange<T, R>): R {
     this.refresh(true);
     const { next, result } = change(this.value);
     if (next !== undefined) this.write(next);

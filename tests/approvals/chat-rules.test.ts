@@ -22,10 +22,10 @@ afterEach(async () => {
 const gitRule = { channel: "telegram", chatId: "42", tool: "exec", program: "git", addedBy: "ann (7)" };
 
 describe("FileChatRules", () => {
-  it("starts empty without a file and creates it 0600 in a 0700 folder on the first add", () => {
+  it("starts empty without a file and creates it 0600 in a 0700 folder on the first add", async () => {
     const store = new FileChatRules(path);
     expect(store.list()).toEqual([]);
-    const added = store.add(gitRule);
+    const added = await store.add(gitRule);
     expect(added.id).toMatch(/^[0-9a-f]{8}$/);
     expect(added.addedAt).toBeGreaterThan(0);
     expect(statSync(path).mode & 0o777).toBe(0o600);
@@ -35,28 +35,28 @@ describe("FileChatRules", () => {
     expect(readdirSync(join(dir, "state", "approvals"))).toEqual(["rules.json"]);
   });
 
-  it("keeps rules across instances, per chat, and revokes by id", () => {
+  it("keeps rules across instances, per chat, and revokes by id", async () => {
     const a = new FileChatRules(path);
-    const git = a.add(gitRule);
-    const write = a.add({ channel: "slack", chatId: "C1", tool: "write_file", addedBy: "bob" });
+    const git = await a.add(gitRule);
+    const write = await a.add({ channel: "slack", chatId: "C1", tool: "write_file", addedBy: "bob" });
     expect(write).not.toHaveProperty("program");
     const b = new FileChatRules(path);
     expect(b.list()).toEqual([git, write]);
     expect(b.forChat("telegram", "42")).toEqual([git]);
     expect(b.forChat("telegram", "43")).toEqual([]);
-    expect(b.revoke("nope")).toBe(false);
-    expect(b.revoke(git.id)).toBe(true);
+    expect(await b.revoke("nope")).toBe(false);
+    expect(await b.revoke(git.id)).toBe(true);
     expect(b.list()).toEqual([write]);
     expect(new FileChatRules(path).list()).toEqual([write]);
   });
 
-  it("sees another process's changes at its next read (no restart)", () => {
+  it("sees another process's changes at its next read (no restart)", async () => {
     const gateway = new FileChatRules(path);
-    const rule = gateway.add(gitRule);
+    const rule = await gateway.add(gitRule);
     expect(gateway.forChat("telegram", "42")).toHaveLength(1);
     // `palaver approvals revoke` in another process: another instance on the same file.
     const cli = new FileChatRules(path);
-    expect(cli.revoke(rule.id)).toBe(true);
+    expect(await cli.revoke(rule.id)).toBe(true);
     expect(gateway.forChat("telegram", "42")).toEqual([]);
     // And an edit by hand, written in place.
     const handAdded = { ...rule, id: "abcd1234" };
@@ -64,7 +64,7 @@ describe("FileChatRules", () => {
     expect(gateway.list()).toEqual([handAdded]);
   });
 
-  it("moves a corrupt file aside with a warning and starts empty", () => {
+  it("moves a corrupt file aside with a warning and starts empty", async () => {
     const { log, lines } = captureLog();
     mkdirSync(join(dir, "state", "approvals"), { recursive: true });
     writeFileSync(path, "{ not json");
@@ -76,11 +76,11 @@ describe("FileChatRules", () => {
     expect(readFileSync(join(dir, "state", "approvals", aside!), "utf8")).toBe("{ not json");
     expect(lines.some((l) => l.level === 40 && /moved it aside/.test(l.msg ?? ""))).toBe(true);
     // The store still works and writes a good file.
-    store.add(gitRule);
+    await store.add(gitRule);
     expect(new FileChatRules(path).list()).toHaveLength(1);
   });
 
-  it("treats a file of the wrong shape as corrupt", () => {
+  it("treats a file of the wrong shape as corrupt", async () => {
     const { log, lines } = captureLog();
     mkdirSync(join(dir, "state", "approvals"), { recursive: true });
     writeFileSync(path, JSON.stringify({ version: 2, rules: [{ id: 1 }] }));
@@ -89,21 +89,21 @@ describe("FileChatRules", () => {
     expect(String(lines[0]!.problem)).toMatch(/version/);
   });
 
-  it("keeps the rules it has when the file cannot be read, and refuses to write over it", () => {
+  it("keeps the rules it has when the file cannot be read, and refuses to write over it", async () => {
     const { log, lines } = captureLog();
     const store = new FileChatRules(path, log);
-    const rule = store.add(gitRule);
+    const rule = await store.add(gitRule);
     // Something that is not a readable file where the rules should be (root reads any file mode).
     rmSync(path);
     mkdirSync(path);
     expect(store.list()).toEqual([rule]);
     expect(store.forChat("telegram", "42")).toEqual([rule]);
     expect(lines.filter((l) => l.msg === "cannot read the approval rules file")).toHaveLength(1);
-    expect(() => store.add(gitRule)).toThrow(/EISDIR/);
+    await expect(store.add(gitRule)).rejects.toThrow(/EISDIR/);
     expect(statSync(path).isDirectory()).toBe(true);
   });
 
-  it("keeps a rule's shape, and loads rules saved before shapes with the narrowest meaning", () => {
+  it("keeps a rule's shape, and loads rules saved before shapes with the narrowest meaning", async () => {
     mkdirSync(join(dir, "state", "approvals"), { recursive: true });
     // As an older palaver wrote them after "Always" on `find ... -exec cat {} +` and `sed -n 1p`.
     const old = [
@@ -138,7 +138,7 @@ describe("FileChatRules", () => {
     writeFileSync(path, JSON.stringify({ version: 1, rules: old }));
     const store = new FileChatRules(path);
     expect(store.list()).toEqual(old);
-    const shaped = store.add({ ...gitRule, program: "rm", shape: ["-r"] });
+    const shaped = await store.add({ ...gitRule, program: "rm", shape: ["-r"] });
     expect(new FileChatRules(path).list()).toEqual([...old, shaped]);
     expect(shaped.shape).toEqual(["-r"]);
 

@@ -241,7 +241,7 @@ describe("chat rules (third layer)", () => {
         action: "ask",
         always: { tool: "exec", program: "mkdir", shape: ["-p"] },
       });
-      store.add({ channel: "telegram", chatId: "42", ...first.always!, addedBy: "ann" });
+      await store.add({ channel: "telegram", chatId: "42", ...first.always!, addedBy: "ann" });
       expect(p.decide(exec("mkdir -p c")).layer).toBe("chat");
       expect(p.decide(exec("mkdir -pm 777 c")).action).toBe("ask");
     } finally {
@@ -402,7 +402,8 @@ describe("always allow remembers the risk shape (issue 33)", () => {
       const p = policy({}, { chatRules: store });
       const asked = p.decide(exec(first));
       expect(asked.action).toBe("ask");
-      if (asked.always) store.add({ channel: "telegram", chatId: "42", ...asked.always, addedBy: "ann" });
+      if (asked.always)
+        await store.add({ channel: "telegram", chatId: "42", ...asked.always, addedBy: "ann" });
       // The approved call itself is covered (when Always was offered at all).
       if (asked.always) expect(p.decide(exec(first)).layer).toBe("chat");
       return p.decide(exec(later));

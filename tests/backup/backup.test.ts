@@ -56,8 +56,8 @@ describe("backup create / verify / restore with a running gateway", { timeout: 1
       ).code,
     ).toBe(0);
     const pairing = new PairingStore(pairingPath(dir));
-    const { code } = pairing.request("telegram", "77", "77");
-    pairing.approve(code, "test");
+    const { code } = await pairing.request("telegram", "77", "77");
+    await pairing.approve(code, "test");
 
     const gateway = await harness.startGateway();
     tg.userMessage({ text: "first words" });

@@ -46,14 +46,14 @@ describe("palaver approvals", { timeout: 180_000 }, () => {
     expect(empty.stdout).toMatch(/^No approval rules\./);
 
     const gateway = new FileChatRules(approvalRulesPath(configPath));
-    const git = gateway.add({
+    const git = await gateway.add({
       channel: "telegram",
       chatId: "42",
       tool: "exec",
       program: "git",
       addedBy: "ann",
     });
-    const web = gateway.add({ channel: "slack", chatId: "C1", tool: "web_fetch", addedBy: "bob" });
+    const web = await gateway.add({ channel: "slack", chatId: "C1", tool: "web_fetch", addedBy: "bob" });
 
     const [table, json] = await Promise.all([
       cli(["approvals", "list"]),
@@ -75,7 +75,7 @@ describe("palaver approvals", { timeout: 180_000 }, () => {
 
   it("revokes a rule, and a running gateway's store sees it at its next read", async () => {
     const gateway = new FileChatRules(approvalRulesPath(configPath));
-    const git = gateway.add({
+    const git = await gateway.add({
       channel: "telegram",
       chatId: "42",
       tool: "exec",

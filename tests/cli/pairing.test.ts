@@ -38,8 +38,8 @@ function gatewayStore(): PairingStore {
   return new PairingStore(pairingPath(stateDir(configPath)), { log: captureLog().log });
 }
 
-function codeFor(store: PairingStore, channel: string, id: string): string {
-  return store.request(channel, id, id).code;
+async function codeFor(store: PairingStore, channel: string, id: string): Promise<string> {
+  return (await store.request(channel, id, id)).code;
 }
 
 describe("palaver pairing", { timeout: 180_000 }, () => {
@@ -49,7 +49,7 @@ describe("palaver pairing", { timeout: 180_000 }, () => {
     expect(empty.stdout).toContain("No pairing codes are waiting.");
 
     const gateway = gatewayStore();
-    const code = codeFor(gateway, "telegram", "7");
+    const code = await codeFor(gateway, "telegram", "7");
     const listed = await cli(["pairing", "list"]);
     expect(listed.stdout).toMatch(new RegExp(`^${code}\\s+telegram\\s+7\\s+\\d+ min$`, "m"));
 
@@ -72,7 +72,7 @@ describe("palaver pairing", { timeout: 180_000 }, () => {
 
   it("revokes an approved person; someone never approved is an error", async () => {
     const gateway = gatewayStore();
-    gateway.approve(codeFor(gateway, "slack", "U2"), "cli");
+    await gateway.approve(await codeFor(gateway, "slack", "U2"), "cli");
     const revoked = await cli(["pairing", "revoke", "slack", "U2"]);
     expect(revoked).toMatchObject({ code: 0, stderr: "" });
     expect(revoked.stdout).toContain("Revoked slack user U2");

@@ -22,30 +22,30 @@ function store(log = captureLog().log): PairingStore {
   return new PairingStore(path, { now: () => now, log });
 }
 
-function codeOf(request: ReturnType<PairingStore["request"]>): string {
-  return request.code;
+async function codeOf(request: ReturnType<PairingStore["request"]>): Promise<string> {
+  return (await request).code;
 }
 
 describe("PairingStore", () => {
   it("gives a stranger one code, the same again while it is open, in a 0600 file", async () => {
     const s = store();
-    const first = s.request("telegram", "7", "7");
-    expect(codeOf(first)).toMatch(/^[A-Z2-9]{8}$/);
+    const first = await s.request("telegram", "7", "7");
+    expect(first.code).toMatch(/^[A-Z2-9]{8}$/);
     expect(first).toMatchObject({ expiresAt: now + CODE_TTL_MS });
-    expect(s.request("telegram", "7", "7")).toEqual(first);
+    expect(await s.request("telegram", "7", "7")).toEqual(first);
     expect(s.pending()).toHaveLength(1);
     expect((await stat(path)).mode & 0o777).toBe(0o600);
     expect((await stat(join(dir, "pairing"))).mode & 0o777).toBe(0o700);
   });
 
-  it("keeps at most MAX_PENDING_PER_CHANNEL open codes per platform, a newcomer's pushing out the oldest", () => {
+  it("keeps at most MAX_PENDING_PER_CHANNEL open codes per platform, a newcomer's pushing out the oldest", async () => {
     const s = store();
     // Three strangers used to hold every slot for an hour; now a newcomer always gets a code.
     for (let i = 0; i < MAX_PENDING_PER_CHANNEL; i++) {
-      codeOf(s.request("telegram", `u${i}`, `u${i}`));
+      await codeOf(s.request("telegram", `u${i}`, `u${i}`));
       now += 1000;
     }
-    const newcomer = s.request("telegram", "new", "new");
+    const newcomer = await s.request("telegram", "new", "new");
     expect(newcomer.code).toMatch(/^[A-Z2-9]{8}$/);
     expect(newcomer.dropped).toMatchObject({ channel: "telegram", senderId: "u0" });
     const waiting = s.pending().map((p) => p.senderId);
@@ -53,24 +53,24 @@ describe("PairingStore", () => {
     expect(waiting).not.toContain("u0");
     expect(waiting.at(-1)).toBe("new");
     // Asking again re-sends the same code and pushes nobody out: one code per sender.
-    expect(s.request("telegram", "u5", "u5")).not.toHaveProperty("dropped");
-    expect(s.request("telegram", "new", "new")).toEqual({
+    expect(await s.request("telegram", "u5", "u5")).not.toHaveProperty("dropped");
+    expect(await s.request("telegram", "new", "new")).toEqual({
       code: newcomer.code,
       expiresAt: newcomer.expiresAt,
     });
     expect(s.pending()).toHaveLength(MAX_PENDING_PER_CHANNEL);
     // Other platforms have their own room.
-    expect(s.request("slack", "U9", "D9")).not.toHaveProperty("dropped");
+    expect(await s.request("slack", "U9", "D9")).not.toHaveProperty("dropped");
     // Expired codes make room without pushing anyone out.
     now += CODE_TTL_MS;
-    expect(s.request("telegram", "u9", "u9")).not.toHaveProperty("dropped");
+    expect(await s.request("telegram", "u9", "u9")).not.toHaveProperty("dropped");
     expect(s.pending().map((p) => p.senderId)).toEqual(["u9"]);
   });
 
-  it("approves an open code once: its sender is let in, to be welcomed in their chat", () => {
+  it("approves an open code once: its sender is let in, to be welcomed in their chat", async () => {
     const s = store();
-    const code = codeOf(s.request("slack", "U2", "D2"));
-    const result = s.approve(code.toLowerCase(), "cli");
+    const code = await codeOf(s.request("slack", "U2", "D2"));
+    const result = await s.approve(code.toLowerCase(), "cli");
     expect(result).toEqual({
       ok: true,
       approved: {
@@ -86,59 +86,59 @@ describe("PairingStore", () => {
     expect(s.isApproved("telegram", "U2")).toBe(false);
     expect(s.pending()).toEqual([]);
     // Reused: the code is gone.
-    expect(s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
+    expect(await s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
   });
 
-  it("refuses wrong, malformed and expired codes", () => {
+  it("refuses wrong, malformed and expired codes", async () => {
     const s = store();
-    const code = codeOf(s.request("telegram", "7", "7"));
-    expect(s.approve("ZZZZZZZZ", "cli")).toEqual({ ok: false, reason: "unknown" });
-    expect(s.approve("hello", "cli")).toEqual({ ok: false, reason: "malformed" });
+    const code = await codeOf(s.request("telegram", "7", "7"));
+    expect(await s.approve("ZZZZZZZZ", "cli")).toEqual({ ok: false, reason: "unknown" });
+    expect(await s.approve("hello", "cli")).toEqual({ ok: false, reason: "malformed" });
     now += CODE_TTL_MS;
-    expect(s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
+    expect(await s.approve(code, "cli")).toEqual({ ok: false, reason: "unknown" });
     expect(s.isApproved("telegram", "7")).toBe(false);
   });
 
-  it("revokes an approved sender; revoking someone not approved says so", () => {
+  it("revokes an approved sender; revoking someone not approved says so", async () => {
     const s = store();
-    s.approve(codeOf(s.request("telegram", "7", "7")), "cli");
-    expect(s.revoke("telegram", "7")).toBe(true);
+    await s.approve(await codeOf(s.request("telegram", "7", "7")), "cli");
+    expect(await s.revoke("telegram", "7")).toBe(true);
     expect(s.isApproved("telegram", "7")).toBe(false);
-    expect(s.revoke("telegram", "7")).toBe(false);
+    expect(await s.revoke("telegram", "7")).toBe(false);
   });
 
-  it("drops a sender's open code (they left the chat), and only theirs; none to drop says so", () => {
+  it("drops a sender's open code (they left the chat), and only theirs; none to drop says so", async () => {
     const s = store();
-    s.request("telegram", "7", "7");
-    const other = codeOf(s.request("telegram", "8", "8"));
-    const elsewhere = codeOf(s.request("slack", "7", "D7"));
-    expect(s.dropPending("telegram", "7")).toBe(true);
+    await s.request("telegram", "7", "7");
+    const other = await codeOf(s.request("telegram", "8", "8"));
+    const elsewhere = await codeOf(s.request("slack", "7", "D7"));
+    expect(await s.dropPending("telegram", "7")).toBe(true);
     expect(s.pending().map((p) => p.code)).toEqual([other, elsewhere]);
-    expect(s.dropPending("telegram", "7")).toBe(false);
+    expect(await s.dropPending("telegram", "7")).toBe(false);
     // Approved people are not touched: only the owner revokes.
-    s.approve(other, "cli");
-    expect(s.dropPending("telegram", "8")).toBe(false);
+    await s.approve(other, "cli");
+    expect(await s.dropPending("telegram", "8")).toBe(false);
     expect(s.isApproved("telegram", "8")).toBe(true);
   });
 
-  it("sees what another process wrote at its next read (the CLI and a running gateway)", () => {
+  it("sees what another process wrote at its next read (the CLI and a running gateway)", async () => {
     const gateway = store();
     const cli = store();
-    const code = codeOf(gateway.request("discord", "100", "200"));
+    const code = await codeOf(gateway.request("discord", "100", "200"));
     expect(gateway.changed()).toBe(false);
-    expect(cli.approve(code, "cli").ok).toBe(true);
+    expect((await cli.approve(code, "cli")).ok).toBe(true);
     expect(gateway.changed()).toBe(true);
     expect(gateway.isApproved("discord", "100")).toBe(true);
     expect(gateway.changed()).toBe(false);
-    gateway.markWelcomed([{ channel: "discord", senderId: "100" }]);
+    await gateway.markWelcomed([{ channel: "discord", senderId: "100" }]);
     expect(cli.approved()).toEqual([expect.objectContaining({ senderId: "100", welcomed: true })]);
-    cli.revoke("discord", "100");
+    await cli.revoke("discord", "100");
     expect(gateway.isApproved("discord", "100")).toBe(false);
   });
 
   it("moves a corrupt file aside with a warning and starts empty", async () => {
     const s = store();
-    s.approve(codeOf(s.request("telegram", "7", "7")), "cli");
+    await s.approve(await codeOf(s.request("telegram", "7", "7")), "cli");
     await writeFile(path, "{ not json");
     const { log, lines } = captureLog();
     const fresh = store(log);
@@ -147,7 +147,7 @@ describe("PairingStore", () => {
     expect((await readdir(join(dir, "pairing"))).some((f) => f.startsWith("pairing.json.corrupt-"))).toBe(
       true,
     );
-    codeOf(fresh.request("telegram", "8", "8"));
+    await codeOf(fresh.request("telegram", "8", "8"));
     expect(fresh.pending()).toHaveLength(1);
   });
 });

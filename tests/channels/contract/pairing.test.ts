@@ -145,7 +145,7 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
       /mistyped, expired/,
     );
     // A code given two hours ago, as another process would have written it.
-    const old = outside(() => Date.now() - 2 * CODE_TTL_MS).request(driver.name, "999", "999");
+    const old = await outside(() => Date.now() - 2 * CODE_TTL_MS).request(driver.name, "999", "999");
     expect(await ownerSays(`/pairing approve ${old.code}`, `No open pairing code ${old.code}`)).toBeDefined();
     await ownerSays(`/pairing approve ${code}`, "Approved");
     await ownerSays(`/pairing approve ${code} `, `No open pairing code ${code}`);
@@ -158,10 +158,10 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
 
   it("someone who is not an owner cannot approve with /pairing", async () => {
     const code = await strangerGetsCode();
-    outside().approve(code, "cli");
+    await outside().approve(code, "cli");
     await welcomed();
     // The newcomer, let in, tries to let in someone else.
-    const other = outside().request(driver.name, "4242", "4242");
+    const other = await outside().request(driver.name, "4242", "4242");
     await rig.userSends(rig.strangerSender, `/pairing approve ${other.code}`);
     await waitFor(() => rig.texts().some((t) => t.startsWith("Only the owner")), undefined, "the refusal");
     expect(
@@ -174,7 +174,7 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
 
   it("revoked: refused again, and the reminders they set stop", async () => {
     const code = await strangerGetsCode();
-    outside().approve(code, "cli");
+    await outside().approve(code, "cli");
     await welcomed();
     const { chatId } = outside().approved()[0]!;
     const job = await gateway.agent.cron.add({
@@ -190,7 +190,7 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
       "a reminder delivered",
     );
 
-    expect(outside().revoke(driver.name, rig.strangerSender)).toBe(true);
+    expect(await outside().revoke(driver.name, rig.strangerSender)).toBe(true);
     const disabled = async () => {
       const { jobs } = await gateway.agent.cron.store.read();
       const state = jobs.find((j) => j.id === job.id);
@@ -214,7 +214,7 @@ describe.each(DRIVERS)("pairing: $name", { timeout: 120_000 }, (driver) => {
 
   it("an approved person is still not let in in a group", async () => {
     const code = await strangerGetsCode();
-    outside().approve(code, "cli");
+    await outside().approve(code, "cli");
     await welcomed();
     await rig.userSendsInGroup(rig.strangerSender, "group question");
     // Told once an hour already (the code): no notice now. The owner's message after it in the same

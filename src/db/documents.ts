@@ -1,0 +1,271 @@
+/**
+ * The shared state documents of a cluster (util/shared-document.ts), one row each in
+ * palaver.documents: `value` is exactly what the state file would hold (the same zod schema reads
+ * both), `version` counts its changes.
+ *
+ * Reading is synchronous from a copy in memory. The copy follows the row: every change is
+ * announced with NOTIFY on DOCUMENTS_CHANNEL (sent by PostgreSQL at commit), which one LISTEN
+ * connection per instance receives; the whole set is also re-read every `refreshMs` (and when the
+ * LISTEN connection comes back), so a notification lost with a broken connection delays a change,
+ * never loses it. A change is one transaction holding the row with SELECT ... FOR UPDATE: two
+ * instances changing the same document run one after the other, each on the other's result.
+ *
+ * A row that does not match its schema (written by hand, or by a newer palaver) reads as empty,
+ * with a warning; the first change copies it aside, to `<name>.corrupt-<ms>`, as the state files do.
+ */
+import type { z } from "zod";
+import type { Logger } from "../log.js";
+import { errorMessage } from "../util/errors.js";
+import type { DocumentChange, DocumentKind, SharedDocument } from "../util/shared-document.js";
+import { inTransaction, type Database, type DatabaseClient } from "./pool.js";
+
+/** The NOTIFY channel of document changes; the payload is `{"name": ..., "version": ...}`. */
+export const DOCUMENTS_CHANNEL = "palaver_documents";
+
+/** The documents' names: the base names of the state files they stand for. */
+export const DOCUMENT_NAMES = {
+  pairing: "pairing.json",
+  approvalRules: "approval-rules.json",
+  openQuestions: "open-questions.json",
+} as const;
+
+export interface DocumentsOptions {
+  db: Database;
+  log: Logger;
+  /** The fallback re-read of every document, and the wait before re-listening after a failure (default 5 s). */
+  refreshMs?: number;
+}
+
+interface Row {
+  name: string;
+  value: unknown;
+  version: string;
+}
+
+/** The documents of one instance, over one LISTEN connection and one periodic re-read. */
+export class PgDocuments {
+  private readonly documents = new Map<string, PgDocument<unknown>>();
+  private listener: DatabaseClient | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private relisten: NodeJS.Timeout | null = null;
+  private stopped = true;
+  private readonly refreshMs: number;
+
+  constructor(private readonly opts: DocumentsOptions) {
+    this.refreshMs = opts.refreshMs ?? 5000;
+  }
+
+  /** The document `name` (one object per name). Its value is empty until start() has read it. */
+  document<T>(name: string, opts: DocumentKind<T>): PgDocument<T> {
+    const known = this.documents.get(name);
+    // One object per name: every caller of a name passes the same kind.
+    if (known) return known as PgDocument<T>;
+    const doc = new PgDocument<T>(name, this.opts.db, opts, this.opts.log);
+    this.documents.set(name, doc);
+    if (!this.stopped) void this.refreshQuietly([name]);
+    return doc;
+  }
+
+  /** Listens for changes and reads every document; resolves once they are read. */
+  async start(): Promise<void> {
+    if (!this.stopped) return;
+    this.stopped = false;
+    await this.listen();
+    await this.refresh();
+    this.timer = setInterval(() => void this.refreshQuietly(), this.refreshMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.relisten) clearTimeout(this.relisten);
+    this.timer = this.relisten = null;
+    const listener = this.listener;
+    this.listener = null;
+    if (listener) {
+      await listener.query(`UNLISTEN ${DOCUMENTS_CHANNEL}`).catch(() => undefined);
+      listener.release();
+    }
+  }
+
+  /** Re-reads the named documents (default all) from the database. */
+  async refresh(names: readonly string[] = [...this.documents.keys()]): Promise<void> {
+    if (names.length === 0) return;
+    const { rows } = await this.opts.db.query<Row>(
+      "SELECT name, value, version FROM palaver.documents WHERE name = ANY($1)",
+      [names],
+    );
+    for (const row of rows) this.documents.get(row.name)?.accept(row.value, Number(row.version));
+  }
+
+  private async refreshQuietly(names?: readonly string[]): Promise<void> {
+    try {
+      await this.refresh(names);
+    } catch (err) {
+      this.opts.log.warn({ err: errorMessage(err) }, "database: cannot re-read the shared documents");
+    }
+  }
+
+  private async listen(): Promise<void> {
+    let client: DatabaseClient | null = null;
+    try {
+      client = await this.opts.db.connect();
+      const held = client;
+      held.on("notification", (n) => {
+        if (n.channel === DOCUMENTS_CHANNEL) this.notified(n.payload);
+      });
+      held.on("error", (err) => this.lost(held, err));
+      await held.query(`LISTEN ${DOCUMENTS_CHANNEL}`);
+      if (this.stopped) {
+        held.release();
+        return;
+      }
+      this.listener = held;
+    } catch (err) {
+      client?.release(err instanceof Error ? err : true);
+      this.opts.log.warn(
+        { err: errorMessage(err) },
+        "database: cannot listen for document changes; retrying",
+      );
+      this.scheduleRelisten();
+    }
+  }
+
+  /** The LISTEN connection broke: dropped from the pool, listened again later, and everything re-read then. */
+  private lost(client: DatabaseClient, err: Error): void {
+    if (this.listener !== client) return;
+    this.listener = null;
+    client.release(err);
+    this.opts.log.warn({ err: err.message }, "database: the document listener's connection failed");
+    this.scheduleRelisten();
+  }
+
+  private scheduleRelisten(): void {
+    if (this.stopped || this.relisten) return;
+    this.relisten = setTimeout(() => {
+      this.relisten = null;
+      void this.listen().then(() => (this.listener ? this.refreshQuietly() : undefined));
+    }, this.refreshMs);
+    this.relisten.unref();
+  }
+
+  private notified(payload: string | undefined): void {
+    let change: { name?: unknown; version?: unknown };
+    try {
+      change = JSON.parse(payload ?? "") as typeof change;
+    } catch {
+      return;
+    }
+    const doc = typeof change.name === "string" ? this.documents.get(change.name) : undefined;
+    if (doc && (typeof change.version !== "number" || change.version > doc.version))
+      void this.refreshQuietly([change.name as string]);
+  }
+}
+
+/** One shared document (see the header). Made by PgDocuments.document. */
+export class PgDocument<T> implements SharedDocument<T> {
+  private value: T;
+  /** The row's version the copy holds; 0 before there is a row. */
+  version = 0;
+  /** The version last handed out by read() or update(), for changed(). */
+  private seen = 0;
+  private warnedVersion = 0;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    readonly name: string,
+    private readonly db: Database,
+    private readonly opts: DocumentKind<T>,
+    private readonly log: Logger,
+  ) {
+    this.value = opts.empty();
+  }
+
+  read(): T {
+    this.seen = this.version;
+    return this.value;
+  }
+
+  changed(): boolean {
+    return this.version !== this.seen;
+  }
+
+  watch(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async update<R>(change: DocumentChange<T, R>): Promise<R> {
+    const outcome = await inTransaction(this.db, async (client) => {
+      // The row must exist to be locked; the first change of a document makes it.
+      await client.query(
+        "INSERT INTO palaver.documents (name, value) VALUES ($1, $2::jsonb) ON CONFLICT (name) DO NOTHING",
+        [this.name, JSON.stringify(this.opts.empty())],
+      );
+      const { rows } = await client.query<Row>(
+        "SELECT name, value, version FROM palaver.documents WHERE name = $1 FOR UPDATE",
+        [this.name],
+      );
+      const row = rows[0]!;
+      const current = await this.currentOf(client, row);
+      const { next, result } = change(current);
+      if (next === undefined) return { result, value: current, version: Number(row.version) };
+      const written = await client.query<{ version: string }>(
+        `UPDATE palaver.documents SET value = $2::jsonb, version = version + 1, updated_at = now()
+         WHERE name = $1 RETURNING version`,
+        [this.name, JSON.stringify(next)],
+      );
+      const version = Number(written.rows[0]!.version);
+      await client.query("SELECT pg_notify($1, $2)", [
+        DOCUMENTS_CHANNEL,
+        JSON.stringify({ name: this.name, version }),
+      ]);
+      return { result, value: next, version };
+    });
+    this.accept(outcome.value, outcome.version, true);
+    this.seen = this.version;
+    return outcome.result;
+  }
+
+  /** A value read from the row, taken when it is newer than the copy's. */
+  accept(raw: unknown, version: number, parsed = false): void {
+    if (version <= this.version) return;
+    this.value = parsed ? (raw as T) : this.parse(raw, version);
+    this.version = version;
+    for (const listener of this.listeners) listener();
+  }
+
+  private parse(raw: unknown, version: number): T {
+    const parsed = this.opts.schema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    if (this.warnedVersion !== version) {
+      this.warnedVersion = version;
+      this.log.warn(
+        { document: this.name, problem: problemOf(parsed.error) },
+        `${this.opts.what} in the database is not valid; reading it as empty until it is changed`,
+      );
+    }
+    return this.opts.empty();
+  }
+
+  /** The locked row's value; one that is not valid is copied aside and the change starts from empty. */
+  private async currentOf(client: DatabaseClient, row: Row): Promise<T> {
+    const parsed = this.opts.schema.safeParse(row.value);
+    if (parsed.success) return parsed.data;
+    const aside = `${this.name}.corrupt-${Date.now()}`;
+    await client.query(
+      "INSERT INTO palaver.documents (name, value) VALUES ($1, $2::jsonb) ON CONFLICT (name) DO NOTHING",
+      [aside, JSON.stringify(row.value)],
+    );
+    this.log.warn(
+      { document: this.name, movedTo: aside, problem: problemOf(parsed.error) },
+      `${this.opts.what} in the database is not valid; copied it aside and starting ${this.opts.startsAs ?? "empty"}`,
+    );
+    return this.opts.empty();
+  }
+}
+
+function problemOf(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "(top level)"}: ${i.message}`).join("; ");
+}
