@@ -5,6 +5,7 @@
  */
 import { dirname, join } from "node:path";
 import { FileChatRules } from "./approvals/chat-rules.js";
+import type { QuestionBoard } from "./approvals/question-board.js";
 import { createApprovalGate, type ApprovalMeter } from "./approvals/gate.js";
 import { createApprovalPolicy } from "./approvals/policy.js";
 import type { ApprovalPolicy } from "./approvals/types.js";
@@ -99,6 +100,16 @@ export interface Agent {
   shutdown(graceMs: number): Promise<void>;
 }
 
+/** What the instances of a cluster share instead of files of their own (gateway.ts builds it). */
+export interface SharedStores {
+  sessions: SessionStorage;
+  cronStore: CronJobStore;
+  chatRules: FileChatRules;
+  questionBoard: QuestionBoard;
+  /** Memory consolidations one at a time in the cluster (MEMORY.md is shared). */
+  memoryExclusive: NonNullable<MemoryConsolidatorOptions["exclusive"]>;
+}
+
 export interface CreateAgentOptions {
   config: Config;
   /** Absolute workspace path (already resolved by the config loader). */
@@ -106,10 +117,8 @@ export interface CreateAgentOptions {
   bus: MessageBus;
   /** The cron job file (cronStorePath(configPath)). */
   cronStorePath: string;
-  /** Cluster mode: the jobs in the database (cron/pg-store.ts) instead of the file. */
-  cronStore?: CronJobStore;
-  /** Cluster mode: memory consolidations run one at a time in the cluster (MEMORY.md is shared). */
-  memoryExclusive?: MemoryConsolidatorOptions["exclusive"];
+  /** Cluster mode: the stores every instance shares (the database), in place of this process's files. */
+  shared?: SharedStores;
   /**
    * The config file: exec hides it, its folder (the state folder) and .env files from commands,
    * and the message tool never attaches them.
@@ -160,8 +169,7 @@ export function createAgent({
   workspace,
   bus,
   cronStorePath,
-  cronStore,
-  memoryExclusive,
+  shared,
   configPath,
   provider,
   onHandled,
@@ -182,7 +190,9 @@ export function createAgent({
   const unmetered = provider ?? createLlm(config);
   const sessionsDir = sessionsDirOf(workspace);
   // Sessions ended by /new are moved to sessions/archive/ (memory search keeps finding them).
-  const sessions = new SessionStore(sessionsDir, undefined, { archiveDir: join(sessionsDir, "archive") });
+  const sessions =
+    shared?.sessions ??
+    new SessionStore(sessionsDir, undefined, { archiveDir: join(sessionsDir, "archive") });
   const context = new ContextBuilder({
     workspace,
     builtinSkillsDir: builtinSkillsDir(),
@@ -226,10 +236,14 @@ export function createAgent({
     admins: adminsOf,
     allowFrom: allowFromOf,
     // Only the gateway's prompts outlive it (palaver chat shares the state folder and prints lines).
-    ...(terminalChat === undefined ? { statePath: approvalFiles.open } : {}),
+    ...(shared
+      ? { board: shared.questionBoard }
+      : terminalChat === undefined
+        ? { statePath: approvalFiles.open }
+        : {}),
     unattended,
   });
-  const chatRules = new FileChatRules(approvalFiles.rules);
+  const chatRules = shared?.chatRules ?? new FileChatRules(approvalFiles.rules);
   // Mode "off" without rules: no gate at all, so a tool call costs what it did before approvals
   // existed. The config's rules apply in every mode (README, "Approvals").
   const approve =
@@ -290,10 +304,10 @@ export function createAgent({
     tokens: { count: (m) => agentBudget.counter.message(m), threshold: budget.consolidationTokens },
     budget: agentBudget,
     memoryMaxChars: defaults.promptFileMaxChars,
-    ...(memoryExclusive ? { exclusive: memoryExclusive } : {}),
+    ...(shared ? { exclusive: shared.memoryExclusive } : {}),
   });
   const cron = new CronService({
-    ...(cronStore ? { store: cronStore } : { storePath: cronStorePath }),
+    ...(shared ? { store: shared.cronStore } : { storePath: cronStorePath }),
     bus,
     maxCatchUp: config.cron.maxCatchUp,
     allowFromOf,

@@ -11,6 +11,9 @@ import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
 import { describeSandbox } from "./agent/tools/exec/sandbox.js";
 import { ClusterNode } from "./cluster/node.js";
+import { sharedPairingOf, sharedStoresOf } from "./cluster-stores.js";
+import { PgWebRelay } from "./channels/web/pg-relay.js";
+import { PgSharedToken } from "./channels/web/pg-token.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
@@ -66,6 +69,8 @@ export class Gateway {
   readonly pairing: PairingGate;
   /** This process's part of a cluster (cluster.database set); undefined: one process, plain files. */
   readonly cluster: ClusterNode | undefined;
+  /** What channels use of the cluster: leases for a single ingress, the web chat's relay and token. */
+  private readonly clusterServices: Partial<GatewayServices>;
   private readonly log: Logger;
   private readonly locks: StateLock[] = [];
   /** Set once channels, replay, cron and heartbeat have started: /readyz says "starting" until then. */
@@ -104,8 +109,16 @@ export class Gateway {
           log: this.log,
         })
       : undefined;
+    const node = this.cluster;
+    this.clusterServices = node
+      ? {
+          lease: (name) => node.lease(name),
+          webRelay: new PgWebRelay({ notifier: node.notifier, instance: node.instance, log: this.log }),
+          webToken: new PgSharedToken(node.db),
+        }
+      : {};
     this.pairing = new PairingGate({
-      store: new PairingStore(pairingPath(stateDir(path))),
+      store: this.cluster ? sharedPairingOf(this.cluster) : new PairingStore(pairingPath(stateDir(path))),
       config: () => this.opts.loaded.config,
       publish: (msg) => this.bus.publishOutbound(msg),
     });
@@ -114,9 +127,7 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
-      ...(this.cluster
-        ? { cronStore: this.cluster.cronStore, memoryExclusive: this.cluster.memoryLock }
-        : {}),
+      ...(this.cluster ? { shared: sharedStoresOf(this.cluster) } : {}),
       configPath: path,
       // Live: a SIGHUP that takes someone out of allowFrom, or a pairing revoked, stops their cron
       // jobs and the message tool's access.
@@ -293,7 +304,7 @@ export class Gateway {
       stateDir: stateDir(this.opts.loaded.path),
       model: this.agent.provider.model,
       usageReport: (asker, session) => this.agent.usageReport(asker, session),
-      ...(this.cluster ? { lease: (name: string) => this.cluster!.lease(name) } : {}),
+      ...this.clusterServices,
     };
   }
 

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { LoadedConfig } from "../config/load.js";
 import { approvalRulesPath, cronStorePath, openQuestionsPath, stateDir } from "../config/paths.js";
+import { DOCUMENT_NAMES } from "../db/documents.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import { migrate } from "../db/schema.js";
 import { logger } from "../log.js";
@@ -23,9 +24,9 @@ import { addCommonOptions, guarded, loadForCli } from "./common.js";
  * each, relative to the state folder.
  */
 const DOCUMENTS: { name: string; path: (configPath: string) => string }[] = [
-  { name: "pairing.json", path: (configPath) => pairingPath(stateDir(configPath)) },
-  { name: "approval-rules.json", path: approvalRulesPath },
-  { name: "open-questions.json", path: openQuestionsPath },
+  { name: DOCUMENT_NAMES.pairing, path: (configPath) => pairingPath(stateDir(configPath)) },
+  { name: DOCUMENT_NAMES.approvalRules, path: approvalRulesPath },
+  { name: DOCUMENT_NAMES.openQuestions, path: openQuestionsPath },
 ];
 
 export function registerClusterCommand(program: Command): void {

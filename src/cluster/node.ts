@@ -7,6 +7,9 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { InboundMessage } from "../bus/types.js";
 import { withClusterLock } from "../db/advisory.js";
+import { PgDocuments } from "../db/documents.js";
+import { Notifier } from "../db/notify.js";
+import { PgSessionStore } from "../sessions/pg-store.js";
 import { InstanceRegistry } from "../db/instances.js";
 import { Lease } from "../db/lease.js";
 import { checkWorkspaceMarker, type WorkspaceCheck } from "../db/workspace-marker.js";
@@ -51,6 +54,12 @@ export class ClusterNode {
   readonly toolJournal: PgToolJournal;
   /** Cron jobs in the database: each due run fires once in the cluster. */
   readonly cronStore: PgCronStore;
+  /** Sessions in the database: a conversation's turn may run on any instance. */
+  readonly sessions: PgSessionStore;
+  /** The small shared documents (pairing, approval rules, open questions), kept current by LISTEN/NOTIFY. */
+  readonly documents: PgDocuments;
+  /** LISTEN/NOTIFY for whoever needs it (the web chat's events). */
+  readonly notifier: Notifier;
   /** Work on MEMORY.md and HISTORY.md (consolidation), one instance at a time. */
   readonly memoryLock = <T>(work: () => Promise<T>): Promise<T> => withClusterLock(this.db, "memory", work);
   /** Whether this instance sees the cluster's workspace (set by open()). */
@@ -76,6 +85,9 @@ export class ClusterNode {
     this.replies = new ClusterReplies(this.db, this.instance);
     this.toolJournal = new PgToolJournal({ db: this.db, log: opts.log });
     this.cronStore = new PgCronStore({ db: this.db, instance: this.instance, log: opts.log });
+    this.sessions = new PgSessionStore(this.db, opts.log);
+    this.documents = new PgDocuments({ db: this.db, log: opts.log });
+    this.notifier = new Notifier({ url: opts.url, instance: this.instance, log: opts.log });
   }
 
   /** Migrates the schema (once in the cluster) and opens the queue; a database it cannot use stops the start. */
@@ -83,6 +95,7 @@ export class ClusterNode {
     try {
       await migrate(this.db, this.opts.log);
       this.workspace = await checkWorkspaceMarker(this.db, this.opts.workspace, this.opts.log);
+      await this.documents.start();
       await this.turns.start();
     } catch (err) {
       if (err instanceof PalaverError) throw err;
@@ -172,6 +185,8 @@ export class ClusterNode {
     await this.turns
       .stop()
       .catch((err: unknown) => this.opts.log.warn({ err }, "cluster: queue stop failed"));
+    await this.documents.stop().catch(() => undefined);
+    await this.notifier.close().catch(() => undefined);
     await this.db.end().catch(() => undefined);
   }
 }
