@@ -174,7 +174,7 @@ export class Gateway {
       meter: this.metrics,
       questions: this.agent.questions,
       access: this.pairing,
-      ...(this.cluster ? { sentOnce: this.cluster.replies } : {}),
+      ...(this.cluster ? { sentOnce: this.cluster.replies, stored: () => this.cluster!.turns.stored() } : {}),
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({

@@ -25,6 +25,8 @@ export interface InboundGateOptions {
   intakeOpen(): boolean;
   /** Sends a notice (a refusal, a pairing code) into the sender's chat, in the chat's order. */
   notify(msg: OutboundMessage): void;
+  /** Cluster mode: resolves once what was published is stored in the cluster (InboundSink.stored). */
+  stored?: () => Promise<void>;
 }
 
 export class InboundGate {
@@ -39,6 +41,7 @@ export class InboundGate {
       reserve: (msg) => this.reserve(name, msg),
       choose: (click) => this.choose(name, allowFrom, click),
       left: (senderId) => this.opts.access.senderLeft?.(name, senderId),
+      ...(this.opts.stored ? { stored: this.opts.stored } : {}),
     };
   }
 

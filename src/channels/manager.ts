@@ -64,6 +64,8 @@ export interface ChannelManagerOptions {
   streamIntervalMs?: number;
   /** Cluster mode: a turn's final replies go out once in the cluster, even when another instance runs the turn again. */
   sentOnce?: SentOnce;
+  /** Cluster mode: resolves once what the channels published is stored in the cluster (InboundSink.stored). */
+  stored?: () => Promise<void>;
 }
 
 /** The cluster's record of a turn's final replies (cluster/replies.ts). */
@@ -134,6 +136,7 @@ export class ChannelManager {
       ...(opts.journal ? { journal: opts.journal } : {}),
       ...(opts.questions ? { questions: opts.questions } : {}),
       intakeOpen: () => this.intakeOpen,
+      ...(opts.stored ? { stored: opts.stored } : {}),
       notify: (msg) => this.enqueue({ msg }),
     });
     this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);

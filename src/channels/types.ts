@@ -11,6 +11,13 @@ export interface InboundSink {
   /** A message `allows` let in: journaled, then on the bus. It does not ask `allows` again. */
   publishInbound(msg: InboundMessage): void;
   /**
+   * Resolves once what was published so far is kept beyond this process (cluster mode: stored in
+   * the cluster's queue, where another instance finds it if this one dies). A platform whose
+   * acknowledgement can wait (Telegram's getUpdates offset) awaits it before acknowledging.
+   * Absent: the local journal's synchronous write is that point.
+   */
+  stored?(): Promise<void>;
+  /**
    * A message `allows` refused: it causes nothing but the (rate-limited) refusal notice or the
    * pairing code the access policy answers with.
    */

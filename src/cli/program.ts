@@ -1,5 +1,4 @@
 /** The palaver CLI (src/main.ts imports it once the Node version is checked). One file per command in cli/. */
-import { join } from "node:path";
 import { Command } from "commander";
 import * as z from "zod";
 import { registerApprovalsCommand } from "./approvals.js";

@@ -60,6 +60,8 @@ export class ClusterTurns {
   private readonly boss: PgBoss;
   private readonly chains = new KeyedQueue();
   private readonly attempts = new Map<string, Attempt>();
+  /** Messages on their way into the queue (stored() waits for them). */
+  private readonly storing = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
 
   constructor(private readonly opts: ClusterTurnsOptions) {
@@ -68,8 +70,8 @@ export class ClusterTurns {
       application_name: `palaver ${opts.instance}`,
       max: Math.max(4, opts.concurrency + 2),
       useListenNotify: true,
-      monitorIntervalSeconds: opts.monitorIntervalSeconds ?? 10,
-      superviseIntervalSeconds: opts.monitorIntervalSeconds ?? 10,
+      monitorIntervalSeconds: opts.monitorIntervalSeconds ?? 5,
+      superviseIntervalSeconds: opts.monitorIntervalSeconds ?? 5,
     });
     this.boss.on("error", (err) => opts.log.warn({ err: errorMessage(err) }, "cluster: job queue error"));
   }
@@ -95,7 +97,7 @@ export class ClusterTurns {
         TURN_QUEUE,
         // New jobs wake the workers at once (LISTEN/NOTIFY); the poll is the backstop that finds
         // turns given back by a dead instance's expired attempts.
-        { batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 5 },
+        { batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 4 },
         async ([job]) => {
           if (job) await this.run(job);
           // Fetch again as soon as this job is settled: the conversation's next turn, unblocked by
@@ -111,28 +113,38 @@ export class ClusterTurns {
    * stored (or known to be a duplicate); retries while the database is unreachable, until stop().
    */
   enqueue(msg: InboundMessage): Promise<void> {
-    return this.chains.run(sessionKeyOf(msg), async () => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const stored = await this.store(msg);
-          if (!stored)
-            this.opts.log.info(
-              { channel: msg.channel, chatId: msg.chatId, messageId: msg.messageId },
-              "duplicate delivery ignored (already in the cluster's queue)",
-            );
-          this.opts.admitted?.(msg);
-          return;
-        } catch (err) {
-          if (this.stopping.signal.aborted) return; // kept in the local journal for the next start
-          const delayMs = backoffDelay(attempt, 500, 30_000);
-          this.opts.log.warn(
-            { err: errorMessage(err), retryInMs: Math.round(delayMs) },
-            "cluster: could not queue a message; will retry",
+    const storing = this.chains.run(sessionKeyOf(msg), () => this.storeWithRetries(msg));
+    this.storing.add(storing);
+    void storing.finally(() => this.storing.delete(storing)).catch(() => undefined);
+    return storing;
+  }
+
+  /** Resolves once every message enqueued so far is stored (or this instance stops). */
+  async stored(): Promise<void> {
+    await Promise.allSettled([...this.storing]);
+  }
+
+  private async storeWithRetries(msg: InboundMessage): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const stored = await this.store(msg);
+        if (!stored)
+          this.opts.log.info(
+            { channel: msg.channel, chatId: msg.chatId, messageId: msg.messageId },
+            "duplicate delivery ignored (already in the cluster's queue)",
           );
-          await sleep(delayMs, this.stopping.signal).catch(() => undefined);
-        }
+        this.opts.admitted?.(msg);
+        return;
+      } catch (err) {
+        if (this.stopping.signal.aborted) return; // kept in the local journal for the next start
+        const delayMs = backoffDelay(attempt, 500, 30_000);
+        this.opts.log.warn(
+          { err: errorMessage(err), retryInMs: Math.round(delayMs) },
+          "cluster: could not queue a message; will retry",
+        );
+        await sleep(delayMs, this.stopping.signal).catch(() => undefined);
       }
-    });
+    }
   }
 
   /** The loop's onHandled: true when `msg` was a job's turn run here (now ended). */
@@ -185,7 +197,7 @@ export class ClusterTurns {
   private async run(job: Job<TurnJob>): Promise<void> {
     const id = job.data.inbound;
     const row = await this.opts.db.query<{ message: unknown; state: string }>(
-      "UPDATE palaver.inbound SET state = 'running', starts = starts + 1 WHERE id = $1 AND state <> 'done' RETURNING message, state",
+      "UPDATE palaver.inbound SET state = 'running', starts = starts + 1, started_at = now() WHERE id = $1 AND state <> 'done' RETURNING message, state",
       [id],
     );
     if (!row.rows[0]) return; // answered already (an attempt that ended just before its instance died)

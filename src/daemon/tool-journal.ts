@@ -63,6 +63,12 @@ export interface ToolJournalOptions {
   compactEvery?: number;
 }
 
+/** The file journal's record of a turn: every write is synchronous (and never throws). */
+interface FileTurnRecord extends TurnCallRecord {
+  started(key: CallKey): void;
+  done(key: CallKey, result: string, turn: Partial<TurnState>): void;
+}
+
 export class ToolJournal implements ToolCallJournal {
   private fd: number | null = null;
   /** Turn id → call slot (see callSlot) → what is known about that call. */
@@ -106,7 +112,7 @@ export class ToolJournal implements ToolCallJournal {
     return this.turns.size;
   }
 
-  forTurn(msg: InboundMessage): TurnCallRecord | undefined {
+  forTurn(msg: InboundMessage): FileTurnRecord | undefined {
     const turn = msg.journalId;
     if (!turn) return undefined;
     return {

@@ -38,6 +38,7 @@ const MIGRATIONS: readonly string[] = [
     received_at timestamptz NOT NULL DEFAULT now(),
     state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done')),
     starts integer NOT NULL DEFAULT 0,
+    started_at timestamptz,
     done_at timestamptz
   );
   CREATE INDEX inbound_open ON palaver.inbound (received_at) WHERE state <> 'done';

@@ -206,6 +206,9 @@ export class TelegramChannel implements Channel {
       if (this.seenUpdates.has(ctx.update.update_id)) return;
       this.seenUpdates.set(ctx.update.update_id, true);
       await next();
+      // Cluster mode: the next getUpdates confirms this update to Telegram, so it must be stored
+      // where another instance finds it first.
+      await this.sink?.stored?.();
       // grammy takes a getUpdates batch (up to 100) one update after another, all in promise
       // callbacks: what an update started (its turn's LLM request, the typing action) is written
       // to its socket only once nothing is left to run in them, i.e. after the whole batch. One
