@@ -99,7 +99,9 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
           const delayMs = 300 + Math.floor(Math.random() * 500);
           const asked = lastUserText(req);
           const m = parse(asked);
-          const toolDone = req.body.messages.some((msg) => msg.role === "tool");
+          // This turn's tool call already made: a tool result after the last user message.
+        const lastUser = req.body.messages.map((msg) => msg.role).lastIndexOf("user");
+        const toolDone = req.body.messages.slice(lastUser).some((msg) => msg.role === "tool");
           if (m && withTool(m[1]!, Number(m[2])) && !toolDone) {
             return {
               delayMs,

@@ -175,6 +175,7 @@ export class SlackChannel implements Channel {
       logger,
       log: this.log,
       onMessage: (msg) => this.take(msg),
+      ackAfterHandOn: () => this.sink?.stored !== undefined,
       onChoice: (click, press) => this.choose(click, press),
     });
     this.fileOptions = {
@@ -381,7 +382,8 @@ export class SlackChannel implements Channel {
   // ---------------------------------------------------------------------------
   // Receiving
 
-  private take(msg: MappedMessage): void {
+  /** Hands the message on; resolves once it is stored beyond this process (cluster mode). */
+  private async take(msg: MappedMessage): Promise<void> {
     const sink = this.sink;
     if (!sink || !this.inbound) return;
     const { files, note } = incomingFiles(msg.files, this.fileOptions);
@@ -395,6 +397,7 @@ export class SlackChannel implements Channel {
       // /stop goes ahead of the chat's messages still downloading: it is meant for what runs now.
       urgent: parseCommand(inbound.content)?.name === "stop",
     });
+    await sink.stored?.();
   }
 
   // ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import { BoundedMap } from "../../util/bounded-map.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
 import { KeyedQueue } from "../../util/keyed-queue.js";
 import { TaskSet } from "../../util/task-set.js";
-import { untilAborted } from "../../util/timeout.js";
+import { settleWithin, untilAborted } from "../../util/timeout.js";
 import type { ChoiceClick } from "../types.js";
 import type { SlackConfig } from "../../config/platforms/slack.js";
 import { BAD_TOKEN, platformError } from "./errors.js";
@@ -74,13 +74,24 @@ export interface SlackReceiverOptions {
   /** Bolt's logger (logger.ts), secrets scrubbed. */
   logger: SlackLogger;
   log: Logger;
-  /** A message for the bot (routed, its thread checked, its sender named), in order per Slack channel. */
-  onMessage(msg: MappedMessage): void;
+  /**
+   * A message for the bot (routed, its thread checked, its sender named), in order per Slack channel.
+   * A promise: the event is acknowledged once it settles (HTTP mode, `ackAfterHandOn`), at most
+   * ACK_WAIT_MS after it arrived.
+   */
+  onMessage(msg: MappedMessage): void | Promise<void>;
+  /**
+   * HTTP mode: acknowledge an event only once it is handed on (cluster mode: stored in the queue),
+   * so Slack's next delivery to another instance cannot overtake it. Asked when the server starts.
+   */
+  ackAfterHandOn?: () => boolean;
   /** A press on one of palaver's buttons, already acknowledged to Slack, its presser named. */
   onChoice(click: ChoiceClick, press: SlackPress): Promise<void>;
 }
 
 const STOP_WAIT_MS = 5000;
+/** The longest an event's acknowledgement waits for its hand-on: well inside Slack's 3 s. */
+const ACK_WAIT_MS = 2000;
 
 export class SlackReceiver {
   /** Built by the first start, once the bot token is known good; kept after a stop for late writes. */
@@ -196,8 +207,9 @@ export class SlackReceiver {
       signingSecret: config.signingSecret,
       endpoints: config.path,
       logger,
-      // Acknowledged first, handled after: Slack wants the answer within 3 s.
-      processBeforeResponse: false,
+      // Acknowledged first, handled after (Slack wants the answer within 3 s); in a cluster after the
+      // hand-on, which is bounded (ACK_WAIT_MS).
+      processBeforeResponse: this.opts.ackAfterHandOn?.() ?? false,
     });
     this.buildApp(bot, receiver);
     this.http = new SlackHttpServer({
@@ -229,8 +241,8 @@ export class SlackReceiver {
       if (ack) await ack();
       await args.next();
     });
-    app.event("message", ({ event }) => Promise.resolve(this.onEvent(event)));
-    app.event("app_mention", ({ event }) => Promise.resolve(this.onEvent(event)));
+    app.event("message", ({ event }) => this.onEvent(event));
+    app.event("app_mention", ({ event }) => this.onEvent(event));
     // Every slash command of the app is palaver's (the manifest names it /palaver; people may rename it).
     app.command(/.*/, ({ command }) => Promise.resolve(this.onCommand(command)));
     // Presses on a question's buttons; any other action was acknowledged and is ignored.
@@ -255,7 +267,8 @@ export class SlackReceiver {
   // ---------------------------------------------------------------------------
   // Receiving
 
-  private onEvent(raw: unknown): void {
+  /** Resolves once the event is handed on (or ACK_WAIT_MS passed): Bolt acknowledges it then when asked to. */
+  private async onEvent(raw: unknown): Promise<void> {
     const bot = this.bot;
     const parsed = SlackMessageEventSchema.safeParse(raw);
     if (!bot || !parsed.success) return;
@@ -272,7 +285,8 @@ export class SlackReceiver {
       return;
     }
     this.seen.set(key, true);
-    this.inOrder(event.channel, () => this.handOn(event, bot, route.kind === "checkThread"));
+    const handedOn = this.inOrder(event.channel, () => this.handOn(event, bot, route.kind === "checkThread"));
+    await settleWithin(handedOn, ACK_WAIT_MS);
   }
 
   private async handOn(event: SlackMessageEvent, bot: BotIdentity, checkThread: boolean): Promise<void> {
@@ -291,7 +305,7 @@ export class SlackReceiver {
       this.noteBotThread(event.channel, mapped.threadTs);
       if (event.user) this.recentThreads.set(`${event.channel}:${event.user}`, mapped.threadTs);
     }
-    this.opts.onMessage(mapped);
+    await this.opts.onMessage(mapped);
   }
 
   private onCommand(raw: unknown): void {
@@ -302,10 +316,10 @@ export class SlackReceiver {
     }
     const cmd = parsed.data;
     const recent = this.recentThreads.get(`${cmd.channel_id}:${cmd.user_id}`);
-    this.inOrder(cmd.channel_id, async () => {
+    void this.inOrder(cmd.channel_id, async () => {
       // The payload's user_name is not trusted as an alias: it is looked up like any sender's.
       const senderName = await this.userName(cmd.user_id);
-      this.opts.onMessage(mapCommand(cmd, recent, senderName));
+      await this.opts.onMessage(mapCommand(cmd, recent, senderName));
     });
   }
 
@@ -328,8 +342,8 @@ export class SlackReceiver {
     await this.opts.onChoice(clickOf(press, senderName), press);
   }
 
-  private inOrder(channel: string, work: () => Promise<void>): void {
-    void this.tasks.add(
+  private inOrder(channel: string, work: () => Promise<void>): Promise<void> {
+    return this.tasks.add(
       this.queue
         .run(channel, work)
         .catch((err: unknown) => this.opts.log.error({ err, channel }, "handling a Slack message failed")),
