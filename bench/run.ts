@@ -4,6 +4,7 @@
  * `npm run bench -- startup web` runs only the benchmarks whose names contain one of the words.
  */
 import { benchBotCalls } from "./bot-calls.js";
+import { benchCluster } from "./cluster.js";
 import { benchConcurrency } from "./concurrency.js";
 import { benchContextBudget } from "./context-budget.js";
 import { benchHtml } from "./html.js";
@@ -37,8 +38,11 @@ const benches: (() => Promise<BenchResult>)[] = [
   benchMemory,
   benchTools,
 ];
-/** Only when asked for by name (`npm run bench -- soak`): it runs for many minutes. */
-const onRequest: (() => Promise<BenchResult>)[] = [benchSoak];
+/**
+ * Only when asked for by name: the soak runs for many minutes (`npm run bench -- soak`), the cluster
+ * needs PostgreSQL (`npm run bench -- cluster`).
+ */
+const onRequest: (() => Promise<BenchResult>)[] = [benchSoak, benchCluster];
 
 const words = process.argv.slice(2).map((w) => w.toLowerCase());
 const chosen = [...benches, ...onRequest].filter((bench) =>

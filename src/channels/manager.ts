@@ -70,7 +70,7 @@ export interface ChannelManagerOptions {
 
 /** The cluster's record of a turn's final replies (cluster/replies.ts). */
 export interface SentOnce {
-  /** Before the `seq`th final reply of turn `turnId` goes out: false when an earlier attempt sent it. */
+  /** Before the `seq`th final reply of turn `turnId` goes out: false when another attempt of the turn claimed it. */
   claim(turnId: string, seq: number, msg: OutboundMessage): Promise<boolean>;
   sent(turnId: string, seq: number): Promise<void>;
 }
@@ -389,7 +389,9 @@ export class ChannelManager {
     const once = this.opts.sentOnce && msg.turnId ? this.numberFinal(msg.turnId) : undefined;
     this.enqueue({
       msg,
-      outboxId: this.opts.journal?.recordOutbound(msg),
+      // A reply sent once in the cluster is recorded in the cluster's outbox, not in this
+      // instance's journal: resent from there at a restart, it would go out twice.
+      outboxId: once ? undefined : this.opts.journal?.recordOutbound(msg),
       ...(preview ? { preview } : {}),
       ...(once ? { once } : {}),
     });

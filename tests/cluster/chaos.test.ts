@@ -100,8 +100,8 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
           const asked = lastUserText(req);
           const m = parse(asked);
           // This turn's tool call already made: a tool result after the last user message.
-        const lastUser = req.body.messages.map((msg) => msg.role).lastIndexOf("user");
-        const toolDone = req.body.messages.slice(lastUser).some((msg) => msg.role === "tool");
+          const lastUser = req.body.messages.map((msg) => msg.role).lastIndexOf("user");
+          const toolDone = req.body.messages.slice(lastUser).some((msg) => msg.role === "tool");
           if (m && withTool(m[1]!, Number(m[2])) && !toolDone) {
             return {
               delayMs,
@@ -191,6 +191,12 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
             slack.users.set(`U${u}`, { name: `user${u}` });
 
           // Every message of every chat, at once (the Slack posts one after the other per chat).
+          // Slack posts to the instances alive, as a load balancer checking their health does.
+          const alive = [0, 1, 2];
+          const target = (k: number) => ({
+            url: `http://127.0.0.1:${slackPorts[alive[k % alive.length]!]}/slack/events`,
+            signingSecret: SECRET,
+          });
           const slackSends: Promise<unknown>[] = [];
           for (let n = 1; n <= PER_CHAT; n++) {
             for (let i = 0; i < CHATS_PER_PLATFORM; i++) {
@@ -204,15 +210,11 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
               (async () => {
                 for (let n = 1; n <= PER_CHAT; n++) {
                   const event = dmEvent(text(`sl${i}`, n), { channel: `D${i}`, user: `U${i}` });
-                  const target = (k: number) => ({
-                    url: `http://127.0.0.1:${slackPorts[k]}/slack/events`,
-                    signingSecret: SECRET,
-                  });
-                  const first = (i + n) % 3;
+                  const first = i + n;
                   // The platform retries on another instance too: the same event to two.
                   await Promise.all([
                     slack.sendEventOverHttp(target(first), event),
-                    ...(twice(i, n) ? [slack.sendEventOverHttp(target((first + 1) % 3), event)] : []),
+                    ...(twice(i, n) ? [slack.sendEventOverHttp(target(first + 1), event)] : []),
                   ]);
                 }
               })(),
@@ -234,12 +236,15 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
           const held = await holder();
           const victim = gateways.findIndex((g) => g.stderr.includes(`"instance":"${held}"`));
           expect(victim).toBeGreaterThanOrEqual(0);
+          alive.splice(alive.indexOf(victim), 1);
           gateways[victim]!.child.kill("SIGKILL");
           await gateways[victim]!.exited;
           const killedAt = (await db.query<{ now: Date }>("SELECT now()")).rows[0]!.now;
           if (restart) {
             await waitFor(() => answers().length >= TOTAL * 0.7, 5 * 60_000, "70 % answered");
             gateways = gateways.map((g, i) => (i === victim ? spawn(i) : g));
+            await gateways[victim]!.stderrIncludes("gateway running");
+            alive.push(victim);
           }
           await Promise.all(slackSends);
           await waitFor(() => answers().length >= TOTAL, 10 * 60_000, "every message answered");
@@ -263,9 +268,11 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
           const wrong = [...byChat].filter(
             ([, ns]) => ns.join() !== Array.from({ length: PER_CHAT }, (_, k) => k + 1).join(),
           );
-          expect(wrong).toEqual([]);
+          expect(JSON.stringify(wrong)).toBe("[]");
 
-          // Side effects at most once per call, and every call that was asked for made.
+          // Side effects at most once per call. A call the killed instance had started and not
+          // finished is not run again (the model is told it may or may not have taken effect), so
+          // its marker may be missing: only those.
           const markers = (await readFile(calls, "utf8")).split("\n").filter(Boolean);
           expect(markers.length).toBe(new Set(markers).size);
           const expected = [...byChat.keys()].flatMap((chat) =>
@@ -273,7 +280,12 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
               .filter((n) => withTool(chat, n))
               .map((n) => `${chat}-${n}`),
           );
-          expect(new Set(markers)).toEqual(new Set(expected));
+          const interrupted = (
+            await db.query<{ args: string }>("SELECT args FROM palaver.tool_calls WHERE state = 'started'")
+          ).rows.map((r) => /echo (\S+) >>/.exec(r.args)?.[1]);
+          const missing = expected.filter((m) => !markers.includes(m));
+          expect(missing.filter((m) => !interrupted.includes(m))).toEqual([]);
+          expect(markers.filter((m) => !expected.includes(m))).toEqual([]);
 
           // Each cron run fired once: one row per run, one reply per run in the job's chat.
           const fired = Number(
