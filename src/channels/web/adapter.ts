@@ -5,6 +5,7 @@
  * conversation as server-sent events. A conversation `<id>` is the session `web:<id>`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
@@ -35,6 +36,8 @@ import { StaticAssets } from "./static.js";
 import { AgentFiles, Uploads, type Upload } from "./uploads.js";
 import { usageViewOf } from "./usage.js";
 import { BoundedMap } from "../../util/bounded-map.js";
+import { readLines } from "../../sessions/file-lines.js";
+import type { ChatMessage } from "../../llm/types.js";
 
 /** Longest message text accepted from the page. */
 export const MESSAGE_CHARS = 32_000;
@@ -318,8 +321,14 @@ class WebChannel implements Channel, WebApp {
   }
 
   async history(conversationId: string): Promise<HistoryMessage[]> {
-    const session = await this.gateway.sessions.get(sessionKeyOf(conversationId));
-    return historyOf(session.messages);
+    const key = sessionKeyOf(conversationId);
+    const session = await this.gateway.sessions.get(key);
+    const { messages, forgotten } = session;
+    if (forgotten === 0) return historyOf(messages);
+    // The consolidated messages memory let go of are still in the file, in front of the rest.
+    const inFile: ChatMessage[] = [];
+    readLines(await readFile(this.gateway.sessions.pathFor(key)), inFile);
+    return historyOf([...inFile.slice(0, forgotten), ...messages]);
   }
 
   async sendMessage(conversationId: string, request: SendRequest): Promise<SendAccepted> {
