@@ -6,14 +6,23 @@
  * `snapshot` set it also writes a heap snapshot there (for a look at what grew).
  */
 import process from "node:process";
+import { setTimeout } from "node:timers";
 import { writeHeapSnapshot } from "node:v8";
+
+/** Lets the FinalizationRegistry callbacks of the last collection run (fetch cleans up in them). */
+const FINALIZERS_MS = 100;
 
 process.on("message", (msg) => {
   if (msg?.type !== "heap") return;
   globalThis.gc();
+  setTimeout(() => answer(msg), FINALIZERS_MS);
+});
+
+function answer(msg) {
+  globalThis.gc();
   const { heapUsed, heapTotal, rss } = process.memoryUsage();
   const snapshot = msg.snapshot ? writeHeapSnapshot(msg.snapshot) : undefined;
   process.send({ type: "heap", id: msg.id, heapUsed, heapTotal, rss, snapshot });
-});
+}
 // The channel must not keep the gateway alive once it is asked to stop.
 process.channel.unref();
