@@ -117,9 +117,10 @@ function metric(text: string, name: string): number {
 }
 
 async function sample(url: string, child: ChildProcess, at: number, snapshot?: string): Promise<Sample> {
+  // /metrics first: its heap used is the one as found, before the probe's collection.
+  const text = await (await fetch(`${url}/metrics`)).text();
   const heap = await heapAfterGc(child, snapshot);
   if (heap.snapshot) process.stderr.write(`soak: heap snapshot at message ${at}: ${heap.snapshot}\n`);
-  const text = await (await fetch(`${url}/metrics`)).text();
   return {
     at,
     rss: heap.rss,
