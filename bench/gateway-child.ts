@@ -27,7 +27,7 @@ export function spawnGateway(
   entry: Entry,
   configPath: string,
   cwd: string,
-  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; ipc?: boolean } = {},
 ): GatewayChild {
   // BENCH_NODE_ARGS: extra flags for a look inside, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const fromEnv = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
@@ -40,10 +40,11 @@ export function spawnGateway(
     cwd,
     // As the systemd unit runs it (NODE_ENV=production), with a clean environment otherwise.
     env: { PATH: process.env.PATH, HOME: cwd, NO_COLOR: "1", NODE_ENV: "production", ...opts.env },
-    stdio: ["ignore", "ignore", "pipe"],
+    // An IPC channel only for a preload of the bench's own (bench/heap-probe.mjs).
+    stdio: opts.ipc ? ["ignore", "ignore", "pipe", "ipc"] : ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = once(child, "exit").then(([code]) => code as number | null);
   return {
     child,

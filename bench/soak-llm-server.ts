@@ -1,7 +1,9 @@
 /**
  * The soak's fake LLM, in a process of its own (as bench/fake-llm-server.ts): it answers the user's
  * message "m<id>" with "ok <id>." streamed in pieces, first asking for a `list_dir` tool call when
- * the message says "tool"; a cron job's turn gets "tick.". Prints its base URL on the first line of
+ * the message says "tool"; a cron job's turn gets "tick."; a memory consolidation gets its
+ * save_memory call, as a real model makes it (else the sessions never consolidate, which no real
+ * gateway lives with for long). Prints its base URL on the first line of
  * stdout; exits when stdin closes.
  */
 import { FakeOpenAI, lastUserText, toolCall, type FakeChatBody } from "../tests/fakes/openai-server.js";
@@ -14,6 +16,10 @@ const fake = await FakeOpenAI.start({
   handler: (req) => {
     // A soak makes hundreds of thousands of requests: the fake keeps none of them.
     fake.requests.splice(0);
+    if (req.body.tools?.some((t) => t.function.name === "save_memory")) {
+      const entry = { history_entry: "[2026-01-01 00:00] The soak's messages.", memory_update: "# Memory" };
+      return { toolCalls: [toolCall("save_memory", entry)] };
+    }
     const text = lastUserText(req);
     if (text.includes("[Scheduled task")) return { content: "tick." };
     const id = /\bm(\d+)\b/.exec(text)?.[1] ?? "?";

@@ -6,25 +6,33 @@
  * its own process and streams its answers (streaming on); every TOOL_EVERY-th message asks for a
  * tool call first; a cron job fires every CRON_EVERY_S seconds into a Telegram chat of its own.
  *
- * Every SAMPLE_EVERY messages the gateway's /metrics (RSS, heap used, open fds, active handles and
- * resources, listeners on `process`) and its /proc/<pid>/fd are sampled. The result is their
- * growth from the BASELINE-th message to the last (each the median of SAMPLES_PER_POINT samples
- * there, so one garbage collection's timing does not decide it) and that every message got exactly
- * one reply: the final text of each platform's messages ("ok <id>.") counted by id, a second
- * message with the same id counted as a repeat.
+ * Every SAMPLE_EVERY messages, at a quiet moment, the gateway's heap and RSS after a full garbage
+ * collection (bench/heap-probe.mjs, preloaded into the child with --expose-gc), its /metrics (heap
+ * used as found, open fds, active handles and resources, listeners on `process`) and its
+ * /proc/<pid>/fd are sampled. The result is their growth from the BASELINE-th message to the last
+ * (each the median of SAMPLES_PER_POINT samples there) and that every message got exactly one
+ * reply: the final text of each platform's messages ("ok <id>.") counted by id, a second message
+ * with the same id counted as a repeat.
+ *
+ * The heap is judged after a GC: heap used as found swings by half between two collections. RSS is
+ * reported, not judged: it follows the heap V8 has reserved (heapTotal) and what malloc keeps, which
+ * neither gives back promptly; a leak shows in the heap after GC first.
+ *
+ * SOAK_SNAPSHOTS=10000,50000 also writes a heap snapshot at those messages (into SOAK_SNAPSHOT_DIR,
+ * the working folder by default) to see what grew.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, type ChildProcess } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { FakeDiscord, type FakeUser as DiscordUser } from "../tests/fakes/discord-server.js";
 import { dmEvent, FakeSlack } from "../tests/fakes/slack-server.js";
 import { FakeTelegram } from "../tests/fakes/telegram-server.js";
 import { DIST_MAIN, ensureBuilt } from "../tests/helpers/dist.js";
 import { writeGatewayConfig } from "../tests/helpers/gateway-process.js";
-import { residentBytes, spawnGateway, type Entry } from "./gateway-child.js";
+import { spawnGateway, type Entry } from "./gateway-child.js";
 import { median } from "./measure.js";
 import { startLlmProcess } from "./helpers.js";
 import type { BenchResult } from "./types.js";
@@ -47,20 +55,58 @@ const HEAP_GROWTH_TARGET = 10;
 const COUNT_GROWTH_SLACK = 10;
 const WEB_TOKEN = "bench-soak-web-token-0123456789ab";
 const FINAL = /^ok (\d+)\.$/;
+const HEAP_PROBE = resolve(import.meta.dirname, "heap-probe.mjs");
+const PROBE_TIMEOUT_MS = 120_000;
+const SNAPSHOTS_AT = (process.env.SOAK_SNAPSHOTS ?? "").split(",").filter(Boolean).map(Number);
+const SNAPSHOT_DIR = process.env.SOAK_SNAPSHOT_DIR ?? process.cwd();
 
 export const TARGET =
   `${TOTAL.toLocaleString("en")} messages over ${CHATS} chats (Telegram, Slack, Discord, web; streaming, tools, cron): ` +
-  `heap used grows < ${HEAP_GROWTH_TARGET} % from message ${BASELINE.toLocaleString("en")} to the last, open fds, ` +
+  `heap after GC grows < ${HEAP_GROWTH_TARGET} % from message ${BASELINE.toLocaleString("en")} to the last, open fds, ` +
   `handles and listeners within ${COUNT_GROWTH_SLACK}, every message answered exactly once`;
 
 interface Sample {
   at: number;
   rss: number;
+  /** After a full GC: what is still reachable. */
+  heapAfterGc: number;
+  heapTotal: number;
+  /** As /metrics found it, wherever the collector was. */
   heapUsed: number;
   fds: number;
   handles: number;
   resources: number;
   listeners: number;
+}
+
+interface HeapReport {
+  type: "heap";
+  id: number;
+  heapUsed: number;
+  heapTotal: number;
+  rss: number;
+  snapshot?: string;
+}
+
+let heapRequests = 0;
+
+/** The heap probe's answer: heap and RSS after a full GC (and a heap snapshot written to `snapshot`). */
+function heapAfterGc(child: ChildProcess, snapshot?: string): Promise<HeapReport> {
+  const id = ++heapRequests;
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg: HeapReport) => {
+      if (msg.type !== "heap" || msg.id !== id) return;
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      resolve(msg);
+    };
+    const timer = setTimeout(() => {
+      child.off("message", onMessage);
+      reject(new Error(`no answer from the gateway's heap probe within ${PROBE_TIMEOUT_MS} ms`));
+    }, PROBE_TIMEOUT_MS);
+    child.on("message", onMessage);
+    child.send({ type: "heap", id, snapshot });
+  });
 }
 
 /** The value of an unlabelled metric in Prometheus text. */
@@ -70,14 +116,19 @@ function metric(text: string, name: string): number {
   return Number(m[1]);
 }
 
-async function sample(url: string, pid: number, at: number): Promise<Sample> {
+async function sample(url: string, child: ChildProcess, at: number, snapshot?: string): Promise<Sample> {
+  // /metrics first: its heap used is the one as found, before the probe's collection.
   const text = await (await fetch(`${url}/metrics`)).text();
+  const heap = await heapAfterGc(child, snapshot);
+  if (heap.snapshot) process.stderr.write(`soak: heap snapshot at message ${at}: ${heap.snapshot}\n`);
   return {
     at,
-    rss: residentBytes(pid) ?? metric(text, "palaver_process_resident_memory_bytes"),
+    rss: heap.rss,
+    heapAfterGc: heap.heapUsed,
+    heapTotal: heap.heapTotal,
     heapUsed: metric(text, "palaver_nodejs_heap_size_used_bytes"),
     // Counted here too, from outside: /metrics could only report what the process sees.
-    fds: readdirSync(`/proc/${pid}/fd`).length,
+    fds: readdirSync(`/proc/${child.pid}/fd`).length,
     handles: metric(text, "palaver_nodejs_active_handles_total"),
     resources: metric(text, "palaver_nodejs_active_resources_total"),
     listeners: metric(text, "palaver_process_listeners"),
@@ -172,13 +223,15 @@ export async function benchSoak(): Promise<BenchResult> {
     ].concat(["--channel", "telegram", "--to", String(CRON_CHAT)]),
     { cwd: dir, env: { PATH: process.env.PATH, HOME: dir }, stdio: "ignore" },
   );
-  const gateway = spawnGateway(entry, configPath, dir);
+  const gateway = spawnGateway(entry, configPath, dir, {
+    nodeArgs: ["--expose-gc", "--import", pathToFileURL(HEAP_PROBE).href],
+    ipc: true,
+  });
   const lifetime = new AbortController();
   let stopped = false;
   const count = new ReplyCount();
   try {
     const url = await gateway.healthUrl(30_000);
-    const pid = gateway.child.pid!;
     await tg.waitForCall(
       "getUpdates",
       (c) => typeof c.params.timeout === "number" && c.params.timeout > 0,
@@ -286,7 +339,9 @@ export async function benchSoak(): Promise<BenchResult> {
       if (sent >= nextSample) {
         // At a quiet moment: handles and fds counted mid-round say how much is in flight, not what leaks.
         for (const ids of inFlight.splice(0)) await answered(ids);
-        samples.push(await sample(url, pid, sent));
+        const snapshot = SNAPSHOTS_AT.find((n) => n <= sent && n > sent - SAMPLE_EVERY);
+        const file = snapshot && join(SNAPSHOT_DIR, `soak-${snapshot}.heapsnapshot`);
+        samples.push(await sample(url, gateway.child, sent, file || undefined));
         nextSample += SAMPLE_EVERY;
       }
       if (sent >= nextProgress) {
@@ -315,7 +370,9 @@ export async function benchSoak(): Promise<BenchResult> {
     };
     const mb = (b: number) => (b / 2 ** 20).toFixed(1);
     const rss = growth("rss");
-    const heap = growth("heapUsed");
+    const heap = growth("heapAfterGc");
+    const heapTotal = growth("heapTotal");
+    const heapFound = growth("heapUsed");
     const counts = (["fds", "handles", "resources", "listeners"] as const).map((k) => ({ k, ...growth(k) }));
     let lost = 0;
     let repeated = 0;
@@ -331,7 +388,8 @@ export async function benchSoak(): Promise<BenchResult> {
       value:
         `${TOTAL} messages in ${elapsedS.toFixed(0)} s (${(TOTAL / elapsedS).toFixed(0)} msg/s), ${cronTicks} cron runs; ` +
         `from message ${atBaseline[0]?.at ?? "?"} to ${TOTAL}: RSS ${mb(rss.from)} → ${mb(rss.to)} MB (${rss.pct.toFixed(1)} %), ` +
-        `heap used ${mb(heap.from)} → ${mb(heap.to)} MB (${heap.pct.toFixed(1)} %), ` +
+        `heap after GC ${mb(heap.from)} → ${mb(heap.to)} MB (${heap.pct.toFixed(1)} %), ` +
+        `heap total ${mb(heapTotal.from)} → ${mb(heapTotal.to)} MB, heap used as found ${mb(heapFound.from)} → ${mb(heapFound.to)} MB, ` +
         counts.map((c) => `${c.k} ${c.from} → ${c.to}`).join(", ") +
         `; ${lost} unanswered, ${repeated} answered more than once` +
         (entry === "tsx" ? `; from src via tsx (${buildProblem})` : ""),

@@ -280,9 +280,10 @@ export class MemoryConsolidator implements MemoryArchiver {
     if (this.running.has(key)) return;
     const failed = this.failedAt.get(key);
     if (failed !== undefined && this.now().getTime() - failed < this.cooldownMs) return;
-    const byCount = consolidationRange(session.messages.length, session.lastConsolidated, this.memoryWindow);
-    const byTokens =
-      this.tokens && tokenConsolidationRange(session.messages, session.lastConsolidated, this.tokens);
+    // Positions in session.messages (the forgotten messages are all consolidated).
+    const done = session.consolidatedInMemory;
+    const byCount = consolidationRange(session.messages.length, done, this.memoryWindow);
+    const byTokens = this.tokens && tokenConsolidationRange(session.messages, done, this.tokens);
     // Both start at lastConsolidated: the one that takes more wins.
     const range =
       byCount && byTokens ? (byTokens.end > byCount.end ? byTokens : byCount) : (byCount ?? byTokens);
@@ -317,7 +318,7 @@ export class MemoryConsolidator implements MemoryArchiver {
     if (this.running.has(key)) {
       throw new PalaverError("Memory archival failed: another consolidation of this chat is still running.");
     }
-    const start = Math.min(Math.max(0, session.lastConsolidated), session.messages.length);
+    const start = session.consolidatedInMemory;
     const end = session.messages.length;
     if (end <= start) return;
     try {
@@ -362,7 +363,7 @@ export class MemoryConsolidator implements MemoryArchiver {
   }
 
   /**
-   * Consolidates messages [start, end), in as many requests as the budget
+   * Consolidates session.messages [start, end), in as many requests as the budget
    * needs, one after the other: each moves the session's pointer past its
    * chunk only once MEMORY.md and HISTORY.md are written, so a failure keeps
    * what earlier chunks saved and offers the rest again later. The bounds are
@@ -377,17 +378,30 @@ export class MemoryConsolidator implements MemoryArchiver {
     // Let the caller return before any work (and any synchronous throw) happens.
     await Promise.resolve();
     const messages = session.messages;
+    /** What the positions in `messages` count from: session.lastConsolidated counts the forgotten messages too. */
+    const base = session.forgotten;
     this.log.debug({ session: session.key, start, end }, "consolidating memory");
     // Bounded: every round consolidates at least one message, or stops.
     for (let at = start; at < end;) {
       const { moved, chunk } = await this.exclusive(async () => {
         const memory = await this.promptMemory();
         const chunk = await this.nextChunk(messages, at, end, memory);
-        return { moved: await this.consolidateChunk(session, messages, at, chunk, memory, signal), chunk };
+        const moved = await this.consolidateChunk(
+          session,
+          messages,
+          base + at,
+          base + chunk.next,
+          chunk,
+          memory,
+          signal,
+        );
+        return { moved, chunk };
       });
       if (!moved) return;
       at = chunk.next;
     }
+    // What is consolidated is never sent to the model again: memory keeps only what turns need.
+    if (session.messages === messages) session.forgetConsolidated();
   }
 
   /** MEMORY.md capped as in the chat prompt; an oversized one is reported once, with what to do. */
@@ -442,13 +456,14 @@ export class MemoryConsolidator implements MemoryArchiver {
   }
 
   /**
-   * One request for the chunk [from, chunk.next); true when the session's pointer moved past it.
+   * One request for the chunk; true when the session's pointer moved from `from` past it, to `next`.
    * `messages` is the session's array when the consolidation began.
    */
   private async consolidateChunk(
     session: Session,
     messages: readonly ChatMessage[],
     from: number,
+    next: number,
     chunk: Chunk,
     memory: PromptMemory,
     signal: AbortSignal,
@@ -484,9 +499,9 @@ export class MemoryConsolidator implements MemoryArchiver {
       this.log.warn({ session: session.key }, "session changed during consolidation; not moving its pointer");
       return false;
     }
-    session.lastConsolidated = chunk.next;
+    session.lastConsolidated = next;
     await this.sessions.saveMetadata(session);
-    this.log.info({ session: session.key, messages: chunk.next - from }, "memory consolidated");
+    this.log.info({ session: session.key, messages: next - from }, "memory consolidated");
     return true;
   }
 }

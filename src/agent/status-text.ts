@@ -29,11 +29,11 @@ export interface StatusSources {
 
 export async function statusText(msg: InboundMessage, s: StatusSources): Promise<string> {
   const { session } = s;
-  const active = session.messages.length - session.lastConsolidated;
+  const active = session.total - session.lastConsolidated;
   const lines = [
     `Model: ${s.model}`,
     ...(s.agentName !== undefined ? [`Agent: ${s.agentName}`] : []),
-    `Session: ${session.messages.length} messages (${active} not yet consolidated into memory)`,
+    `Session: ${session.total} messages (${active} not yet consolidated into memory)`,
     `Memory: ${s.memoryChars} characters in MEMORY.md`,
     `Replies running in other chats: ${s.otherReplies}`,
   ];

@@ -88,7 +88,7 @@ export class PgSessionStore implements SessionStorage {
       session.messages.push(msg);
     }
     session.updatedAt = now;
-    const expected = session.messages.length - messages.length;
+    const expected = session.total - messages.length;
     const lines = messages.map((m) => JSON.stringify(m));
     this.onAppended?.(session.key, messages);
     return this.queue.run(session.key, () => this.appendRows(session, lines, expected));
@@ -123,6 +123,14 @@ export class PgSessionStore implements SessionStorage {
 
   /** Replaces what is stored with the session as it is in memory (also how `palaver cluster import` stores one). */
   compact(session: Session): Promise<void> {
+    if (session.forgotten > 0) {
+      // Rewritten from memory, the stored session would lose the messages memory no longer holds.
+      return Promise.reject(
+        new PalaverError(
+          `cannot compact session ${session.key}: ${session.forgotten} of its messages are only in the database`,
+        ),
+      );
+    }
     const lines = session.messages.map((m) => JSON.stringify(m));
     return this.write(session, "rewrite", async (client) => {
       await upsertRow(client, session, "all");
@@ -167,6 +175,15 @@ export class PgSessionStore implements SessionStorage {
     return Number(found.rows[0]?.n ?? 0);
   }
 
+  async earlierMessages(session: Session): Promise<ChatMessage[]> {
+    if (session.forgotten === 0) return [];
+    const rows = await this.db.query<{ message: ChatMessage }>(
+      "SELECT message FROM palaver.session_messages WHERE session_key = $1 AND seq < $2 ORDER BY seq",
+      [session.key, session.forgotten],
+    );
+    return rows.rows.map((r) => r.message);
+  }
+
   /** The session as stored now, never cached: what `palaver cluster export` writes (undefined: none). */
   async stored(key: string): Promise<Session | undefined> {
     const row = await readSession(this.db, key);
@@ -207,6 +224,7 @@ export class PgSessionStore implements SessionStorage {
     // Changed by another instance: refreshed in place, so whoever holds the object sees it.
     Object.assign(held.session, {
       messages: fresh.messages,
+      forgotten: 0,
       createdAt: fresh.createdAt,
       updatedAt: fresh.updatedAt,
       metadata: fresh.metadata,
@@ -282,7 +300,7 @@ export class PgSessionStore implements SessionStorage {
   private remember(session: Session): void {
     const held = this.cache.get(session.key);
     if (held && held.session !== session) return;
-    const stamp = { count: session.messages.length, updatedAt: session.updatedAt.getTime() };
+    const stamp = { count: session.total, updatedAt: session.updatedAt.getTime() };
     this.cache.set(session.key, { session, stamp });
   }
 }

@@ -14,13 +14,24 @@ export interface SessionInit {
 
 export class Session {
   readonly key: string;
-  /** Every message of the session, in file order (consolidated ones included). */
+  /**
+   * The session's messages in file order, from the first one still held in memory: consolidated
+   * ones included, except the `forgotten` leading ones.
+   */
   messages: ChatMessage[];
   createdAt: Date;
   updatedAt: Date;
   metadata: Record<string, unknown>;
-  /** How many leading messages are already summarised into memory/ (nanobot's last_consolidated). */
+  /**
+   * How many leading messages of the session (the forgotten ones included) are already summarised
+   * into memory/ (nanobot's last_consolidated).
+   */
   lastConsolidated: number;
+  /**
+   * Leading messages of the file no longer held in memory: consolidated ones, which no turn sends
+   * to the model again (forgetConsolidated). Without this a long-lived chat's memory only grows.
+   */
+  forgotten = 0;
 
   constructor(key: string, init: SessionInit = {}) {
     const now = new Date();
@@ -38,7 +49,28 @@ export class Session {
    * lacks a result and no result that lacks its call (providers reject both).
    */
   history(maxMessages: number): ChatMessage[] {
-    return buildHistory(this.messages, this.lastConsolidated, maxMessages);
+    return buildHistory(this.messages, this.consolidatedInMemory, maxMessages);
+  }
+
+  /** Every message of the session, the forgotten ones counted. */
+  get total(): number {
+    return this.forgotten + this.messages.length;
+  }
+
+  /** How many leading messages of `messages` are consolidated: lastConsolidated as an index into it. */
+  get consolidatedInMemory(): number {
+    return Math.min(Math.max(0, this.lastConsolidated - this.forgotten), this.messages.length);
+  }
+
+  /**
+   * Lets go of the consolidated messages (they stay in the file). A new array: whoever still holds
+   * the old one (a consolidation comparing it) keeps a consistent copy.
+   */
+  forgetConsolidated(): void {
+    const done = this.consolidatedInMemory;
+    if (done === 0) return;
+    this.messages = this.messages.slice(done);
+    this.forgotten += done;
   }
 }
 

@@ -25,6 +25,11 @@ export interface SessionFileInfo extends SessionInfo {
 export interface SessionStorage {
   /** Loads the session (or an empty one), as it is stored now; one shared object per key while it is current. */
   get(key: string): Promise<Session>;
+  /**
+   * The messages memory let go of after a consolidation (the first `session.forgotten`), read back
+   * from storage, in order: the web chat's history shows the whole conversation.
+   */
+  earlierMessages(session: Session): Promise<ChatMessage[]>;
   /** Forgets any copy held in memory; the next get() reads the stored session again. */
   invalidate(key: string): void;
   /**

@@ -5,7 +5,7 @@
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
 import { writeSync } from "node:fs";
-import { open, readdir, rename, stat, type FileHandle } from "node:fs/promises";
+import { open, readdir, readFile, rename, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
@@ -13,6 +13,7 @@ import { PalaverError, errorMessage } from "../util/errors.js";
 import { writeFailure } from "../util/write-errors.js";
 import { mkdirPrivate, PRIVATE_FILE_MODE, replaceFilePrivate } from "../util/private-fs.js";
 import { corruptPathOf, keepCorrupt } from "../util/jsonl.js";
+import { BoundedMap } from "../util/bounded-map.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { AppendHandles } from "./append-handles.js";
 import { isObject, readLines, type MetadataLine } from "./file-lines.js";
@@ -95,10 +96,23 @@ const REWRITE_BATCH = 1000;
 const FIRST_LINE_BYTES = 64 * 1024;
 /** Files looked at concurrently by list(). */
 const LIST_CONCURRENCY = 16;
+/** Sessions kept in memory while unused: a chat's next message does not wait for its file to load. */
+const KEEP_SESSIONS = 200;
 
 export class SessionStore implements SessionStorage {
   private readonly log: Logger;
-  private readonly cache = new Map<string, Promise<Session>>();
+  /**
+   * The sessions in memory, one instance per key. The `keepSessions` most recently used are held
+   * here; any other stays only while someone holds it (a turn, a consolidation, a queued write):
+   * then get() hands out that same object, and once nobody does it is collected and the next get()
+   * reads the file. Without this every chat ever seen would stay in memory.
+   */
+  private readonly recent: BoundedMap<string, Session>;
+  private readonly live = new Map<string, WeakRef<Session>>();
+  private readonly loading = new Map<string, Promise<Session>>();
+  private readonly collected = new FinalizationRegistry<string>((key) => {
+    if (this.live.get(key)?.deref() === undefined) this.live.delete(key);
+  });
   /** Writes to one session file run one after the other; one failed write never blocks the next. */
   private readonly writes = new KeyedQueue();
   private dirReady: Promise<void> | undefined;
@@ -123,9 +137,11 @@ export class SessionStore implements SessionStorage {
       idleCloseMs?: number;
       recheckOpenFilesMs?: number;
       archiveDir?: string;
+      keepSessions?: number;
     } = {},
   ) {
     this.log = log ?? logger("sessions");
+    this.recent = new BoundedMap(opts.keepSessions ?? KEEP_SESSIONS);
     this.archiveDir = opts.archiveDir;
     this.handles = new AppendHandles({
       max: opts.maxOpenFiles,
@@ -141,23 +157,55 @@ export class SessionStore implements SessionStorage {
 
   /** Loads the session (or creates an empty one); one shared instance per key. */
   get(key: string): Promise<Session> {
-    let pending = this.cache.get(key);
+    const session = this.live.get(key)?.deref();
+    if (session) {
+      this.recent.set(key, session);
+      return Promise.resolve(session);
+    }
+    let pending = this.loading.get(key);
     if (!pending) {
-      pending = this.load(key);
-      this.cache.set(key, pending);
-      // A failed load is not cached: the next get() tries again.
-      void pending.catch(() => {
-        if (this.cache.get(key) === pending) this.cache.delete(key);
+      const loading = this.load(key).then((loaded) => {
+        // Not when invalidated meanwhile: the next get() reads the file again.
+        if (this.loading.get(key) === loading) this.remember(loaded);
+        return loaded;
       });
+      pending = loading;
+      this.loading.set(key, loading);
+      // Settled either way, it leaves `loading`; a failed load is not remembered: the next get() tries again.
+      const done = () => {
+        if (this.loading.get(key) === loading) this.loading.delete(key);
+      };
+      void loading.then(done, done);
     }
     return pending;
   }
 
   /** Forgets the in-memory copy; the next get() reads the file again. */
+  async earlierMessages(session: Session): Promise<ChatMessage[]> {
+    if (session.forgotten === 0) return [];
+    // Still in the file, in front of the rest (the file is only ever appended between rewrites).
+    const inFile: ChatMessage[] = [];
+    readLines(await readFile(this.pathFor(session.key)), inFile);
+    return inFile.slice(0, session.forgotten);
+  }
+
   invalidate(key: string): void {
-    this.cache.delete(key);
+    this.recent.delete(key);
+    this.live.delete(key);
+    this.loading.delete(key);
     // The file may have been changed by someone else: the next append checks its last line again.
     this.writes.push(key, () => this.handles.close(key));
+  }
+
+  /** How many sessions the store itself holds in memory (tests); more live while in use elsewhere. */
+  get heldSessions(): number {
+    return this.recent.size;
+  }
+
+  private remember(session: Session): void {
+    this.live.set(session.key, new WeakRef(session));
+    this.collected.register(session, session.key);
+    this.recent.set(session.key, session);
   }
 
   /**
@@ -191,6 +239,7 @@ export class SessionStore implements SessionStorage {
   clear(session: Session): Promise<void> {
     session.messages = [];
     session.lastConsolidated = 0;
+    session.forgotten = 0;
     session.updatedAt = new Date();
     const line = metadataLine(session);
     return this.writes.run(session.key, async () => {
@@ -204,6 +253,14 @@ export class SessionStore implements SessionStorage {
    * (folding the appended metadata lines into one). Explicit compaction only.
    */
   compact(session: Session): Promise<void> {
+    if (session.forgotten > 0) {
+      // Rewritten from memory, the file would lose the messages memory no longer holds.
+      return Promise.reject(
+        new PalaverError(
+          `cannot compact session ${session.key}: ${session.forgotten} of its messages are only in its file`,
+        ),
+      );
+    }
     const head = metadataLine(session);
     const messages = session.messages.slice();
     return this.writes.run(session.key, () => this.rewrite(session.key, batches(head, messages)));

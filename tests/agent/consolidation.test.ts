@@ -492,6 +492,38 @@ describe("MemoryConsolidator.maybeConsolidate", () => {
   });
 });
 
+describe("MemoryConsolidator: what stays in memory", () => {
+  it("lets go of the consolidated messages; the file keeps them and the next consolidation goes on from there", async () => {
+    const c = consolidator();
+    const s = await session(10);
+    fake.enqueue(save("[2026-03-01 10:04] msgs 0-4.", "- a\n"));
+    c.maybeConsolidate(s);
+    await c.drain(5_000);
+    expect(s.lastConsolidated).toBe(5);
+    expect(s.forgotten).toBe(5);
+    expect(s.messages.map((m) => m.content)).toEqual(["msg 5", "msg 6", "msg 7", "msg 8", "msg 9"]);
+    expect(s.history(100).map((m) => m.content)).toEqual(["msg 6", "msg 7", "msg 8", "msg 9"]);
+
+    // Five more: ten unconsolidated again, the older half of them goes next.
+    await store.append(s, msgs(10, 15));
+    fake.enqueue(save("[2026-03-01 10:09] msgs 5-9.", "- a\n"));
+    c.maybeConsolidate(s);
+    await c.drain(5_000);
+    const prompt = promptOf(fake.requests[1]);
+    expect(prompt).toContain("USER: msg 6");
+    expect(prompt).toContain("ASSISTANT: msg 9");
+    expect(prompt).not.toContain("msg 4");
+    expect(prompt).not.toContain("msg 10");
+    expect(s.lastConsolidated).toBe(10);
+    expect(s.forgotten).toBe(10);
+    expect(s.messages).toHaveLength(5);
+
+    const again = await reloaded();
+    expect(again.lastConsolidated).toBe(10);
+    expect(again.messages.map((m) => m.content)).toEqual(msgs(0, 15).map((m) => m.content));
+  });
+});
+
 describe("MemoryConsolidator.archiveAll", () => {
   it("archives every unconsolidated message and sets the pointer to the end", async () => {
     const c = consolidator();
@@ -506,8 +538,9 @@ describe("MemoryConsolidator.archiveAll", () => {
     expect((await reloaded()).lastConsolidated).toBe(7);
     expect(await memory.readMemory()).toBe("- all\n");
     expect(await readFile(memory.paths.history, "utf8")).toBe("[2026-03-01 10:06] all of it.\n\n");
-    // It archives; clearing is the caller's job.
-    expect(s.messages).toHaveLength(7);
+    // It archives; clearing is the caller's job (memory lets go of them, the file keeps them).
+    expect(s.total).toBe(7);
+    expect((await reloaded()).messages).toHaveLength(7);
   });
 
   it("resolves without a request when there is nothing to archive", async () => {

@@ -71,6 +71,24 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
     expect(await store.get("telegram:42")).toBe(session);
   });
 
+  it("a session that let its consolidated messages go: earlier ones read back, appends numbered after all", async () => {
+    const { stores } = await instances(2);
+    const [a, b] = stores as [PgSessionStore, PgSessionStore];
+    const session = await a.get("telegram:9");
+    await a.append(session, [user("one"), assistant("two"), user("three"), assistant("four")]);
+    session.lastConsolidated = 2;
+    await a.saveMetadata(session);
+    session.forgetConsolidated();
+    expect(contents(session.messages)).toEqual(["three", "four"]);
+    expect(contents(await a.earlierMessages(session))).toEqual(["one", "two"]);
+    // Still current: the same object with its two messages in memory, and an append goes on at 4.
+    expect(await a.get("telegram:9")).toBe(session);
+    await a.append(session, [user("five")]);
+    const other = await b.get("telegram:9");
+    expect(contents(other.messages)).toEqual(["one", "two", "three", "four", "five"]);
+    expect(contents(await b.earlierMessages(other))).toEqual([]);
+  });
+
   it("keeps a message's JSON exactly, key order included", async () => {
     const { url, stores } = await instances(1);
     const store = stores[0]!;

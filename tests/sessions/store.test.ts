@@ -634,3 +634,37 @@ describe("SessionStore append handles", () => {
     ]);
   });
 });
+
+describe("SessionStore sessions in memory", () => {
+  const texts = (s: { messages: ChatMessage[] }) => s.messages.map((m) => m.content);
+
+  it("holds at most keepSessions itself; a session still in use stays the one instance", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { keepSessions: 3 });
+    // Held here as a running turn or consolidation holds it, across many other chats' turns.
+    const held = await store.get("t:held");
+    await store.append(held, [{ role: "user", content: "a" }]);
+    for (let i = 0; i < 20; i++) {
+      const s = await store.get(`t:${i}`);
+      await store.append(s, [{ role: "user", content: `m${i}` }]);
+    }
+    await store.flush();
+    expect(store.heldSessions).toBeLessThanOrEqual(3);
+    const again = await store.get("t:held");
+    expect(again).toBe(held);
+    await store.append(again, [{ role: "assistant", content: "b" }]);
+    expect(texts(held)).toEqual(["a", "b"]);
+    // One let go of comes back from its file with everything.
+    expect(texts(await store.get("t:7"))).toEqual(["m7"]);
+    await store.close();
+  });
+
+  it("gives concurrent gets of many keys one instance each, past keepSessions", async () => {
+    const store = new SessionStore(sessionsDir, undefined, { keepSessions: 1 });
+    const keys = ["t:1", "t:2", "t:3", "t:4"];
+    const first = await Promise.all(keys.map((k) => store.get(k)));
+    const second = await Promise.all(keys.map((k) => store.get(k)));
+    for (const [i, s] of first.entries()) expect(second[i]).toBe(s);
+    expect(store.heldSessions).toBe(1);
+    await store.close();
+  });
+});

@@ -325,8 +325,10 @@ class WebChannel implements Channel, WebApp {
   }
 
   async history(conversationId: string): Promise<HistoryMessage[]> {
-    const session = await this.gateway.sessions.get(sessionKeyOf(conversationId));
-    return historyOf(session.messages);
+    const key = sessionKeyOf(conversationId);
+    const session = await this.gateway.sessions.get(key);
+    // The consolidated messages memory let go of come back from storage, in front of the rest.
+    return historyOf([...(await this.gateway.sessions.earlierMessages(session)), ...session.messages]);
   }
 
   async sendMessage(conversationId: string, request: SendRequest): Promise<SendAccepted> {

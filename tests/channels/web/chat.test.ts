@@ -65,6 +65,31 @@ describe("web chat conversations", () => {
     ]);
   });
 
+  it("shows the whole conversation in the history, the consolidated messages memory let go of included", async () => {
+    rig = await WebRig.start();
+    rig.fake.setHandler((req) => ({ content: `re: ${lastUserText(req)}` }));
+    const tab = await rig.subscribe("long");
+    for (const text of ["first", "second"]) {
+      await rig.post("/api/conversations/long/messages", { text }, rig.bearer());
+      await rig.waitForEvent(tab, "final", (e) => e.text === `re: ${text}`);
+      await rig.waitForEvent(tab, "turnEnd", (e) => e.outcome === "done");
+    }
+    // As a consolidation of the first exchange leaves it.
+    const session = await rig.gateway.agent.sessions.get("web:long");
+    session.lastConsolidated = 2;
+    session.forgetConsolidated();
+    expect(session.messages).toHaveLength(2);
+
+    await rig.gateway.agent.sessions.flush();
+    const history = await rig.request("/api/conversations/long/messages", { headers: rig.bearer() });
+    expect(history.json<HistoryMessage[]>().map((m) => m.content)).toEqual([
+      "first",
+      "re: first",
+      "second",
+      "re: second",
+    ]);
+  });
+
   it("stops a running turn with POST /stop", async () => {
     rig = await WebRig.start();
     rig.fake.setHandler(() => ({ content: "a very slow answer ".repeat(50), pieceDelayMs: 200 }));
