@@ -11,6 +11,9 @@ import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
 import { describeSandbox } from "./agent/tools/exec/sandbox.js";
 import { ClusterNode } from "./cluster/node.js";
+import { StopRelay } from "./cluster/stop-relay.js";
+import { parseCommand } from "./bus/commands.js";
+import { SYSTEM_CHANNEL } from "./bus/types.js";
 import { sharedPairingOf, sharedStoresOf } from "./cluster-stores.js";
 import { PgWebRelay } from "./channels/web/pg-relay.js";
 import { PgSharedToken } from "./channels/web/pg-token.js";
@@ -241,8 +244,23 @@ export class Gateway {
     if (cluster) {
       // Everything the bus carries goes through the cluster's queue, unless answered at once (/stop).
       this.agent.loop.start({ fromBus: false });
+      const loop = this.agent.loop;
+      const stops = new StopRelay({
+        db: cluster.db,
+        notifier: cluster.notifier,
+        log: this.log,
+        runsHere: (key) => loop.runsTurnOf(key),
+        stopHere: (msg) => void loop.answerNow(msg),
+        passedOn: (msg) => {
+          if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
+        },
+      });
+      await stops.start();
       this.bus.onInbound((msg) => {
-        if (!this.agent.loop.answerNow(msg)) void cluster.turns.enqueue(msg);
+        // /stop is for the turn running now, which may run on another instance.
+        if (msg.channel !== SYSTEM_CHANNEL && parseCommand(msg.content)?.name === "stop")
+          void stops.stop(msg);
+        else if (!loop.answerNow(msg)) void cluster.turns.enqueue(msg);
       });
     } else {
       this.agent.loop.start();

@@ -141,6 +141,11 @@ export class AgentLoop {
     return n;
   }
 
+  /** Whether a turn of the conversation `sessionKey` runs here now. */
+  runsTurnOf(sessionKey: string): boolean {
+    return Boolean(this.lanes.get(sessionKey)?.current);
+  }
+
   /** Turns running now (metrics). */
   get activeTurns(): number {
     return this.slots.inUse;

@@ -122,4 +122,36 @@ describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => 
     expect(a.gateway.cluster!.workspace?.kind).toBe("created");
     expect(b.gateway.cluster!.workspace?.kind).toBe("same");
   });
+
+  it("/stop reaching the instance that does not run the chat's turn stops it where it runs", async () => {
+    const database = await server.createDatabase();
+    const a = await startInstance(database, "a");
+    const b = await startInstance(database, "b");
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    fake.setHandler(async (req) => {
+      await held;
+      return { content: `re: ${lastUserText(req)}` };
+    });
+    try {
+      a.channel.receive({ content: "take your time", chatId: "c1", messageId: "1" });
+      const key = "telegram:c1";
+      await waitFor(
+        () => a.gateway.agent.loop.runsTurnOf(key) || b.gateway.agent.loop.runsTurnOf(key),
+        undefined,
+        "the turn runs somewhere",
+      );
+      const [runner, other] = a.gateway.agent.loop.runsTurnOf(key) ? [a, b] : [b, a];
+      other.channel.receive({ content: "/stop", chatId: "c1", messageId: "2" });
+      await waitFor(() => runner.channel.sent.some((m) => /^Stopped/.test(m.content)), undefined, "stopped");
+      await waitFor(() => !runner.gateway.agent.loop.runsTurnOf(key), undefined, "the turn ended");
+      expect(other.channel.sent.map((m) => m.content)).toEqual([]);
+    } finally {
+      release();
+    }
+    // The stopped turn's answer never comes (its reply was cut off), and nothing says "Nothing is running".
+    expect([...a.channel.sent, ...b.channel.sent].map((m) => m.content)).toEqual([
+      expect.stringMatching(/^Stopped the running reply/),
+    ]);
+  });
 });
