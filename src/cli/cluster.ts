@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { LoadedConfig } from "../config/load.js";
 import { approvalRulesPath, cronStorePath, openQuestionsPath, stateDir } from "../config/paths.js";
+import { unblockConversation } from "../cluster/turns.js";
 import { DOCUMENT_NAMES } from "../db/documents.js";
 import { openDatabase, shownUrl, type Database } from "../db/pool.js";
 import { migrate } from "../db/schema.js";
@@ -32,7 +33,9 @@ const DOCUMENTS: { name: string; path: (configPath: string) => string }[] = [
 export function registerClusterCommand(program: Command): void {
   const cluster = program
     .command("cluster")
-    .description("move sessions and state between this machine's files and the cluster database");
+    .description(
+      "cluster mode: move sessions and state between this machine's files and the cluster database; unblock a conversation",
+    );
 
   const imp = cluster
     .command("import")
@@ -69,7 +72,30 @@ export function registerClusterCommand(program: Command): void {
       }),
     );
 
-  for (const cmd of [imp, exp]) addCommonOptions(cmd);
+  const unblock = cluster
+    .command("unblock <session>")
+    .description(
+      "let a blocked conversation (palaver status lists them) go on: its failed turn runs again, or with --drop is given up",
+    )
+    .option("--drop", "give the failed turn up (its message stays unanswered) instead of running it again")
+    .action((session: string, opts: { drop?: boolean }) =>
+      guarded(async () => {
+        const loaded = loadForCli(unblock, { level: "warn" });
+        await withDatabase(loaded, "unblock", async (db) => {
+          const found = await unblockConversation(db, session, opts.drop === true);
+          if (found === 0) {
+            process.stdout.write(`${session} is not blocked: no failed turn of it in the queue.\n`);
+            process.exitCode = 1;
+          } else {
+            process.stdout.write(
+              `${session}: ${found} failed turn${found === 1 ? "" : "s"} ${opts.drop ? "given up" : "queued to run again"}.\n`,
+            );
+          }
+        });
+      }),
+    );
+
+  for (const cmd of [imp, exp, unblock]) addCommonOptions(cmd);
 }
 
 const log = logger("cluster");

@@ -228,11 +228,13 @@ export class ClusterTurns {
   }
 }
 
-/** The conversations the queue holds back, read without working the queue (`palaver status`). */
-export async function blockedConversations(db: Database): Promise<string[]> {
-  // No gateway has started the queue yet: nothing can be blocked.
+/**
+ * The queue read and changed without working it (`palaver status`, `palaver cluster unblock`);
+ * undefined when no gateway has created it yet.
+ */
+async function withQueue<T>(db: Database, work: (boss: PgBoss) => Promise<T>): Promise<T | undefined> {
   const installed = await db.query<{ t: string | null }>("SELECT to_regclass('pgboss.queue') AS t");
-  if (!installed.rows[0]?.t) return [];
+  if (!installed.rows[0]?.t) return undefined;
   const boss = new PgBoss({
     db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
     supervise: false,
@@ -241,8 +243,27 @@ export async function blockedConversations(db: Database): Promise<string[]> {
   });
   await boss.start();
   try {
-    return (await boss.getQueue(TURN_QUEUE)) ? await boss.getBlockedKeys(TURN_QUEUE) : [];
+    return (await boss.getQueue(TURN_QUEUE)) ? await work(boss) : undefined;
   } finally {
     await boss.stop({ graceful: false, close: false });
   }
+}
+
+/** The conversations the queue holds back: their turn failed every retry. */
+export async function blockedConversations(db: Database): Promise<string[]> {
+  return (await withQueue(db, (boss) => boss.getBlockedKeys(TURN_QUEUE))) ?? [];
+}
+
+/**
+ * Lets a blocked conversation go on: its failed turn is tried again (`drop`: given up, its message
+ * left unanswered). Returns how many failed turns it found.
+ */
+export async function unblockConversation(db: Database, sessionKey: string, drop: boolean): Promise<number> {
+  const found = await withQueue(db, async (boss) => {
+    const failed = (await boss.findJobs(TURN_QUEUE, { key: sessionKey })).filter((j) => j.state === "failed");
+    const ids = failed.map((j) => j.id);
+    if (ids.length) await (drop ? boss.deleteJob(TURN_QUEUE, ids) : boss.retry(TURN_QUEUE, ids));
+    return ids.length;
+  });
+  return found ?? 0;
 }

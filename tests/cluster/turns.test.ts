@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
-import { ClusterTurns } from "../../src/cluster/turns.js";
+import { blockedConversations, ClusterTurns, unblockConversation } from "../../src/cluster/turns.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -101,6 +101,46 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
     } finally {
       child.kill("SIGKILL");
       await survivor.stop();
+      await db.end();
+    }
+  });
+
+  it("a turn that fails every retry blocks only its conversation, until unblocked", async () => {
+    const url = await server.createDatabase();
+    const db = openDatabase({ url, applicationName: "palaver test", log });
+    await migrate(db, log);
+    let poisoned = true;
+    const ran: string[] = [];
+    const turns = instance(url, db, "only", (msg) => {
+      if (msg.content === "poison" && poisoned) throw new Error("this turn always fails");
+      ran.push(msg.content);
+      turns.handled(msg);
+    });
+    try {
+      await turns.start();
+      await turns.work();
+      const from = (chatId: string, content: string, messageId: string) =>
+        turns.enqueue({ channel: "telegram", senderId: "1", chatId, content, messageId });
+      await from("1", "poison", "p");
+      await from("1", "after the poison", "a");
+      await from("2", "another chat", "o");
+      await waitFor(
+        async () => (await blockedConversations(db)).includes("telegram:1"),
+        undefined,
+        "blocked",
+      );
+      await waitFor(() => ran.includes("another chat"), undefined, "the other chat goes on");
+      expect(ran).not.toContain("after the poison");
+      expect(await blockedConversations(db)).toEqual(["telegram:1"]);
+
+      poisoned = false;
+      expect(await unblockConversation(db, "telegram:1", false)).toBe(1);
+      await waitFor(() => ran.includes("after the poison"), undefined, "the conversation goes on");
+      expect(ran.filter((c) => c !== "another chat")).toEqual(["poison", "after the poison"]);
+      expect(await blockedConversations(db)).toEqual([]);
+      expect(await unblockConversation(db, "telegram:1", false)).toBe(0);
+    } finally {
+      await turns.stop();
       await db.end();
     }
   });
