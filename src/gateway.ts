@@ -11,9 +11,6 @@ import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
 import { describeSandbox } from "./agent/tools/exec/sandbox.js";
 import { ClusterNode } from "./cluster/node.js";
-import { StopRelay } from "./cluster/stop-relay.js";
-import { parseCommand } from "./bus/commands.js";
-import { SYSTEM_CHANNEL } from "./bus/types.js";
 import { sharedPairingOf, sharedStoresOf } from "./cluster-stores.js";
 import { PgWebRelay } from "./channels/web/pg-relay.js";
 import { PgSharedToken } from "./channels/web/pg-token.js";
@@ -240,28 +237,10 @@ export class Gateway {
     // Taken now: a preview of this run (a message answered while channels start) is not a leftover.
     const cutOffPreviews = this.journal.openPreviews();
     this.toolJournal.open(unfinished.inbound.map((p) => p.id));
-    const cluster = this.cluster;
-    if (cluster) {
-      // Everything the bus carries goes through the cluster's queue, unless answered at once (/stop).
+    if (this.cluster) {
+      // What the bus carries goes through the cluster first (its queue, or /stop to the instance running the turn).
       this.agent.loop.start({ fromBus: false });
-      const loop = this.agent.loop;
-      const stops = new StopRelay({
-        db: cluster.db,
-        notifier: cluster.notifier,
-        log: this.log,
-        runsHere: (key) => loop.runsTurnOf(key),
-        stopHere: (msg) => void loop.answerNow(msg),
-        passedOn: (msg) => {
-          if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
-        },
-      });
-      await stops.start();
-      this.bus.onInbound((msg) => {
-        // /stop is for the turn running now, which may run on another instance.
-        if (msg.channel !== SYSTEM_CHANNEL && parseCommand(msg.content)?.name === "stop")
-          void stops.stop(msg);
-        else if (!loop.answerNow(msg)) void cluster.turns.enqueue(msg);
-      });
+      await this.cluster.takeIntake(this.bus, this.agent.loop);
     } else {
       this.agent.loop.start();
     }

@@ -5,7 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { InboundMessage } from "../bus/types.js";
+import type { AgentLoop } from "../agent/loop.js";
+import type { MessageBus } from "../bus/bus.js";
+import { parseCommand } from "../bus/commands.js";
+import { SYSTEM_CHANNEL, type InboundMessage } from "../bus/types.js";
 import { withClusterLock } from "../db/advisory.js";
 import { PgDocuments } from "../db/documents.js";
 import { Notifier } from "../db/notify.js";
@@ -21,6 +24,7 @@ import { PalaverError, errorMessage } from "../util/errors.js";
 import { PgCronStore } from "../cron/pg-store.js";
 import { PgToolJournal } from "../daemon/pg-tool-journal.js";
 import { ClusterReplies } from "./replies.js";
+import { StopRelay } from "./stop-relay.js";
 import { ClusterTurns } from "./turns.js";
 import { clusterStatusLines, LEASES, readClusterView, type ClusterView } from "./view.js";
 
@@ -35,7 +39,9 @@ export interface ClusterNodeOptions {
   version: string;
   turnTimeoutSeconds: number;
   concurrency: number;
+  /** Runs a queued turn in this instance's loop (AgentLoop.queueTurn). */
   runTurn: (msg: InboundMessage) => void;
+  /** This instance is done with the message's local journal entry (stored in the queue, or /stop passed on). */
   admitted: (msg: InboundMessage) => void;
   log: Logger;
 }
@@ -106,6 +112,27 @@ export class ClusterNode {
       );
     }
     this.opts.log.info({ instance: this.instance, database: shownUrl(this.opts.url) }, "cluster: joined");
+  }
+
+  /**
+   * Takes the bus's messages in the loop's place: /stop goes to the instance running the chat's turn
+   * (stop-relay.ts), what the loop answers at once (an answer to its question, /status while one
+   * waits) is answered here, and everything else goes into the cluster's queue.
+   */
+  async takeIntake(bus: MessageBus, loop: AgentLoop): Promise<void> {
+    const stops = new StopRelay({
+      db: this.db,
+      notifier: this.notifier,
+      log: this.opts.log,
+      runsHere: (key) => loop.runsTurnOf(key),
+      stopHere: (msg) => void loop.answerNow(msg),
+      passedOn: this.opts.admitted,
+    });
+    await stops.start();
+    bus.onInbound((msg) => {
+      if (msg.channel !== SYSTEM_CHANNEL && parseCommand(msg.content)?.name === "stop") void stops.stop(msg);
+      else if (!loop.answerNow(msg)) void this.turns.enqueue(msg);
+    });
   }
 
   /** A new lease (not yet started) for a platform's single ingress: its channel starts and stops it. */
