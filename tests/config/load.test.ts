@@ -456,6 +456,7 @@ describe("configJsonSchema", () => {
       "memory",
       "pricing",
       "budget",
+      "cluster",
     ]);
     expect(Object.keys(schema.properties.channels!.properties!)).toContain("telegram");
   });
