@@ -1,7 +1,8 @@
 /** Pure rules about one cron job: when it is due, how it is listed, what the model reads when it fires. */
 import { randomUUID } from "node:crypto";
+import { isSenderAllowed } from "../config/allow-from.js";
 import { PalaverError } from "../util/errors.js";
-import { formatTime } from "./schedule.js";
+import { formatTime, nextRun } from "./schedule.js";
 import { deliveryTarget, type CronJob } from "./types.js";
 
 const MAX_ID_ATTEMPTS = 100;
@@ -54,4 +55,57 @@ export function newId(taken: Set<string | undefined>): string {
     if (!taken.has(id)) return id;
   }
   throw new PalaverError("could not find a free cron job id");
+}
+
+/** Turns a job off for good (kept in the store, so `cron list` shows it and why). */
+export function markDisabled(job: CronJob, now: number, reason: string): void {
+  job.enabled = false;
+  job.state.nextRunAtMs = null;
+  job.state.lastStatus = "skipped";
+  job.state.lastError = `disabled: ${reason}`;
+  job.updatedAtMs = now;
+}
+
+/** A missed run beyond maxCatchUp: recorded as skipped, the schedule moves on. */
+export function markMissed(job: CronJob, now: number, dueAt: number): void {
+  job.state.lastStatus = "skipped";
+  job.state.lastError = `missed at ${formatTime(dueAt, job.schedule.tz ?? undefined)} while palaver was not running`;
+  job.updatedAtMs = now;
+  if (job.schedule.kind === "at") {
+    // Kept (disabled) rather than deleted, so `cron list` shows what was missed.
+    job.enabled = false;
+    job.state.nextRunAtMs = null;
+  } else {
+    job.state.nextRunAtMs = nextRun(job.schedule, now);
+  }
+}
+
+/** After a run: a one-off job is removed from `jobs` (deleteAfterRun) or turned off; others get their next run. */
+export function advanceAfterRun(jobs: CronJob[], job: CronJob, now: number): void {
+  if (job.schedule.kind === "at") {
+    if (job.deleteAfterRun) {
+      jobs.splice(jobs.indexOf(job), 1);
+    } else {
+      job.enabled = false;
+      job.state.nextRunAtMs = null;
+    }
+    return;
+  }
+  job.state.nextRunAtMs = nextRun(job.schedule, now);
+}
+
+/**
+ * Why the job's creator may no longer have it run (undefined when it may): a sender taken out of
+ * the channel's allowFrom must not keep receiving, or making the agent act on, what they
+ * scheduled while they were let in.
+ */
+export function refusedCreator(
+  job: CronJob,
+  allowFromOf: ((channel: string) => readonly string[] | undefined) | undefined,
+): string | undefined {
+  const creator = job.payload.creator;
+  if (!allowFromOf || creator?.kind !== "sender") return undefined;
+  const allowFrom = allowFromOf(creator.channel) ?? [];
+  if (isSenderAllowed(creator.senderId, creator.aliases ?? [], allowFrom)) return undefined;
+  return `its creator (${creator.channel} user ${creator.senderId}) is no longer in channels.${creator.channel}.allowFrom (nor approved by pairing)`;
 }

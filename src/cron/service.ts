@@ -18,18 +18,32 @@
  * Every operation runs on one in-process chain, so timers, polls and tool calls
  * never interleave; `idle()` waits for it (tests, shutdown).
  */
-import { unlink, writeFile, mkdir, readFile } from "node:fs/promises";
+import { unlink, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { systemMessage, type InboundMessage } from "../bus/types.js";
-import { isSenderAllowed } from "../config/allow-from.js";
 import { logger, type Logger } from "../log.js";
 import { safeKey } from "../sessions/store.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
-import { describeSchedule, formatTime, nextRun } from "./schedule.js";
-import { CronStore, isProcessAlive } from "./store.js";
+import { describeSchedule, nextRun } from "./schedule.js";
+import { CronStore } from "./store.js";
 import { emptySnapshot, type CronJobStore, type StoreSnapshot } from "./store-types.js";
-import { idOf, isDue, jobPrompt, matches, needsNextRun, newId, sortJobs, type JobFilter } from "./jobs.js";
+import { RunClaims } from "./claims.js";
+import { announceScheduler, pidPathOf, runningElsewhere, withdrawScheduler } from "./pid-file.js";
+import {
+  advanceAfterRun,
+  idOf,
+  isDue,
+  jobPrompt,
+  markDisabled,
+  refusedCreator,
+  markMissed,
+  matches,
+  needsNextRun,
+  newId,
+  sortJobs,
+  type JobFilter,
+} from "./jobs.js";
 import {
   deliveryTarget,
   type CronCreator,
@@ -44,12 +58,6 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 const RETRY_AFTER_FAILURE_MS = 30_000;
 /** A catch-up run this close to its due time is not called late. */
 const LATE_GRACE_MS = 60_000;
-/**
- * A run another instance claimed but whose state it has not recorded this long after is taken as
- * fired by an instance that stopped right then: the schedule moves on (twice the retry of a failed
- * write, so a live claimer's retry comes first).
- */
-const CLAIM_SETTLE_MS = 2 * RETRY_AFTER_FAILURE_MS;
 /** A firing job's turn runs in the session `cron:<id>`. */
 export const CRON_SESSION_PREFIX = "cron:";
 
@@ -149,7 +157,7 @@ export class CronService implements ScheduleView {
   /** Occurrences already published (job id → the nextRunAtMs fired), so a failed write never publishes twice. */
   private readonly published = new Map<string, number>();
   /** Runs another instance claimed (job id → that run and when we saw it), not fired here. */
-  private readonly claimedElsewhere = new Map<string, { slot: number; seenAt: number }>();
+  private readonly claims: RunClaims;
 
   constructor(opts: CronServiceOptions) {
     this.log = opts.log ?? logger("cron");
@@ -172,38 +180,21 @@ export class CronService implements ScheduleView {
     this.announce = this.storePath !== undefined && (opts.announce ?? true);
     this.sessionsDir = opts.sessionsDir;
     this.paused = opts.paused ?? (() => undefined);
+    this.claims = new RunClaims(this.store, this.log);
   }
 
   /** The file that tells `palaver cron` a gateway is running this store. */
-  static pidPath(storePath: string): string {
-    return `${storePath}.pid`;
-  }
+  static pidPath = pidPathOf;
 
   /** Whether a live process (other than this one) runs a started service on this store. */
-  static async runningElsewhere(storePath: string): Promise<boolean> {
-    let text: string;
-    try {
-      text = await readFile(CronService.pidPath(storePath), "utf8");
-    } catch {
-      return false;
-    }
-    const pid = Number(text.trim());
-    return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isProcessAlive(pid);
-  }
+  static runningElsewhere = runningElsewhere;
 
   /** Loads the jobs, runs the missed ones, arms the timer and starts watching the file. */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     if (this.storePath !== undefined) await mkdir(dirname(this.storePath), { recursive: true, mode: 0o700 });
-    if (this.announce && this.storePath !== undefined)
-      await writeFile(CronService.pidPath(this.storePath), String(process.pid), { mode: 0o600 }).catch(
-        (err: unknown) =>
-          this.log.warn(
-            { err },
-            "cron: cannot write the pid file; `palaver cron run` will not see the gateway",
-          ),
-      );
+    if (this.announce && this.storePath !== undefined) await announceScheduler(this.storePath, this.log);
     await this.enqueue(() => this.catchUp());
     this.schedulePoll();
   }
@@ -216,10 +207,7 @@ export class CronService implements ScheduleView {
     clearTimeout(this.pollTimer);
     this.timer = this.pollTimer = undefined;
     await this.idle();
-    if (!this.announce || this.storePath === undefined) return;
-    const pidPath = CronService.pidPath(this.storePath);
-    const owner = await readFile(pidPath, "utf8").catch(() => "");
-    if (owner.trim() === String(process.pid)) await unlink(pidPath).catch(() => undefined);
+    if (this.announce && this.storePath !== undefined) await withdrawScheduler(this.storePath);
   }
 
   /** Resolves when no operation (firing, reload, change) is running or queued. */
@@ -386,9 +374,7 @@ export class CronService implements ScheduleView {
     for (const [id, at] of this.published) {
       if (this.jobs.find((j) => j.id === id)?.state.nextRunAtMs !== at) this.published.delete(id);
     }
-    for (const [id, { slot }] of this.claimedElsewhere) {
-      if (this.jobs.find((j) => j.id === id)?.state.nextRunAtMs !== slot) this.claimedElsewhere.delete(id);
-    }
+    this.claims.prune(this.jobs);
     this.arm();
   }
 
@@ -480,7 +466,7 @@ export class CronService implements ScheduleView {
     let next = Infinity;
     for (const job of this.jobs) {
       if (job.enabled && job.state.nextRunAtMs != null && this.runs(job))
-        next = Math.min(next, this.dueAt(job));
+        next = Math.min(next, this.claims.dueAt(job));
     }
     if (next === Infinity) return;
     next = Math.max(next, this.retryAt);
@@ -495,43 +481,7 @@ export class CronService implements ScheduleView {
 
   /** Whether this scheduler fires the job at `now`. */
   private firesNow(job: CronJob, now: number): boolean {
-    return this.runs(job) && isDue(job, now) && this.dueAt(job) <= now;
-  }
-
-  /** When the job is next looked at: its next run, or once a run another instance claimed has settled. */
-  private dueAt(job: CronJob): number {
-    const next = job.state.nextRunAtMs ?? Infinity;
-    const elsewhere = this.claimedElsewhere.get(job.id);
-    return elsewhere?.slot === next ? elsewhere.seenAt + CLAIM_SETTLE_MS : next;
-  }
-
-  /**
-   * Claims the job's run `slot` right before it fires: false when another instance of the cluster
-   * has it (that one records the run; this one leaves the job as it is). A run claimed so long ago
-   * that its claimer must have stopped before recording it moves the schedule on, without firing.
-   */
-  private async claimSlot(snap: StoreSnapshot, job: CronJob, slot: number, now: number): Promise<boolean> {
-    if (await this.store.claim(job.id, slot)) {
-      this.claimedElsewhere.delete(job.id);
-      return true;
-    }
-    const seen = this.claimedElsewhere.get(job.id);
-    if (seen?.slot !== slot) {
-      this.claimedElsewhere.set(job.id, { slot, seenAt: now });
-      this.log.debug(
-        { id: job.id, dueAt: new Date(slot).toISOString() },
-        "cron job run claimed by another instance",
-      );
-    } else if (now - seen.seenAt >= CLAIM_SETTLE_MS) {
-      this.log.warn(
-        { id: job.id, name: job.name, dueAt: new Date(slot).toISOString() },
-        "cron job run was claimed by an instance that did not record it (it stopped?); moving its schedule on",
-      );
-      this.claimedElsewhere.delete(job.id);
-      job.updatedAtMs = now;
-      this.advance(snap, job, now);
-    }
-    return false;
+    return this.runs(job) && isDue(job, now) && this.claims.dueAt(job) <= now;
   }
 
   /** Jobs enabled but without a next run (written by hand or by nanobot) get one. */
@@ -558,7 +508,7 @@ export class CronService implements ScheduleView {
     now: number,
     opts: { lateSince?: number; keepSchedule?: boolean; explicit?: boolean } = {},
   ): Promise<void> {
-    const refused = this.refusedCreator(job);
+    const refused = refusedCreator(job, this.allowFromOf);
     if (refused) {
       this.disable(job, now, refused);
       return;
@@ -580,7 +530,14 @@ export class CronService implements ScheduleView {
       error = paused;
     } else if (!alreadyPublished) {
       // An explicit run (`palaver cron run` here) is not one of the schedule's runs.
-      if (!opts.explicit && !(await this.claimSlot(snap, job, occurrence, now))) return;
+      if (!opts.explicit) {
+        const claim = await this.claims.claim(job, occurrence, now);
+        if (claim === "abandoned") {
+          job.updatedAtMs = now;
+          advanceAfterRun(snap.jobs, job, now);
+        }
+        if (claim !== "mine") return;
+      }
       try {
         this.bus.publishInbound(
           systemMessage({
@@ -613,20 +570,7 @@ export class CronService implements ScheduleView {
     job.state.lastError = error;
     job.updatedAtMs = now;
     if (opts.keepSchedule) return;
-    this.advance(snap, job, now);
-  }
-
-  /**
-   * Why the job's creator may no longer have it run (undefined when it may):
-   * a sender taken out of the channel's allowFrom must not keep receiving,
-   * or making the agent act on, what they scheduled while they were let in.
-   */
-  private refusedCreator(job: CronJob): string | undefined {
-    const creator = job.payload.creator;
-    if (!this.allowFromOf || creator?.kind !== "sender") return undefined;
-    const allowFrom = this.allowFromOf(creator.channel) ?? [];
-    if (isSenderAllowed(creator.senderId, creator.aliases ?? [], allowFrom)) return undefined;
-    return `its creator (${creator.channel} user ${creator.senderId}) is no longer in channels.${creator.channel}.allowFrom (nor approved by pairing)`;
+    advanceAfterRun(snap.jobs, job, now);
   }
 
   /** Turns a job off for good (kept in the file, so `cron list` shows it and why). */
@@ -635,11 +579,7 @@ export class CronService implements ScheduleView {
       { id: job.id, name: job.name, creator: job.payload.creator },
       `cron job disabled: ${reason}; it will not run again (palaver cron list shows it)`,
     );
-    job.enabled = false;
-    job.state.nextRunAtMs = null;
-    job.state.lastStatus = "skipped";
-    job.state.lastError = `disabled: ${reason}`;
-    job.updatedAtMs = now;
+    markDisabled(job, now, reason);
     this.published.delete(job.id);
   }
 
@@ -649,28 +589,6 @@ export class CronService implements ScheduleView {
       { id: job.id, name: job.name, dueAt: new Date(dueAt).toISOString(), maxCatchUp: this.maxCatchUp },
       "cron job missed while palaver was not running; skipped (more missed jobs than cron.maxCatchUp)",
     );
-    job.state.lastStatus = "skipped";
-    job.state.lastError = `missed at ${formatTime(dueAt, job.schedule.tz ?? undefined)} while palaver was not running`;
-    job.updatedAtMs = now;
-    if (job.schedule.kind === "at") {
-      // Kept (disabled) rather than deleted, so `cron list` shows what was missed.
-      job.enabled = false;
-      job.state.nextRunAtMs = null;
-    } else {
-      job.state.nextRunAtMs = nextRun(job.schedule, now);
-    }
-  }
-
-  private advance(snap: StoreSnapshot, job: CronJob, now: number): void {
-    if (job.schedule.kind === "at") {
-      if (job.deleteAfterRun) {
-        snap.jobs.splice(snap.jobs.indexOf(job), 1);
-      } else {
-        job.enabled = false;
-        job.state.nextRunAtMs = null;
-      }
-      return;
-    }
-    job.state.nextRunAtMs = nextRun(job.schedule, now);
+    markMissed(job, now, dueAt);
   }
 }
