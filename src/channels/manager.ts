@@ -22,6 +22,7 @@ import { InboundGate } from "./inbound-gate.js";
 import { LivePreview } from "./live-preview.js";
 import { InterruptedPreviews } from "./interrupted-previews.js";
 import { journaledPreview, TurnPreviews } from "./turn-previews.js";
+import { TurnFinals, type FinalPlace, type SentOnce } from "./sent-once.js";
 import { TurnPlans } from "./turn-plans.js";
 import type { Channel, PreviewSurface, PreviewTarget, QuestionDesk } from "./types.js";
 
@@ -68,13 +69,6 @@ export interface ChannelManagerOptions {
   stored?: () => Promise<void>;
 }
 
-/** The cluster's record of a turn's final replies (cluster/replies.ts). */
-export interface SentOnce {
-  /** Before the `seq`th final reply of turn `turnId` goes out: false when another attempt of the turn claimed it. */
-  claim(turnId: string, seq: number, msg: OutboundMessage): Promise<boolean>;
-  sent(turnId: string, seq: number): Promise<void>;
-}
-
 /** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */
 export type UndeliveredReason = "permanent" | "gave_up" | "failed_once" | "overflow";
 
@@ -90,7 +84,7 @@ interface Pending {
   /** The live preview this message replaces (a streamed turn's final or progress text). */
   preview?: LivePreview;
   /** Its place among its turn's final replies, when they are sent once in the cluster. */
-  once?: { turnId: string; seq: number };
+  once?: FinalPlace;
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -118,8 +112,8 @@ export class ChannelManager {
   private readonly previews = new TurnPreviews();
   /** Each running turn's checklist message (todo_write's plan). */
   private readonly plans = new TurnPlans();
-  /** Final replies routed so far per running turn (sentOnce's numbering). */
-  private readonly finalsOfTurn = new Map<string, number>();
+  /** Cluster mode: each turn's final replies, numbered and sent once (sent-once.ts). */
+  private readonly finals: TurnFinals | undefined;
   /** Previews a crash left open, marked interrupted once their channel runs. */
   private readonly interrupted: InterruptedPreviews;
   private lifetime = new AbortController();
@@ -128,6 +122,7 @@ export class ChannelManager {
 
   constructor(private readonly opts: ChannelManagerOptions) {
     this.log = opts.log ?? logger("channels");
+    this.finals = opts.sentOnce ? new TurnFinals(opts.sentOnce, this.log) : undefined;
     this.gate = new InboundGate({
       bus: opts.bus,
       access: opts.access ?? ALLOW_FROM_ONLY,
@@ -343,7 +338,7 @@ export class ChannelManager {
     if (event.kind === "turnEnd") {
       this.closePreview(event);
       this.finishPlan(event);
-      this.finalsOfTurn.delete(event.turnId);
+      this.finals?.turnEnded(event.turnId);
     }
     const entry = this.entries.get(event.channel);
     if (entry?.state !== "running" || !entry.channel.onTurn) return;
@@ -386,7 +381,7 @@ export class ChannelManager {
       return;
     }
     // Every final reply is its own outbox entry, whatever turn it belongs to (or none).
-    const once = this.opts.sentOnce && msg.turnId ? this.numberFinal(msg.turnId) : undefined;
+    const once = this.finals?.number(msg);
     this.enqueue({
       msg,
       // A reply sent once in the cluster is recorded in the cluster's outbox, not in this
@@ -395,12 +390,6 @@ export class ChannelManager {
       ...(preview ? { preview } : {}),
       ...(once ? { once } : {}),
     });
-  }
-
-  private numberFinal(turnId: string): { turnId: string; seq: number } {
-    const seq = (this.finalsOfTurn.get(turnId) ?? 0) + 1;
-    this.finalsOfTurn.set(turnId, seq);
-    return { turnId, seq };
   }
 
   private enqueue(pending: Pending): void {
@@ -418,7 +407,7 @@ export class ChannelManager {
     const { msg, outboxId } = pending;
     // Questions are retried like replies (a turn waits on them) but never journaled.
     const final = ["final", "question"].includes(msg.kind ?? "final");
-    if (!(await this.claimOnce(pending))) {
+    if (pending.once && !(await this.finals!.claim(pending.once, msg))) {
       this.log.info(
         { channel: msg.channel, chatId: msg.chatId, turnId: msg.turnId },
         "reply already sent by an earlier attempt of its turn",
@@ -437,14 +426,14 @@ export class ChannelManager {
       try {
         if (await this.finishPreview(pending)) {
           if (outboxId) this.opts.journal?.markSent(outboxId);
-          this.confirmOnce(pending);
+          if (pending.once) this.finals?.confirm(pending.once);
           this.opts.meter?.delivered(msg);
           return;
         }
         const sent = await entry.channel.send(msg);
         if (msg.question && sent) this.opts.questions?.delivered(msg.question.id, sent.ref);
         if (outboxId) this.opts.journal?.markSent(outboxId);
-        this.confirmOnce(pending);
+        if (pending.once) this.finals?.confirm(pending.once);
         this.opts.meter?.delivered(msg);
         return;
       } catch (err) {
@@ -487,29 +476,6 @@ export class ChannelManager {
         }
       }
     }
-  }
-
-  /** Whether a reply numbered for sentOnce may go out; when the record cannot be read, it goes out (better twice than never). */
-  private async claimOnce({ msg, once }: Pending): Promise<boolean> {
-    if (!once || !this.opts.sentOnce) return true;
-    try {
-      return await this.opts.sentOnce.claim(once.turnId, once.seq, msg);
-    } catch (err) {
-      this.log.warn(
-        { err, turnId: once.turnId },
-        "could not check whether this reply was sent already; sending it",
-      );
-      return true;
-    }
-  }
-
-  private confirmOnce({ once }: Pending): void {
-    if (!once || !this.opts.sentOnce) return;
-    this.opts.sentOnce
-      .sent(once.turnId, once.seq)
-      .catch((err: unknown) =>
-        this.log.warn({ err, turnId: once.turnId }, "could not record a reply as sent"),
-      );
   }
 
   /** The turn's live preview, made on its first delta when the channel and the config stream. */
