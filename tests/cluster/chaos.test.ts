@@ -12,7 +12,6 @@
  * timeout + 10 s after the kill, every instance did work, and nothing left in the queue.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -22,7 +21,7 @@ import { dmEvent, FakeSlack } from "../fakes/slack-server.js";
 import { FakeTelegram } from "../fakes/telegram-server.js";
 import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
 import { gatewayConfig } from "../helpers/gateway-process.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { freePort, postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { INGRESS_LEASES, leaseHolders } from "../../src/db/lease.js";
 import { waitFor } from "../helpers/wait.js";
@@ -47,17 +46,6 @@ function cronId(stdout: string): string {
   const id = /Added job (\S+) /.exec(stdout)?.[1];
   if (!id) throw new Error(`no job id in: ${stdout}`);
   return id;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () => {

@@ -51,7 +51,8 @@ function run(bin: string, args: string[], dir: string): { status: number | null;
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
-function freePort(): Promise<number> {
+/** A loopback port nothing listens on right now (the caller binds it soon after). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
