@@ -17,7 +17,7 @@
  *   chained per session key. One that cannot be stored (database down) is retried with backoff;
  *   its local journal entry (the caller's `admitted`) is marked only once it is in.
  */
-import { PgBoss, type Job } from "pg-boss";
+import type { Job, PgBoss } from "pg-boss";
 import type { InboundMessage } from "../bus/types.js";
 import { sessionKeyOf } from "../bus/types.js";
 import { dedupeKey } from "../daemon/journal.js";
@@ -57,15 +57,26 @@ interface Attempt {
 }
 
 export class ClusterTurns {
-  private readonly boss: PgBoss;
+  /** pg-boss, loaded and made by start(): a gateway without a cluster never loads it. */
+  private started: PgBoss | undefined;
   private readonly chains = new KeyedQueue();
   private readonly attempts = new Map<string, Attempt>();
   /** Messages on their way into the queue (stored() waits for them). */
   private readonly storing = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
 
-  constructor(private readonly opts: ClusterTurnsOptions) {
-    this.boss = new PgBoss({
+  constructor(private readonly opts: ClusterTurnsOptions) {}
+
+  private get boss(): PgBoss {
+    if (!this.started) throw new Error("the cluster's turn queue is not started");
+    return this.started;
+  }
+
+  /** Installs or updates pg-boss's schema and the queue; enqueue() works from now on. */
+  async start(): Promise<void> {
+    const { PgBoss } = await import("pg-boss");
+    const opts = this.opts;
+    const boss = new PgBoss({
       connectionString: opts.url,
       application_name: `palaver ${opts.instance}`,
       max: Math.max(4, opts.concurrency + 2),
@@ -73,12 +84,9 @@ export class ClusterTurns {
       monitorIntervalSeconds: opts.monitorIntervalSeconds ?? 5,
       superviseIntervalSeconds: opts.monitorIntervalSeconds ?? 5,
     });
-    this.boss.on("error", (err) => opts.log.warn({ err: errorMessage(err) }, "cluster: job queue error"));
-  }
-
-  /** Installs or updates pg-boss's schema and the queue; enqueue() works from now on. */
-  async start(): Promise<void> {
-    await this.boss.start();
+    boss.on("error", (err) => opts.log.warn({ err: errorMessage(err) }, "cluster: job queue error"));
+    await boss.start();
+    this.started = boss;
     const settings = {
       expireInSeconds: this.opts.turnTimeoutSeconds,
       retryLimit: 5,
@@ -167,12 +175,12 @@ export class ClusterTurns {
     this.stopping.abort();
     const cut = new Error("cut off by this instance's stop: another instance runs it again");
     for (const attempt of this.attempts.values()) attempt.cutOff(cut);
-    await this.boss.stop({ graceful: true, timeout: 10_000 });
+    await this.started?.stop({ graceful: true, timeout: 10_000 });
   }
 
   /** Stops taking new jobs (before the loop stops accepting them). */
   async stopWorking(): Promise<void> {
-    await this.boss.offWork(TURN_QUEUE, { wait: false });
+    await this.started?.offWork(TURN_QUEUE, { wait: false });
   }
 
   /** Inserts the message's row and its job in one transaction; false when it is a duplicate. */
@@ -235,6 +243,7 @@ export class ClusterTurns {
 async function withQueue<T>(db: Database, work: (boss: PgBoss) => Promise<T>): Promise<T | undefined> {
   const installed = await db.query<{ t: string | null }>("SELECT to_regclass('pgboss.queue') AS t");
   if (!installed.rows[0]?.t) return undefined;
+  const { PgBoss } = await import("pg-boss");
   const boss = new PgBoss({
     db: { executeSql: (text: string, values?: unknown[]) => db.query(text, values) },
     supervise: false,
