@@ -139,7 +139,12 @@ describe("jobs missed while the gateway was stopped", { timeout: 120_000 }, () =
     const second = await harness.startGatewayWhen(() => true);
     expect(fired(second)).toHaveLength(2);
     const sent = (text: string) => tg.sent.filter((m) => m.text === text && m.chatId === 42);
-    await waitFor(() => sent("reminder: second").length > 0, 30_000, "the second reminder");
+    // Two jobs, two sessions: their turns run side by side, so their replies may come in either order.
+    await waitFor(
+      () => sent("reminder: second").length > 0 && sent("reminder: first").length > 0,
+      30_000,
+      "both reminders",
+    );
     expect(sent("reminder: first")).toHaveLength(1);
     const skipped = async () => (await jobs()).find((j) => j.state.lastStatus === "skipped");
     await waitFor(
