@@ -7,9 +7,11 @@
  * appending its marker to a file); a cron job every 10 s throughout. The instance holding the
  * Telegram lease is killed with -9 at 40 % of the replies, and restarted at 70 % (or left dead).
  *
- * Pass: every message answered exactly once, each chat's replies in order, every side effect at
- * most once per call, each cron run fired once, no conversation left waiting longer than the turn
- * timeout + 10 s after the kill, every instance did work, and nothing left in the queue.
+ * Pass: every message answered at most once, and every one but those whose reply the killed
+ * instance claimed and never sent (docs/cluster.md: replies go out at most once), each chat's
+ * replies in order, every side effect at most once per call, each cron run fired once, no
+ * conversation left waiting longer than the turn timeout + 10 s after the kill, every instance did
+ * work, and nothing left in the queue.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -235,7 +237,27 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
             alive.push(victim);
           }
           await Promise.all(slackSends);
-          await waitFor(() => answers().length >= TOTAL, 10 * 60_000, "every message answered");
+          // A reply the killed instance claimed in the outbox and never confirmed is taken as sent
+          // (docs/cluster.md: at most once); if it died before the request left, that message stays
+          // unanswered. Those, and only those, may be missing.
+          const lostInKill = async (): Promise<Set<string>> => {
+            const rows = await db.query<{ message: { content?: string } }>(
+              "SELECT message FROM palaver.outbox WHERE state = 'pending' AND sent_by = $1",
+              [held],
+            );
+            const lost = new Set<string>();
+            for (const r of rows.rows) {
+              const p = parse((r.message.content ?? "").replace(/^re: /, ""));
+              if (p) lost.add(`${p[1]}-${p[2]}`);
+            }
+            return lost;
+          };
+          const answeredKeys = () => new Set(answers().map(({ chat, n }) => `${chat}-${n}`));
+          await waitFor(
+            async () => new Set([...answeredKeys(), ...(await lostInKill())]).size >= TOTAL,
+            10 * 60_000,
+            "every message answered",
+          );
           // The cron job stops (through any instance's store), so its runs can be counted.
           const removed = await runCli(["cron", "remove", "--config", configs[0]!, cronId(cron.stdout)], {
             cwd: dir,
@@ -249,13 +271,17 @@ describe.skipIf(missing)("cluster mode under chaos: 3 gateways, one killed", () 
             "the queue empty",
           );
 
-          // Exactly once, in order, per chat.
+          // At most once and in order, per chat; a missing answer only where the kill lost its reply.
+          const lost = await lostInKill();
           const byChat = new Map<string, number[]>();
           for (const { chat, n } of answers()) byChat.set(chat, [...(byChat.get(chat) ?? []), n]);
           expect(byChat.size).toBe(CHATS_PER_PLATFORM * 2);
-          const wrong = [...byChat].filter(
-            ([, ns]) => ns.join() !== Array.from({ length: PER_CHAT }, (_, k) => k + 1).join(),
-          );
+          const wrong = [...byChat].filter(([chat, ns]) => {
+            const expected = Array.from({ length: PER_CHAT }, (_, k) => k + 1).filter(
+              (n) => ns.includes(n) || !lost.has(`${chat}-${n}`),
+            );
+            return ns.join() !== expected.join();
+          });
           expect(JSON.stringify(wrong)).toBe("[]");
 
           // Side effects at most once per call. A call the killed instance had started and not
