@@ -85,6 +85,8 @@ interface Pending {
   preview?: LivePreview;
   /** Its place among its turn's final replies, when they are sent once in the cluster. */
   once?: FinalPlace;
+  /** This instance claimed it in the cluster's outbox (a retry, or a send held while the channel was down, does not claim again). */
+  claimed?: boolean;
 }
 
 export type ChannelState = "stopped" | "starting" | "running" | "retrying";
@@ -407,14 +409,6 @@ export class ChannelManager {
     const { msg, outboxId } = pending;
     // Questions are retried like replies (a turn waits on them) but never journaled.
     const final = ["final", "question"].includes(msg.kind ?? "final");
-    if (pending.once && !(await this.finals!.claim(pending.once, msg))) {
-      this.log.info(
-        { channel: msg.channel, chatId: msg.chatId, turnId: msg.turnId },
-        "reply already sent by an earlier attempt of its turn",
-      );
-      if (outboxId) this.opts.journal?.markSent(outboxId);
-      return;
-    }
     const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
     const policy = { baseMs: this.opts.outboxRetryBaseMs ?? 1000, maxMs: 60_000 };
     for (let attempt = 0; ; attempt++) {
@@ -424,6 +418,7 @@ export class ChannelManager {
         return;
       }
       try {
+        if (!(await this.claimed(pending, entry.channel))) return;
         if (await this.finishPreview(pending)) {
           if (outboxId) this.opts.journal?.markSent(outboxId);
           if (pending.once) this.finals?.confirm(pending.once);
@@ -476,6 +471,26 @@ export class ChannelManager {
         }
       }
     }
+  }
+
+  /**
+   * Cluster mode: whether this instance sends this final reply (no other attempt of its turn
+   * claimed it). Claimed once, as late as it can be: after the channel's own waits, so that all
+   * but the request itself lies before the claim (docs/cluster.md, "Replies").
+   */
+  private async claimed(pending: Pending, channel: Channel): Promise<boolean> {
+    if (!pending.once || pending.claimed) return true;
+    await channel.readyToSend?.(pending.msg);
+    if (await this.finals!.claim(pending.once, pending.msg)) {
+      pending.claimed = true;
+      return true;
+    }
+    const { msg } = pending;
+    this.log.info(
+      { channel: msg.channel, chatId: msg.chatId, turnId: msg.turnId },
+      "reply already sent by an earlier attempt of its turn",
+    );
+    return false;
   }
 
   /** The turn's live preview, made on its first delta when the channel and the config stream. */

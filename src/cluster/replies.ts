@@ -8,7 +8,8 @@
  * still retrying) between its claim and its confirmation, and nearly all of that time is the send
  * itself, after the request left. Sending it again would be a second answer in that window;
  * skipping it loses the reply only if the instance died in the instant between the claim and the
- * request, a far smaller window.
+ * request, which the channel manager keeps as short as it can (it claims after the channel's own
+ * waits, channels/manager.ts `claimed`).
  */
 import type { OutboundMessage } from "../bus/types.js";
 import type { Database } from "../db/pool.js";

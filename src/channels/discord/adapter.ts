@@ -297,12 +297,16 @@ export class DiscordChannel implements Channel {
     return this.typing.isActive(chatId);
   }
 
+  async readyToSend(msg: OutboundMessage): Promise<void> {
+    // A typing signal still out would land after this message and show "typing…" under it.
+    await this.typing.settle(msg.chatId);
+  }
+
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
     if (!this.sending) throw new ChannelError("Discord is not connected", { platform: CHANNEL });
     const kind = msg.kind ?? "final";
     const final = kind === "final";
-    // A typing signal still out would land after this message and show "typing…" under it.
-    await this.typing.settle(msg.chatId);
+    await this.readyToSend(msg);
     let sent: SentMessage | undefined;
     if (kind === "question") sent = await this.questions.ask(msg);
     else if (kind === "edit") await this.questions.edit(msg);

@@ -294,11 +294,16 @@ export class TelegramChannel implements Channel {
     this.typing.onTurn(event, conversationKey(target.chatId, target.threadId), () => target);
   }
 
+  async readyToSend(msg: OutboundMessage): Promise<void> {
+    // A typing call still out would land after this message and show "typing…" under it.
+    const target = replyTarget(msg, false);
+    await this.typing.settle(conversationKey(target.chatId, target.threadId));
+  }
+
   async send(msg: OutboundMessage): Promise<SentMessage | void> {
+    await this.readyToSend(msg);
     const target = replyTarget(msg, this.cfg.replyToMessage);
     const key = conversationKey(target.chatId, target.threadId);
-    // A typing call still out would land after this message and show "typing…" under it.
-    await this.typing.settle(key);
     const kind = msg.kind ?? "final";
     let sent: SentMessage | undefined;
     if (kind === "final") await this.sender.reply(target, msg);
