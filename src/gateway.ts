@@ -10,10 +10,8 @@ import { join } from "node:path";
 import { MessageBus } from "./bus/bus.js";
 import { createAgent, type Agent } from "./create-agent.js";
 import { describeSandbox } from "./agent/tools/exec/sandbox.js";
-import { ClusterNode } from "./cluster/node.js";
-import { sharedPairingOf, sharedStoresOf } from "./cluster-stores.js";
-import { PgWebRelay } from "./channels/web/pg-relay.js";
-import { PgSharedToken } from "./channels/web/pg-token.js";
+import type { ClusterNode } from "./cluster/node.js";
+import type { JoinCluster } from "./cluster-stores.js";
 import { ChannelManager } from "./channels/manager.js";
 import {
   createEnabledChannels,
@@ -79,7 +77,20 @@ export class Gateway {
   private readonly stopping = new AbortController();
   private starting: Promise<void> | null = null;
 
-  constructor(private readonly opts: GatewayOptions) {
+  /**
+   * Builds the gateway; in cluster mode (cluster.database set) after loading the cluster side
+   * (cluster-stores.ts), which only then comes in: one process does not load the PostgreSQL client.
+   */
+  static async create(opts: GatewayOptions): Promise<Gateway> {
+    const clusterSide = opts.loaded.config.cluster.database ? await import("./cluster-stores.js") : undefined;
+    return new Gateway(opts, clusterSide?.joinCluster);
+  }
+
+  /** `joinCluster`: cluster-stores.ts's, needed in cluster mode (Gateway.create passes it). */
+  constructor(
+    private readonly opts: GatewayOptions,
+    joinCluster?: JoinCluster,
+  ) {
     const { config, workspace, path } = opts.loaded;
     this.log = opts.log ?? logger("gateway");
     this.toolJournal = new ToolJournal(join(stateDir(path), "journal", "tools.jsonl"));
@@ -93,32 +104,32 @@ export class Gateway {
       cluster: () => this.cluster?.counts(),
     });
     const llm = opts.provider ?? createLlm(config);
-    this.cluster = config.cluster.database
-      ? new ClusterNode({
-          url: config.cluster.database,
-          workspace,
-          version: palaverVersion(),
-          turnTimeoutSeconds: config.cluster.turnTimeoutSeconds,
-          concurrency: config.agents.defaults.maxConcurrentTurns,
-          // Queued turns run in this loop; what the bus carries goes to the queue first (start()).
-          runTurn: (msg) => this.agent.loop.queueTurn(msg),
-          // In the queue now: the local journal's entry is done with.
-          admitted: (msg) => {
-            if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
-          },
-          log: this.log,
-        })
-      : undefined;
-    const node = this.cluster;
-    this.clusterServices = node
-      ? {
-          lease: (name) => node.lease(name),
-          webRelay: new PgWebRelay({ notifier: node.notifier, instance: node.instance, log: this.log }),
-          webToken: new PgSharedToken(node.db),
-        }
-      : {};
+    const url = config.cluster.database;
+    if (url && !joinCluster)
+      throw new Error(
+        "cluster.database is set: build the gateway with Gateway.create (it loads the cluster side)",
+      );
+    const cluster =
+      url && joinCluster
+        ? joinCluster({
+            url,
+            workspace,
+            version: palaverVersion(),
+            turnTimeoutSeconds: config.cluster.turnTimeoutSeconds,
+            concurrency: config.agents.defaults.maxConcurrentTurns,
+            // Queued turns run in this loop; what the bus carries goes to the queue first (start()).
+            runTurn: (msg) => this.agent.loop.queueTurn(msg),
+            // In the queue now: the local journal's entry is done with.
+            admitted: (msg) => {
+              if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
+            },
+            log: this.log,
+          })
+        : undefined;
+    this.cluster = cluster?.node;
+    this.clusterServices = cluster?.services ?? {};
     this.pairing = new PairingGate({
-      store: this.cluster ? sharedPairingOf(this.cluster) : new PairingStore(pairingPath(stateDir(path))),
+      store: cluster?.pairing ?? new PairingStore(pairingPath(stateDir(path))),
       config: () => this.opts.loaded.config,
       publish: (msg) => this.bus.publishOutbound(msg),
     });
@@ -127,7 +138,7 @@ export class Gateway {
       workspace,
       bus: this.bus,
       cronStorePath: cronStorePath(path),
-      ...(this.cluster ? { shared: sharedStoresOf(this.cluster) } : {}),
+      ...(cluster ? { shared: cluster.shared } : {}),
       configPath: path,
       // Live: a SIGHUP that takes someone out of allowFrom, or a pairing revoked, stops their cron
       // jobs and the message tool's access.

@@ -10,7 +10,7 @@
 import type { Logger } from "../log.js";
 import { backoffDelay, sleep } from "../util/backoff.js";
 
-export { INGRESS_LEASES } from "../db/lease.js";
+export { INGRESS_LEASES } from "../db/names.js";
 
 export interface IngressLease {
   /** Whether this instance holds it now. */

@@ -10,8 +10,7 @@ import { ruleCovers } from "../approvals/exec-shape.js";
 import type { ChatRule } from "../approvals/types.js";
 import { approvalRulesPath } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
-import { DOCUMENT_NAMES } from "../db/documents.js";
-import { withClusterDocument } from "./cluster-documents.js";
+import { DOCUMENT_NAMES } from "../db/names.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerApprovalsCommand(program: Command): void {
@@ -57,6 +56,8 @@ function withRules(cmd: Command, work: (store: FileChatRules) => void | Promise<
     const loaded = loadForCli(cmd, { level: "warn" });
     const url = loaded.config.cluster.database;
     if (url === undefined) return await work(new FileChatRules(approvalRulesPath(loaded.path)));
+    // Loaded here: in one process the command does not load the PostgreSQL client.
+    const { withClusterDocument } = await import("./cluster-documents.js");
     await withClusterDocument(url, DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT, (doc) =>
       work(new FileChatRules(doc)),
     );

@@ -9,15 +9,13 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { LoadedConfig } from "../config/load.js";
 import { approvalRulesPath, cronStorePath, openQuestionsPath, stateDir } from "../config/paths.js";
-import { unblockConversation } from "../cluster/turns.js";
-import { DOCUMENT_NAMES } from "../db/documents.js";
-import { openDatabase, shownUrl, type Database } from "../db/pool.js";
-import { migrate } from "../db/schema.js";
+import { DOCUMENT_NAMES } from "../db/names.js";
+import type { Database } from "../db/pool.js";
 import { logger } from "../log.js";
 import { pairingPath } from "../pairing/store.js";
 import { sessionsDirOf } from "../sessions/store.js";
 import { errorMessage, PalaverError } from "../util/errors.js";
-import { exportState, importState, type ImportItem, type StateFiles } from "./cluster-transfer.js";
+import type { ImportItem, StateFiles } from "./cluster-transfer.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 /**
@@ -47,6 +45,7 @@ export function registerClusterCommand(program: Command): void {
       guarded(async () => {
         const loaded = loadForCli(imp, { level: "warn" });
         await withDatabase(loaded, "import", async (db) => {
+          const { importState } = await import("./cluster-transfer.js");
           const result = await importState(db, stateFilesOf(loaded), { force: opts.force === true, log });
           process.stdout.write(importReport(result.items, result.applied));
           if (!result.applied) process.exitCode = 1;
@@ -66,6 +65,7 @@ export function registerClusterCommand(program: Command): void {
         if (opts.to === undefined && existsSync(to))
           throw new PalaverError(`${to} already exists; say where with --to`);
         await withDatabase(loaded, "export", async (db) => {
+          const { exportState } = await import("./cluster-transfer.js");
           const written = await exportState(db, exportTargetOf(to), { force: opts.force === true, log });
           process.stdout.write(exportReport(to, written));
         });
@@ -82,6 +82,7 @@ export function registerClusterCommand(program: Command): void {
       guarded(async () => {
         const loaded = loadForCli(unblock, { level: "warn" });
         await withDatabase(loaded, "unblock", async (db) => {
+          const { unblockConversation } = await import("../cluster/turns.js");
           const found = await unblockConversation(db, session, opts.drop === true);
           if (found === 0) {
             process.stdout.write(`${session} is not blocked: no failed turn of it in the queue.\n`);
@@ -133,6 +134,12 @@ async function withDatabase(
       `cluster.database is not set in ${loaded.path}: set it (or the environment variable ` +
         `PALAVER_CLUSTER__DATABASE) to the cluster's PostgreSQL URL, e.g. postgres://palaver:secret@db:5432/palaver`,
     );
+  // The database code loads when one of these commands runs (each action imports what it does):
+  // every other command, and a one-process gateway, starts without the PostgreSQL client.
+  const [{ openDatabase, shownUrl }, { migrate }] = await Promise.all([
+    import("../db/pool.js"),
+    import("../db/schema.js"),
+  ]);
   const db = openDatabase({ url, applicationName: `palaver cluster ${verb}`, log });
   try {
     try {

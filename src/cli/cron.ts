@@ -16,10 +16,7 @@ import type { LoadedConfig } from "../config/load.js";
 import { cronStorePath } from "../config/paths.js";
 import { createWorkspace } from "../config/workspace.js";
 import { buildSchedule, describeSchedule, formatTime, type ScheduleLabels } from "../cron/schedule.js";
-import { PgCronStore } from "../cron/pg-store.js";
 import { CronService, type CronServiceOptions } from "../cron/service.js";
-import { openDatabase, shownUrl } from "../db/pool.js";
-import { migrate } from "../db/schema.js";
 import { logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { checkTarget, WEB_CHAT_HINT } from "../cron/targets.js";
@@ -260,6 +257,12 @@ async function withJobs(cmd: Command, work: (jobs: Jobs) => Promise<void>): Prom
     });
     return work({ service, loaded, cluster: false });
   }
+  // Loaded here: in one process the cron commands do not load the PostgreSQL client.
+  const [{ openDatabase, shownUrl }, { migrate }, { PgCronStore }] = await Promise.all([
+    import("../db/pool.js"),
+    import("../db/schema.js"),
+    import("../cron/pg-store.js"),
+  ]);
   const log = logger("cron");
   const me = `${hostname()}-${process.pid}-cli`;
   const db = openDatabase({ url, applicationName: `palaver ${me}`, log });

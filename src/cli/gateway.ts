@@ -42,7 +42,7 @@ export function registerGatewayCommand(program: Command): void {
       // Early: this also removes NOTIFY_SOCKET from the environment tools and MCP servers inherit.
       void notifyStatus("starting");
       const log = logger("gateway");
-      const gateway = new Gateway({ loaded });
+      const gateway = await Gateway.create({ loaded });
       // Timers alone may not hold the event loop open (e.g. cron and heartbeat disabled, no channels);
       // exitStopped ends the process.
       setInterval(() => undefined, 1 << 30);

@@ -8,7 +8,7 @@
 import type { Command } from "commander";
 import { stateDir } from "../config/paths.js";
 import { formatTime } from "../cron/schedule.js";
-import { DOCUMENT_NAMES } from "../db/documents.js";
+import { DOCUMENT_NAMES } from "../db/names.js";
 import {
   CODE_TTL_MS,
   PAIRING_DOCUMENT,
@@ -17,7 +17,6 @@ import {
   type ApprovedSender,
   type PendingCode,
 } from "../pairing/store.js";
-import { withClusterDocument } from "./cluster-documents.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
 export function registerPairingCommand(program: Command): void {
@@ -91,6 +90,8 @@ function withStore(cmd: Command, work: (store: PairingStore) => void | Promise<v
     const loaded = loadForCli(cmd, { level: "warn" });
     const url = loaded.config.cluster.database;
     if (url === undefined) return await work(new PairingStore(pairingPath(stateDir(loaded.path))));
+    // Loaded here: in one process the command does not load the PostgreSQL client.
+    const { withClusterDocument } = await import("./cluster-documents.js");
     await withClusterDocument(url, DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT, (doc) =>
       work(new PairingStore(doc)),
     );

@@ -14,8 +14,8 @@ import { readIndexSummary, summaryLine, type IndexSummary } from "../recall/summ
 import { agentStatus } from "./agents.js";
 import { addCommonOptions, loadForCli } from "./common.js";
 import { readGatewayStatus, webChatLink } from "./gateway-status.js";
-import { readClusterReport, type ClusterReport } from "../cluster/status.js";
-import { clusterStatusLines } from "../cluster/view.js";
+import type { ClusterReport } from "../cluster/status.js";
+import { clusterStatusLines } from "../cluster/status-lines.js";
 import { logger } from "../log.js";
 
 export interface StatusReport {
@@ -185,6 +185,12 @@ function clusterRows(report: ClusterReport | undefined): [string, string][] {
   return clusterStatusLines(report).map((line) => ["cluster", line]);
 }
 
+/** Cluster mode only: one process's status does not load the PostgreSQL client. */
+async function clusterReport(url: string): Promise<ClusterReport> {
+  const { readClusterReport } = await import("../cluster/status.js");
+  return readClusterReport(url, logger("status"));
+}
+
 export function registerStatusCommand(program: Command): Command {
   const cmd = program
     .command("status")
@@ -196,7 +202,7 @@ export function registerStatusCommand(program: Command): Command {
         ...buildStatus(loaded, await sandboxState(loaded)),
         agents: await agentStatus(loaded),
         ...(loaded.config.cluster.database
-          ? { cluster: await readClusterReport(loaded.config.cluster.database, logger("status")) }
+          ? { cluster: await clusterReport(loaded.config.cluster.database) }
           : {}),
       };
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);

@@ -26,7 +26,9 @@ import { PgToolJournal } from "../daemon/pg-tool-journal.js";
 import { ClusterReplies } from "./replies.js";
 import { StopRelay } from "./stop-relay.js";
 import { ClusterTurns } from "./turns.js";
-import { clusterStatusLines, LEASES, readClusterView, type ClusterView } from "./view.js";
+import { LEASES } from "../db/names.js";
+import { clusterStatusLines } from "./status-lines.js";
+import { readClusterView, type ClusterView } from "./view.js";
 
 /** How often the gateway reads the cluster's view for /status, /metrics and /readyz. */
 const VIEW_EVERY_MS = 5000;

@@ -5,11 +5,9 @@
  * `palaver status` once.
  */
 import { aliveInstances, type InstanceInfo } from "../db/instances.js";
-import { INGRESS_LEASES, leaseHolders } from "../db/lease.js";
+import { leaseHolders } from "../db/lease.js";
+import { LEASES } from "../db/names.js";
 import type { Database } from "../db/pool.js";
-
-/** The leases an instance may hold. */
-export const LEASES = Object.values(INGRESS_LEASES);
 
 export interface ClusterInstance extends InstanceInfo {
   startedAt: string;
@@ -48,18 +46,4 @@ export async function readClusterView(db: Database, blocked: () => Promise<strin
     leases: Object.fromEntries(holders),
     turns: { queued: count("queued"), running: count("running"), blocked: blockedKeys },
   };
-}
-
-/** Pure: the view in the words of /status and `palaver status`: instances, leases, turns. */
-export function clusterStatusLines(view: ClusterView, self?: string): string[] {
-  const names = view.instances.map((i) => (i.id === self ? `${i.id} (this one)` : i.id));
-  const leases = LEASES.map((lease) => `${lease.replace("ingress:", "")}: ${view.leases[lease] ?? "nobody"}`);
-  const { queued, running, blocked } = view.turns;
-  const count = view.instances.length;
-  return [
-    `${count} instance${count === 1 ? "" : "s"} alive: ${names.join(", ") || "none"}`,
-    `leases: ${leases.join(", ")}`,
-    `turns: ${queued} queued, ${running} running` +
-      (blocked.length ? `, ${blocked.length} conversation(s) blocked: ${blocked.join(", ")}` : ""),
-  ];
 }

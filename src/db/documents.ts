@@ -22,12 +22,7 @@ import { inTransaction, type Database, type DatabaseClient } from "./pool.js";
 /** The NOTIFY channel of document changes; the payload is `{"name": ..., "version": ...}`. */
 export const DOCUMENTS_CHANNEL = "palaver_documents";
 
-/** The documents' names: the base names of the state files they stand for. */
-export const DOCUMENT_NAMES = {
-  pairing: "pairing.json",
-  approvalRules: "approval-rules.json",
-  openQuestions: "open-questions.json",
-} as const;
+export { DOCUMENT_NAMES } from "./names.js";
 
 export interface DocumentsOptions {
   db: Database;

@@ -11,8 +11,7 @@ import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { ADVISORY_LOCK_SPACE } from "./pool.js";
 
-/** The lease of each platform's single ingress, by the names the cluster shows (status, leaseHolders). */
-export const INGRESS_LEASES = { telegram: "ingress:telegram", discord: "ingress:discord" } as const;
+export { INGRESS_LEASES } from "./names.js";
 
 export interface LeaseOptions {
   url: string;

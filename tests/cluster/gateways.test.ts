@@ -53,7 +53,7 @@ describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => 
       cluster: { database, turnTimeoutSeconds: 10 },
     });
     const channel = new TestChannel("telegram");
-    const gateway = new Gateway({
+    const gateway = await Gateway.create({
       loaded: { config, workspace: join(dir, "ws"), path: join(dir, name, "config.json") },
       provider: createProvider(config),
       platforms: { telegram: async () => channel },
