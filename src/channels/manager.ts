@@ -1,7 +1,7 @@
 /**
- * The channel manager: starts the enabled channels (a failing one is retried with backoff while
- * the others run), hands each the inbound gate for what it receives (access, journal, bus:
- * inbound-gate.ts), forwards turn events to the channel of the turn's chat, routes replies from
+ * The channel manager: starts the enabled channels (roster.ts: a failing one is retried with
+ * backoff while the others run), hands each the inbound gate for what it receives (access, journal,
+ * bus: inbound-gate.ts), forwards turn events to the channel of the turn's chat, routes replies from
  * the bus to the channel that owns the chat (in order per chat; one chat's failing sends never
  * hold back another's), keeps replies for a channel that is not running until it runs, and stops
  * channels in reverse order.
@@ -9,10 +9,9 @@
 import type { MessageBus } from "../bus/bus.js";
 import type { OutboundMessage, TurnEvent } from "../bus/types.js";
 import { replyPlaceOf } from "../bus/types.js";
-import { backoffDelay, sleep } from "../util/backoff.js";
+import { sleep } from "../util/backoff.js";
 import type { Journal, OpenPreview, PendingOutbound } from "../daemon/journal.js";
-import { logger, redactText, type Logger } from "../log.js";
-import { errorMessage } from "../util/errors.js";
+import { logger, type Logger } from "../log.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { settleWithin } from "../util/timeout.js";
 import { ALLOW_FROM_ONLY, NoticeLimiter, type AccessPolicy } from "./access.js";
@@ -24,18 +23,8 @@ import { InterruptedPreviews } from "./interrupted-previews.js";
 import { journaledPreview, TurnPreviews } from "./turn-previews.js";
 import { TurnFinals, type FinalPlace, type SentOnce } from "./sent-once.js";
 import { TurnPlans } from "./turn-plans.js";
+import { ChannelRoster, type ChannelOptions, type ChannelState, type RosterEntry } from "./roster.js";
 import type { Channel, PreviewSurface, PreviewTarget, QuestionDesk } from "./types.js";
-
-export interface ChannelOptions {
-  /** User ids allowed in; "*" for everybody, empty for nobody. */
-  allowFrom: readonly string[];
-  /** Override channels.sendProgress / sendToolHints for this channel (the terminal shows both). */
-  sendProgress?: boolean;
-  sendToolHints?: boolean;
-  /** Override channels.streaming and the stream interval for this channel. */
-  streaming?: boolean;
-  streamIntervalMs?: number;
-}
 
 export interface ChannelManagerOptions {
   bus: MessageBus;
@@ -89,21 +78,8 @@ interface Pending {
   claimed?: boolean;
 }
 
-export type ChannelState = "stopped" | "starting" | "running" | "retrying";
-
-interface Entry {
-  channel: Channel;
-  options: ChannelOptions;
-  state: ChannelState;
-  lastError?: string;
-  /** The background start-and-retry task. */
-  starting?: Promise<void>;
-  /** Ends this channel's start retries (removal); the manager's lifetime ends everyone's. */
-  stopRetrying?: AbortController;
-}
-
 export class ChannelManager {
-  private readonly entries = new Map<string, Entry>();
+  private readonly roster: ChannelRoster;
   private readonly log: Logger;
   /** Access, journal and bus for what the channels receive. */
   private readonly gate: InboundGate;
@@ -118,6 +94,7 @@ export class ChannelManager {
   private readonly finals: TurnFinals | undefined;
   /** Previews a crash left open, marked interrupted once their channel runs. */
   private readonly interrupted: InterruptedPreviews;
+  /** Ends the waits between a reply's send attempts (stop). */
   private lifetime = new AbortController();
   private unsubscribe: (() => void) | null = null;
   private intakeOpen = false;
@@ -136,6 +113,16 @@ export class ChannelManager {
       ...(opts.stored ? { stored: opts.stored } : {}),
       notify: (msg) => this.enqueue({ msg }),
     });
+    this.roster = new ChannelRoster({
+      log: this.log,
+      ...(opts.retryBaseMs !== undefined ? { retryBaseMs: opts.retryBaseMs } : {}),
+      ...(opts.retryMaxMs !== undefined ? { retryMaxMs: opts.retryMaxMs } : {}),
+      sinkFor: (name, allowFrom) => this.gate.sinkFor(name, allowFrom),
+      onRunning: (channel) => {
+        this.releaseHeld(channel.name);
+        this.interrupted.started(channel);
+      },
+    });
     this.held = new HeldReplies(opts.maxHeldPerChannel ?? 1000);
     this.interrupted = new InterruptedPreviews({
       ...(opts.journal ? { journal: opts.journal } : {}),
@@ -145,20 +132,15 @@ export class ChannelManager {
   }
 
   add(channel: Channel, options: ChannelOptions): void {
-    if (this.entries.has(channel.name)) throw new Error(`channel ${channel.name} added twice`);
-    this.entries.set(channel.name, { channel, options, state: "stopped" });
+    this.roster.add(channel, options);
   }
 
   get names(): string[] {
-    return [...this.entries.keys()];
+    return this.roster.names;
   }
 
   status(): { name: string; state: ChannelState; lastError?: string }[] {
-    return [...this.entries.values()].map((e) => ({
-      name: e.channel.name,
-      state: e.state,
-      ...(e.lastError ? { lastError: e.lastError } : {}),
-    }));
+    return this.roster.status();
   }
 
   /**
@@ -176,49 +158,30 @@ export class ChannelManager {
         offTurn();
       };
     }
-    await Promise.all([...this.entries.values()].map((entry) => this.launch(entry)));
-  }
-
-  /** Starts one channel in the background; resolves after its first attempt. */
-  private launch(entry: Entry): Promise<void> {
-    return new Promise<void>((settled) => {
-      entry.starting = this.keepStarting(entry, settled);
-    });
+    await this.roster.startAll();
   }
 
   /**
    * Adds a channel and, once the manager has started, starts it too: resolves after its first
    * attempt. The gateway adds each platform this way as soon as its SDK has loaded.
    */
-  async join(channel: Channel, options: ChannelOptions): Promise<void> {
-    this.add(channel, options);
-    const entry = this.entries.get(channel.name)!;
-    if (!this.lifetime.signal.aborted && this.unsubscribe) await this.launch(entry);
+  join(channel: Channel, options: ChannelOptions): Promise<void> {
+    return this.roster.join(channel, options);
   }
 
   /** Replaces (or adds) a channel while the others keep running: config reload. */
-  async replace(channel: Channel, options: ChannelOptions): Promise<void> {
-    await this.remove(channel.name);
-    await this.join(channel, options);
+  replace(channel: Channel, options: ChannelOptions): Promise<void> {
+    return this.roster.replace(channel, options);
   }
 
   /** Stops and forgets one channel; replies for it are kept until a channel of that name runs again. */
-  async remove(name: string): Promise<void> {
-    const entry = this.entries.get(name);
-    if (!entry) return;
-    this.entries.delete(name);
-    entry.stopRetrying?.abort();
-    await entry.starting;
-    if (entry.state === "running")
-      await entry.channel
-        .stop()
-        .catch((err: unknown) => this.log.warn({ err, channel: name }, "channel did not stop cleanly"));
-    entry.state = "stopped";
+  remove(name: string): Promise<void> {
+    return this.roster.remove(name);
   }
 
   /** Gives up connecting (a stop during start): channels still starting are aborted and not retried. */
   abortStarts(): void {
-    this.lifetime.abort();
+    this.roster.abortStarts();
   }
 
   /** Stops taking new messages (shutdown step one); replies still go out. */
@@ -233,16 +196,7 @@ export class ChannelManager {
     this.unsubscribe?.();
     this.unsubscribe = null;
     this.lifetime.abort();
-    for (const entry of [...this.entries.values()].reverse()) {
-      await entry.starting;
-      if (entry.state === "stopped") continue;
-      try {
-        await entry.channel.stop();
-      } catch (err) {
-        this.log.warn({ err, channel: entry.channel.name }, "channel did not stop cleanly");
-      }
-      entry.state = "stopped";
-    }
+    await this.roster.stopAll();
   }
 
   /** Resolves when every queued send has finished, or after timeoutMs. */
@@ -279,42 +233,6 @@ export class ChannelManager {
     }
   }
 
-  private async keepStarting(entry: Entry, firstAttemptSettled: () => void): Promise<void> {
-    const name = entry.channel.name;
-    entry.stopRetrying = new AbortController();
-    const signal = AbortSignal.any([this.lifetime.signal, entry.stopRetrying.signal]);
-    const gate = this.gate.sinkFor(name, entry.options.allowFrom);
-    for (let attempt = 0; !signal.aborted; attempt++) {
-      entry.state = attempt === 0 ? "starting" : "retrying";
-      try {
-        await entry.channel.start(gate, signal);
-        entry.state = "running";
-        entry.lastError = undefined;
-        this.log.info({ channel: name }, "channel started");
-        this.releaseHeld(name);
-        this.interrupted.started(entry.channel);
-        firstAttemptSettled();
-        return;
-      } catch (err) {
-        // Shown by /healthz and /status, which are not logs: an SDK error may quote a URL with the token.
-        entry.lastError = redactText(errorMessage(err));
-        const delayMs = backoffDelay(attempt, this.opts.retryBaseMs ?? 2000, this.opts.retryMaxMs ?? 300_000);
-        this.log.error(
-          { channel: name, err, retryInMs: Math.round(delayMs) },
-          `channel ${name} failed to start`,
-        );
-        entry.state = "retrying";
-        firstAttemptSettled();
-        try {
-          await sleep(delayMs, signal);
-        } catch {
-          break; // stopped while waiting
-        }
-      }
-    }
-    entry.state = "stopped";
-  }
-
   /**
    * Sends the final replies an earlier run had not delivered (from the journal). Those for a channel
    * that is not running are kept until it runs.
@@ -329,9 +247,8 @@ export class ChannelManager {
    */
   interruptPreviews(open: readonly OpenPreview[]): void {
     this.interrupted.mark(open, (name) => {
-      const entry = this.entries.get(name);
-      if (!entry) return undefined;
-      return entry.state === "running" ? entry.channel : "later";
+      if (!this.roster.get(name)) return undefined;
+      return this.roster.running(name)?.channel ?? "later";
     });
   }
 
@@ -342,8 +259,8 @@ export class ChannelManager {
       this.finishPlan(event);
       this.finals?.turnEnded(event.turnId);
     }
-    const entry = this.entries.get(event.channel);
-    if (entry?.state !== "running" || !entry.channel.onTurn) return;
+    const entry = this.roster.running(event.channel);
+    if (!entry?.channel.onTurn) return;
     try {
       entry.channel.onTurn(event);
     } catch (err) {
@@ -356,9 +273,9 @@ export class ChannelManager {
   }
 
   private route(msg: OutboundMessage): void {
-    const entry = this.entries.get(msg.channel);
+    const entry = this.roster.running(msg.channel);
     if (msg.kind === "delta") {
-      if (entry?.state === "running") this.previewFor(entry, msg)?.update(msg.content);
+      if (entry) this.previewFor(entry, msg)?.update(msg.content);
       return;
     }
     if (msg.kind === "question") {
@@ -366,7 +283,7 @@ export class ChannelManager {
       return;
     }
     if (msg.kind === "plan") {
-      if (entry?.state === "running") this.showPlan(entry, msg);
+      if (entry) this.showPlan(entry, msg);
       return;
     }
     // Taken off now, not when its turn comes in the chat's queue (see TurnPreviews.take).
@@ -379,7 +296,7 @@ export class ChannelManager {
     }
     if ((msg.kind ?? "final") !== "final") {
       // Progress, hints and edits are worth nothing later: shown now, as configured, or not at all.
-      if (entry?.state === "running" && wanted(msg, entry.options, this.opts)) this.enqueue({ msg });
+      if (entry && wanted(msg, entry.options, this.opts)) this.enqueue({ msg });
       return;
     }
     // Every final reply is its own outbox entry, whatever turn it belongs to (or none).
@@ -412,7 +329,7 @@ export class ChannelManager {
     const deadline = Date.now() + (this.opts.outboxRetryMs ?? 10 * 60_000);
     const policy = { baseMs: this.opts.outboxRetryBaseMs ?? 1000, maxMs: 60_000 };
     for (let attempt = 0; ; attempt++) {
-      const entry = this.entries.get(msg.channel);
+      const entry = this.roster.get(msg.channel);
       if (entry?.state !== "running") {
         if (final) this.hold(pending, entry);
         return;
@@ -494,7 +411,7 @@ export class ChannelManager {
   }
 
   /** The turn's live preview, made on its first delta when the channel and the config stream. */
-  private previewFor(entry: Entry, msg: OutboundMessage): LivePreview | undefined {
+  private previewFor(entry: RosterEntry, msg: OutboundMessage): LivePreview | undefined {
     const turnId = msg.turnId;
     if (!turnId || !(entry.options.streaming ?? this.opts.streaming ?? false)) return undefined;
     return this.previews.forDelta(turnId, () => {
@@ -528,7 +445,7 @@ export class ChannelManager {
     const replaced = await preview.finish(msg.content);
     if (!replaced && msg.kind === "progress") {
       // Shown as a preview already; sent again only when progress is wanted.
-      const entry = this.entries.get(msg.channel);
+      const entry = this.roster.get(msg.channel);
       return !entry || !wanted(msg, entry.options, this.opts);
     }
     return replaced;
@@ -538,7 +455,7 @@ export class ChannelManager {
    * The turn's checklist: its own message, edited in place at the pace of streamed previews. A chat
    * that cannot show one gets each changed checklist as a message, tried once like progress.
    */
-  private showPlan(entry: Entry, msg: OutboundMessage): void {
+  private showPlan(entry: RosterEntry, msg: OutboundMessage): void {
     const turnId = msg.turnId;
     if (!turnId) {
       this.enqueue({ msg });
@@ -552,7 +469,7 @@ export class ChannelManager {
   }
 
   /** How often a turn's live message may change: the channel's setting, the global one, the platform's pace. */
-  private paceOf(entry: Entry, surface: PreviewSurface): number {
+  private paceOf(entry: RosterEntry, surface: PreviewSurface): number {
     return entry.options.streamIntervalMs ?? this.opts.streamIntervalMs ?? surface.intervalMs ?? 1000;
   }
 
@@ -581,7 +498,7 @@ export class ChannelManager {
   }
 
   /** Keeps a final reply for a channel that is not running; the oldest goes when too many wait. */
-  private hold(pending: Pending, entry: Entry | undefined): void {
+  private hold(pending: Pending, entry: RosterEntry | undefined): void {
     const { msg } = pending;
     const kept = this.opts.journal ? " in the journal" : "";
     this.log.warn(

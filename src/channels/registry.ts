@@ -19,7 +19,7 @@ import { web } from "./web/index.js";
 import { dmPolicyProblems, type DmPolicy } from "../config/platforms/common.js";
 import type { ChannelFactory, ChannelFactoryContext, GatewayServices, Platform } from "./platform.js";
 import type { Channel } from "./types.js";
-import type { ChannelOptions } from "./manager.js";
+import type { ChannelOptions } from "./roster.js";
 
 export type { ChannelFactory, GatewayServices, PlatformName };
 
