@@ -123,6 +123,7 @@ export class Gateway {
             admitted: (msg) => {
               if (msg.journalId !== undefined) this.journal.markDone(msg.journalId);
             },
+            repliesSent: (msg, withinMs) => this.channels.sentTo(msg.channel, msg.chatId, withinMs),
             log: this.log,
           })
         : undefined;

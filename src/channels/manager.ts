@@ -204,6 +204,15 @@ export class ChannelManager {
     await settleWithin(this.sends.idle(), timeoutMs);
   }
 
+  /**
+   * Resolves once what is queued for one chat has gone out (or failed for good, or is held for a
+   * channel that is not running), or after timeoutMs. Cluster mode waits on it before a turn's
+   * job completes (cluster/turns.ts).
+   */
+  async sentTo(channel: string, chatId: string, timeoutMs: number): Promise<void> {
+    await settleWithin(this.sends.idleFor(`${channel}:${chatId}`), timeoutMs);
+  }
+
   /** Replies kept for a channel that is not running (status, tests). */
   heldFor(name: string): number {
     return this.held.count(name);

@@ -45,6 +45,8 @@ export interface ClusterNodeOptions {
   runTurn: (msg: InboundMessage) => void;
   /** This instance is done with the message's local journal entry (stored in the queue, or /stop passed on). */
   admitted: (msg: InboundMessage) => void;
+  /** Resolves once the turn's replies to `msg`'s chat went out here, at most withinMs (ClusterTurnsOptions). */
+  repliesSent: (msg: InboundMessage, withinMs: number) => Promise<void>;
   log: Logger;
 }
 
@@ -89,6 +91,7 @@ export class ClusterNode {
       concurrency: opts.concurrency,
       runTurn: opts.runTurn,
       admitted: opts.admitted,
+      repliesSent: opts.repliesSent,
     });
     this.replies = new ClusterReplies(this.db, this.instance);
     this.toolJournal = new PgToolJournal({ db: this.db, log: opts.log });

@@ -30,6 +30,9 @@ import { KeyedQueue } from "../util/keyed-queue.js";
 
 export const TURN_QUEUE = "palaver-turns";
 
+/** What is left of an attempt's time when it stops waiting for its replies: enough to complete the job. */
+const REPLY_WAIT_MARGIN_MS = 2000;
+
 interface TurnJob {
   inbound: string;
 }
@@ -44,6 +47,13 @@ export interface ClusterTurnsOptions {
   concurrency: number;
   /** Runs a job's turn in this instance's loop (AgentLoop.queueTurn); `handled` is called when it ends. */
   runTurn(msg: InboundMessage): void;
+  /**
+   * Resolves once the replies to `msg`'s chat went out here (the channel manager's queue for that
+   * chat), at most withinMs. A job completes only then, so that the conversation's next turn, which
+   * may run on another instance at once, cannot answer first, and so that an instance that dies
+   * before sending leaves the turn to be run again rather than its reply lost.
+   */
+  repliesSent?(msg: InboundMessage, withinMs: number): Promise<void>;
   /** Marks the local journal's entry of a message now stored in the queue. */
   admitted?(msg: InboundMessage): void;
   /** Bounds for pg-boss's timers (tests shorten them; defaults suit production). */
@@ -222,10 +232,13 @@ export class ClusterTurns {
     const msg: InboundMessage = { ...parsed.data, journalId: id, turnId: `turn-${id}` };
     if (job.retryCount > 0)
       this.opts.log.info({ inbound: id, attempt: job.retryCount + 1 }, "cluster: turn taken over");
+    const expires = Date.now() + this.opts.turnTimeoutSeconds * 1000;
     await new Promise<void>((resolve, reject) => {
       this.attempts.set(id, { done: resolve, cutOff: reject });
       this.opts.runTurn(msg);
     }).finally(() => this.attempts.delete(id));
+    // Within the attempt's time: past it, pg-boss gives the job to another instance anyway.
+    await this.opts.repliesSent?.(msg, Math.max(0, expires - Date.now() - REPLY_WAIT_MARGIN_MS));
     await this.markDone(id);
   }
 

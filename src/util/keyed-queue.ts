@@ -35,6 +35,11 @@ export class KeyedQueue {
     return this.tails.has(key);
   }
 
+  /** Resolves when `key`'s queue is empty, including work queued for it while waiting. */
+  async idleFor(key: string): Promise<void> {
+    for (let tail = this.tails.get(key); tail; tail = this.tails.get(key)) await tail;
+  }
+
   /** Resolves when every key's queue is empty, including work queued while waiting. */
   async idle(): Promise<void> {
     while (this.tails.size > 0) await Promise.all(this.tails.values());

@@ -162,6 +162,28 @@ describe("ChannelManager", () => {
     expect(slow.sent.map((m) => m.content)).toEqual(["m0", "m1", "m2", "m3", "m4"]);
   });
 
+  it("sentTo waits for one chat's queued sends, not for another chat's", async () => {
+    const { bus, manager } = setup();
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const channel = new TestChannel("tg");
+    const send = channel.send.bind(channel);
+    channel.send = async (msg) => {
+      if (msg.chatId === "stuck") await released;
+      await send(msg);
+    };
+    manager.add(channel, { allowFrom: ["*"] });
+    await manager.start();
+    bus.publishOutbound({ channel: "tg", chatId: "stuck", content: "waits" });
+    bus.publishOutbound({ channel: "tg", chatId: "c", content: "one" });
+    bus.publishOutbound({ channel: "tg", chatId: "c", content: "two" });
+    await manager.sentTo("tg", "c", 10_000);
+    expect(channel.sent.map((m) => m.content)).toEqual(["one", "two"]);
+    release();
+    await manager.sentTo("tg", "stuck", 10_000);
+    expect(channel.sent.map((m) => m.content)).toEqual(["one", "two", "waits"]);
+  });
+
   it("stops channels in reverse order and takes no messages after closing intake", async () => {
     const { inbound, manager } = setup();
     const order: string[] = [];

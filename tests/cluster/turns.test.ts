@@ -3,7 +3,12 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
-import { blockedConversations, ClusterTurns, unblockConversation } from "../../src/cluster/turns.js";
+import {
+  blockedConversations,
+  ClusterTurns,
+  unblockConversation,
+  type ClusterTurnsOptions,
+} from "../../src/cluster/turns.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -23,7 +28,13 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
     await server?.stop();
   });
 
-  function instance(url: string, db: Database, name: string, runTurn: (msg: InboundMessage) => void) {
+  function instance(
+    url: string,
+    db: Database,
+    name: string,
+    runTurn: (msg: InboundMessage) => void,
+    more: Partial<ClusterTurnsOptions> = {},
+  ) {
     return new ClusterTurns({
       url,
       db,
@@ -33,8 +44,87 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
       monitorIntervalSeconds: 1,
       concurrency: 2,
       runTurn,
+      ...more,
     });
   }
+
+  const message = (chatId: string, content: string, messageId: string): InboundMessage => ({
+    channel: "telegram",
+    senderId: "1",
+    chatId,
+    content,
+    messageId,
+  });
+
+  it("completes a turn's job only once its replies went out: the conversation's next turn waits, on any instance", async () => {
+    const url = await server.createDatabase();
+    const db = openDatabase({ url, applicationName: "palaver test", log });
+    await migrate(db, log);
+    const ran: string[] = [];
+    let releaseReplies: () => void = () => undefined;
+    const repliesOut = new Promise<void>((resolve) => (releaseReplies = resolve));
+    const waitedFor: string[] = [];
+    // "a" sends its replies only when the test says so (a slow platform); "b" at once.
+    const a: ClusterTurns = instance(
+      url,
+      db,
+      "a",
+      (msg) => {
+        ran.push(`a:${msg.content}`);
+        a.handled(msg);
+      },
+      {
+        turnTimeoutSeconds: 60,
+        repliesSent: async (msg) => {
+          waitedFor.push(msg.content);
+          await repliesOut;
+        },
+      },
+    );
+    const b: ClusterTurns = instance(
+      url,
+      db,
+      "b",
+      (msg) => {
+        ran.push(`b:${msg.content}`);
+        b.handled(msg);
+      },
+      { turnTimeoutSeconds: 60 },
+    );
+    try {
+      await a.start();
+      await b.start();
+      await a.work();
+      await a.enqueue(message("9", "first", "m1"));
+      await waitFor(
+        () => waitedFor.length === 1,
+        undefined,
+        "a ran the first turn and waits for its replies",
+      );
+      await b.work();
+      await b.enqueue(message("9", "second", "m2"));
+      await b.enqueue(message("8", "other chat", "m3"));
+      // Queued after "second": taken only once every older job that could run has run.
+      await waitFor(() => ran.some((r) => r.endsWith(":other chat")), undefined, "another chat's turn ran");
+      expect(ran.filter((r) => r.endsWith(":second"))).toEqual([]);
+      const first = await db.query<{ state: string }>(
+        "SELECT state FROM palaver.inbound WHERE message->>'content' = 'first'",
+      );
+      expect(first.rows[0]?.state).toBe("running");
+
+      releaseReplies();
+      await waitFor(() => ran.some((r) => r.endsWith(":second")), undefined, "the next turn ran");
+      expect(ran.filter((r) => !r.endsWith(":other chat"))).toEqual([
+        "a:first",
+        expect.stringMatching(/:second$/),
+      ]);
+    } finally {
+      releaseReplies();
+      await a.stop();
+      await b.stop();
+      await db.end();
+    }
+  });
 
   it("gives the turn of a killed instance to another after the turn timeout, under the same turn id", async () => {
     const url = await server.createDatabase();
