@@ -1,9 +1,11 @@
 /**
- * Slack → mapped messages, on @slack/bolt: an `App` with Bolt's Socket Mode
- * receiver (default, socket.ts) or its HTTP receiver (http-server.ts serves
+ * Slack → mapped messages, on @slack/bolt: an `App` with a Socket Mode
+ * receiver of palaver's own (default, socket.ts) or Bolt's HTTP receiver (http-server.ts serves
  * its request listener), `app.event` for messages and mentions, `app.command`
  * for the slash command and `app.action` for the question buttons. Every
- * delivery is acknowledged before it is handled. This decides what needs the
+ * delivery is acknowledged before it is handled; in cluster mode an event is
+ * acknowledged only once it is handed on (stored), so an instance killed
+ * right after the ack loses nothing. This decides what needs the
  * network before a message can be handed on (is the bot part of this thread?
  * the sender's username for allowFrom) and drops a message taken already
  * (Slack's retries, a message seen as both `message` and `app_mention`).
@@ -59,6 +61,8 @@ export interface ReceiverTuning {
   reconnectRetryMs?: number;
   /** HTTP mode: the interface to listen on (default all, as Slack must reach it). */
   httpHost?: string;
+  /** Cluster mode: the longest an event's acknowledgement waits for its hand-on (default ACK_WAIT_MS). */
+  ackWaitMs?: number;
 }
 
 export interface SlackReceiverOptions {
@@ -76,13 +80,14 @@ export interface SlackReceiverOptions {
   log: Logger;
   /**
    * A message for the bot (routed, its thread checked, its sender named), in order per Slack channel.
-   * A promise: the event is acknowledged once it settles (HTTP mode, `ackAfterHandOn`), at most
-   * ACK_WAIT_MS after it arrived.
+   * A promise: the event is acknowledged once it settles (`ackAfterHandOn`), at most ackWaitMs
+   * after it arrived.
    */
   onMessage(msg: MappedMessage): void | Promise<void>;
   /**
-   * HTTP mode: acknowledge an event only once it is handed on (cluster mode: stored in the queue),
-   * so Slack's next delivery to another instance cannot overtake it. Asked when the server starts.
+   * Acknowledge an event only once it is handed on (cluster mode: stored in the queue), so Slack's
+   * next delivery to another instance cannot overtake it and an instance killed right after the ack
+   * loses nothing (HTTP: the response; Socket Mode: the envelope's ack). Asked when it connects.
    */
   ackAfterHandOn?: () => boolean;
   /** A press on one of palaver's buttons, already acknowledged to Slack, its presser named. */
@@ -195,11 +200,13 @@ export class SlackReceiver {
         clientPingTimeoutMs: tuning.clientPingTimeoutMs ?? 5000,
         serverPingTimeoutMs: tuning.serverPingTimeoutMs ?? 30_000,
         reconnectRetryMs: tuning.reconnectRetryMs ?? 30_000,
+        ackAfterHandOn: this.opts.ackAfterHandOn?.() ?? false,
+        ackWaitMs: tuning.ackWaitMs ?? ACK_WAIT_MS,
         logger,
         log,
       });
       this.socket = socket;
-      const app = this.buildApp(bot, socket.receiver);
+      const app = this.buildApp(bot, socket);
       await socket.connect(() => app.start(), tuning.startTimeoutMs ?? 30_000, signal);
       return;
     }
@@ -208,7 +215,7 @@ export class SlackReceiver {
       endpoints: config.path,
       logger,
       // Acknowledged first, handled after (Slack wants the answer within 3 s); in a cluster after the
-      // hand-on, which is bounded (ACK_WAIT_MS).
+      // hand-on, which is bounded (ackWaitMs).
       processBeforeResponse: this.opts.ackAfterHandOn?.() ?? false,
     });
     this.buildApp(bot, receiver);
@@ -267,7 +274,7 @@ export class SlackReceiver {
   // ---------------------------------------------------------------------------
   // Receiving
 
-  /** Resolves once the event is handed on (or ACK_WAIT_MS passed): Bolt acknowledges it then when asked to. */
+  /** Resolves once the event is handed on (or ackWaitMs passed): Bolt acknowledges it then when asked to. */
   private async onEvent(raw: unknown): Promise<void> {
     const bot = this.bot;
     const parsed = SlackMessageEventSchema.safeParse(raw);
@@ -286,7 +293,7 @@ export class SlackReceiver {
     }
     this.seen.set(key, true);
     const handedOn = this.inOrder(event.channel, () => this.handOn(event, bot, route.kind === "checkThread"));
-    await settleWithin(handedOn, ACK_WAIT_MS);
+    await settleWithin(handedOn, this.opts.tuning.ackWaitMs ?? ACK_WAIT_MS);
   }
 
   private async handOn(event: SlackMessageEvent, bot: BotIdentity, checkThread: boolean): Promise<void> {

@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import type { InboundMessage, OutboundMessage, TurnEvent } from "../../bus/types.js";
 import type { Logger } from "../../log.js";
 import { ChannelError, errorMessage } from "../../util/errors.js";
+import { settleWithin } from "../../util/timeout.js";
 import type { ChannelFactoryContext, GatewayServices } from "../platform.js";
 import { fileKindOf, InboundPath, type IncomingFile } from "../inbound.js";
 import { transcriberFor } from "../transcription.js";
@@ -47,10 +48,14 @@ const MESSAGES_PER_MINUTE = 60;
 const TOKEN_FAILURES_PER_MINUTE = 10;
 /** How long stop() waits for messages still being transcribed; the journal answers the rest after a restart. */
 const STOP_TIMEOUT_MS = 2000;
+/** Cluster mode: the longest a message's answer waits for it to be stored in the turn queue. */
+const STORE_WAIT_MS = 2000;
 
 export interface WebChannelOptions {
   /** Where the page's built files are (default dist/web/). */
   webRoot?: string;
+  /** Cluster mode: the longest a message's 202 waits for it to be stored (default STORE_WAIT_MS). */
+  storeWaitMs?: number;
 }
 
 export function createWebChannel(ctx: ChannelFactoryContext, opts: WebChannelOptions = {}): Promise<Channel> {
@@ -79,6 +84,7 @@ class WebChannel implements Channel, WebApp {
   private path: InboundPath | null = null;
   private lifetime = new AbortController();
   private unmount: (() => void) | null = null;
+  private readonly storeWaitMs: number;
 
   constructor(
     private readonly ctx: ChannelFactoryContext,
@@ -93,6 +99,7 @@ class WebChannel implements Channel, WebApp {
       log: this.log,
     });
     this.assets = new StaticAssets(opts.webRoot);
+    this.storeWaitMs = opts.storeWaitMs ?? STORE_WAIT_MS;
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -355,6 +362,11 @@ class WebChannel implements Channel, WebApp {
     if (!admitted) throw new HttpError(403, `channels.web.allowFrom does not let "${WEB_SENDER_ID}" in`);
     const { files } = this.uploads.take(ids);
     this.publish({ type: "user", conversationId, messageId, text, ...(files.length ? { files } : {}) });
+    // Cluster mode: answered once the message is stored in the turn queue, so an instance killed
+    // right after the 202 loses nothing. Bounded: a slow database must not hold the page, and
+    // answering then loses nothing either, as the message is in this instance's journal and goes
+    // into the queue when the database takes it.
+    if (sink.stored) await settleWithin(sink.stored(), this.storeWaitMs);
     return { messageId };
   }
 

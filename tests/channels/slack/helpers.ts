@@ -75,6 +75,8 @@ export async function slackRig(
     transcriber?: Transcriber;
     /** The sink's answer to button presses (none: the sink has no choose). */
     choose?: InboundSink["choose"];
+    /** The sink's stored (cluster mode: resolves once the published messages are stored); none: one process. */
+    stored?: InboundSink["stored"];
     /** The channel's logger (default: silent, or PALAVER_LOG_LEVEL). */
     log?: Logger;
   } = {},
@@ -133,6 +135,7 @@ export async function slackRig(
             return { publish: publishInbound, cancel: () => undefined };
           },
           ...(opts.choose ? { choose: opts.choose } : {}),
+          ...(opts.stored ? { stored: opts.stored } : {}),
         },
         abort.signal,
       );
