@@ -6,7 +6,9 @@ import { describeSandbox, ExecSandbox, type SandboxState } from "../agent/tools/
 import { PLATFORM_NAMES, platformProblems } from "../channels/registry.js";
 import type { LoadedConfig } from "../config/load.js";
 import { memoryIndexPath, stateDir } from "../config/paths.js";
-import { pairingPath, PairingStore } from "../pairing/store.js";
+import { PAIRING_DOCUMENT, pairingPath, PairingStore } from "../pairing/store.js";
+import { DOCUMENT_NAMES } from "../db/names.js";
+import { errorMessage } from "../util/errors.js";
 import { describeProviderChoice, formatProviderChoice, type ProviderChoice } from "../llm/provider-report.js";
 import { countByChannel, formatHeldCounts, messageJournalPath, readOutbox } from "../daemon/outbox-file.js";
 import { embedderModel } from "../llm/embeddings.js";
@@ -32,10 +34,10 @@ export interface StatusReport {
   channels: string[];
   /** What stops an enabled channel from starting, in plain words with the config path (the gateway skips it). */
   problems: string[];
-  /** Number of sessions/*.jsonl files in the workspace. */
-  sessions: number;
+  /** Number of sessions/*.jsonl files in the workspace (cluster mode: sessions in the cluster's database). */
+  sessions: number | { unavailable: string };
   /** People let in by pairing (all platforms), and codes waiting for the owner. */
-  pairing: { approved: number; pending: number };
+  pairing: { approved: number; pending: number } | { unavailable: string };
   /** Whether a gateway runs on this state folder: its pid, since when, its address and the web chat link. */
   gateway: GatewayReport;
   /** Replies not yet delivered, per channel (the journal's outbox: held for a channel that is not running, or being retried). */
@@ -107,7 +109,7 @@ export function buildStatus(loaded: LoadedConfig, sandbox?: SandboxState): Statu
     channels: PLATFORM_NAMES.filter((name) => config.channels[name].enabled),
     problems: platformProblems(config),
     sessions: countSessions(loaded.workspace),
-    pairing: pairingCounts(loaded.path),
+    pairing: pairingCountsOf(new PairingStore(pairingPath(stateDir(loaded.path)))),
     gateway: gatewayReport(stateDir(loaded.path)),
     held: countByChannel(readOutbox(messageJournalPath(stateDir(loaded.path)))),
     memory: memorySummary(loaded),
@@ -120,8 +122,14 @@ function memorySummary(loaded: LoadedConfig): StatusReport["memory"] {
   return typeof summary === "string" ? { unavailable: summary } : summary;
 }
 
-function pairingCounts(configPath: string): StatusReport["pairing"] {
-  const store = new PairingStore(pairingPath(stateDir(configPath)));
+function pairingLine(pairing: StatusReport["pairing"]): string {
+  if ("unavailable" in pairing) return pairing.unavailable;
+  const { approved, pending } = pairing;
+  const waiting = `${pending} ${pending === 1 ? "code" : "codes"} waiting`;
+  return `${approved} approved, ${waiting}${pending ? " (palaver pairing list)" : ""}`;
+}
+
+function pairingCountsOf(store: PairingStore): { approved: number; pending: number } {
   return { approved: store.approved().length, pending: store.pending().length };
 }
 
@@ -154,12 +162,8 @@ export function formatStatus(s: StatusReport): string {
     ],
     ["channels", s.channels.length === 0 ? "none enabled" : s.channels.join(", ")],
     ...s.problems.map((problem): [string, string] => ["problem", problem]),
-    ["sessions", String(s.sessions)],
-    [
-      "pairing",
-      `${s.pairing.approved} approved, ${s.pairing.pending} ${s.pairing.pending === 1 ? "code" : "codes"} waiting` +
-        (s.pairing.pending ? " (palaver pairing list)" : ""),
-    ],
+    ["sessions", typeof s.sessions === "number" ? String(s.sessions) : s.sessions.unavailable],
+    ["pairing", pairingLine(s.pairing)],
     [
       "held",
       formatHeldCounts(s.held) === "none"
@@ -185,10 +189,23 @@ function clusterRows(report: ClusterReport | undefined): [string, string][] {
   return clusterStatusLines(report).map((line) => ["cluster", line]);
 }
 
-/** Cluster mode only: one process's status does not load the PostgreSQL client. */
-async function clusterReport(url: string): Promise<ClusterReport> {
+/**
+ * Cluster mode: the cluster's rows, and the sessions and pairing counts from its database (this
+ * host's files are not used). Loaded only then: one process's status does not load the PostgreSQL
+ * client.
+ */
+async function clusterStatus(url: string): Promise<Pick<StatusReport, "cluster" | "sessions" | "pairing">> {
   const { readClusterReport } = await import("../cluster/status.js");
-  return readClusterReport(url, logger("status"));
+  const cluster = await readClusterReport(url, logger("status"));
+  if ("unavailable" in cluster) {
+    const unavailable = { unavailable: "in the cluster's database (see cluster)" };
+    return { cluster, sessions: unavailable, pairing: unavailable };
+  }
+  const { withClusterDocument } = await import("./cluster-documents.js");
+  const pairing = await withClusterDocument(url, DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT, (doc) =>
+    pairingCountsOf(new PairingStore(doc)),
+  ).catch((err: unknown) => ({ unavailable: `not read from the cluster: ${errorMessage(err)}` }));
+  return { cluster, sessions: cluster.sessions, pairing };
 }
 
 export function registerStatusCommand(program: Command): Command {
@@ -201,9 +218,7 @@ export function registerStatusCommand(program: Command): Command {
       const report = {
         ...buildStatus(loaded, await sandboxState(loaded)),
         agents: await agentStatus(loaded),
-        ...(loaded.config.cluster.database
-          ? { cluster: await clusterReport(loaded.config.cluster.database) }
-          : {}),
+        ...(loaded.config.cluster.database ? await clusterStatus(loaded.config.cluster.database) : {}),
       };
       process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatStatus(report)}\n`);
     });

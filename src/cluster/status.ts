@@ -6,7 +6,8 @@ import { errorMessage } from "../util/errors.js";
 import { blockedConversations } from "./turns.js";
 import { readClusterView, type ClusterView } from "./view.js";
 
-export type ClusterReport = ClusterView | { unavailable: string };
+/** The cluster's view, and the number of sessions it keeps (in the database, not in the workspace). */
+export type ClusterReport = (ClusterView & { sessions: number }) | { unavailable: string };
 
 export async function readClusterReport(url: string, log: Logger): Promise<ClusterReport> {
   const db = openDatabase({
@@ -20,7 +21,9 @@ export async function readClusterReport(url: string, log: Logger): Promise<Clust
   try {
     if ((await schemaVersion(db)) === 0)
       return { unavailable: `${shownUrl(url)} holds no cluster yet: the first gateway started creates it` };
-    return await readClusterView(db, () => blockedConversations(db));
+    const view = await readClusterView(db, () => blockedConversations(db));
+    const sessions = await db.query<{ n: string }>("SELECT count(*) AS n FROM palaver.sessions");
+    return { ...view, sessions: Number(sessions.rows[0]?.n ?? 0) };
   } catch (err) {
     return {
       unavailable: `${shownUrl(url)} does not answer: ${errorMessage(err)} (\`palaver doctor\` checks it)`,

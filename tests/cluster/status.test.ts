@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DOCUMENT_NAMES } from "../../src/db/names.js";
 import { openDatabase } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -53,6 +54,33 @@ describe.skipIf(missing)("palaver status in cluster mode (real PostgreSQL)", () 
       expect(shown.stdout).toMatch(/cluster\s+2 instances alive: alpha-1, beta-2\n/);
       expect(shown.stdout).toMatch(/cluster\s+turns: 1 queued, 1 running\n/);
       expect(shown.stdout).toMatch(/cluster\s+leases: telegram: nobody, discord: nobody\n/);
+
+      // Sessions and pairing are counted in the cluster's database, not in this host's files.
+      const now = Date.now();
+      await db.query(
+        "INSERT INTO palaver.sessions (key, created_at, updated_at) VALUES ('telegram:1', now(), now()), ('slack:D1', now(), now())",
+      );
+      const pairing = {
+        version: 1,
+        pending: [{ code: "ABCD1234", channel: "telegram", senderId: "7", chatId: "7", createdAt: now }],
+        approved: [
+          {
+            channel: "telegram",
+            senderId: "5",
+            chatId: "5",
+            approvedAt: now,
+            approvedBy: "cli",
+            welcomed: true,
+          },
+        ],
+      };
+      await db.query("INSERT INTO palaver.documents (name, value) VALUES ($1, $2)", [
+        DOCUMENT_NAMES.pairing,
+        JSON.stringify(pairing),
+      ]);
+      const counted = await status(url);
+      expect(counted.stdout).toMatch(/sessions\s+2\n/);
+      expect(counted.stdout).toMatch(/pairing\s+1 approved, 1 code waiting/);
     } finally {
       await db.end();
     }
@@ -61,6 +89,7 @@ describe.skipIf(missing)("palaver status in cluster mode (real PostgreSQL)", () 
     expect(down.stdout).toMatch(
       /cluster\s+postgres:\/\/palaver:\*\*\*\*@127\.0\.0\.1:\d+\/none does not answer: .*palaver doctor/,
     );
+    expect(down.stdout).toMatch(/sessions\s+in the cluster's database \(see cluster\)\n/);
     expect(down.stdout + down.stderr).not.toContain("hunter2secret");
   });
 });
