@@ -408,9 +408,13 @@ export class FakeSlack {
    * Posts an Events API event to the app's request URL, signed, as Slack does in HTTP mode; sends it
    * again (X-Slack-Retry-Num, X-Slack-Retry-Reason) while no HTTP 200 comes within ackWindowMs, at
    * most maxRetries times. Resolves with this event's deliveries once one was acknowledged or the
-   * retries ran out.
+   * retries ran out. `target`: the app's request URL, or where each attempt goes (the instances
+   * behind a load balancer, which sends a retry to one that is alive).
    */
-  async sendEventOverHttp(target: HttpTarget, event: Record<string, unknown>): Promise<HttpDelivery[]> {
+  async sendEventOverHttp(
+    target: HttpTarget | ((attempt: number) => HttpTarget),
+    event: Record<string, unknown>,
+  ): Promise<HttpDelivery[]> {
     const payload = this.eventCallback(event);
     const eventId = String(payload.event_id);
     const body = JSON.stringify(payload);
@@ -418,17 +422,18 @@ export class FakeSlack {
     let reason: string | undefined;
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
       if (attempt > 0) await sleep(this.httpRetryDelaysMs[attempt - 1] ?? 0);
+      const to = typeof target === "function" ? target(attempt) : target;
       const delivery: HttpDelivery = { eventId, attempt, ...(reason ? { retryReason: reason } : {}) };
       mine.push(delivery);
       this.httpDeliveries.push(delivery);
       const headers: Record<string, string> = {
         "content-type": "application/json",
-        ...signSlackRequest(target.signingSecret, body),
+        ...signSlackRequest(to.signingSecret, body),
         ...(reason ? { "x-slack-retry-num": String(attempt), "x-slack-retry-reason": reason } : {}),
       };
       const started = Date.now();
       try {
-        const res = await fetch(target.url, {
+        const res = await fetch(to.url, {
           method: "POST",
           body,
           headers,
