@@ -313,7 +313,7 @@ export function createAgent({
     allowFromOf,
     runs: terminalChat === undefined ? gatewayJobs : terminalJobs(terminalChat),
     announce: terminalChat === undefined,
-    sessionsDir,
+    sessions,
     paused: () => budgetWatch.pausedReason("cron jobs"),
   });
 

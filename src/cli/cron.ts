@@ -20,7 +20,7 @@ import { CronService, type CronServiceOptions } from "../cron/service.js";
 import { logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import { checkTarget, WEB_CHAT_HINT } from "../cron/targets.js";
-import { sessionsDirOf } from "../sessions/store.js";
+import { SessionStore, sessionsDirOf } from "../sessions/store.js";
 import { deliveryTarget, type CronJob } from "../cron/types.js";
 import { addCommonOptions, guarded, loadForCli } from "./common.js";
 
@@ -250,18 +250,21 @@ async function withJobs(cmd: Command, work: (jobs: Jobs) => Promise<void>): Prom
   };
   const url = loaded.config.cluster.database;
   if (url === undefined) {
-    const service = new CronService({
-      storePath: cronStorePath(loaded.path),
-      sessionsDir: sessionsDirOf(loaded.workspace),
-      ...common,
-    });
-    return work({ service, loaded, cluster: false });
+    // A removed job's session file goes with it (`cron remove`).
+    const sessions = new SessionStore(sessionsDirOf(loaded.workspace));
+    const service = new CronService({ storePath: cronStorePath(loaded.path), sessions, ...common });
+    try {
+      return await work({ service, loaded, cluster: false });
+    } finally {
+      await sessions.close();
+    }
   }
   // Loaded here: in one process the cron commands do not load the PostgreSQL client.
-  const [{ openDatabase, shownUrl }, { migrate }, { PgCronStore }] = await Promise.all([
+  const [{ openDatabase, shownUrl }, { migrate }, { PgCronStore }, { PgSessionStore }] = await Promise.all([
     import("../db/pool.js"),
     import("../db/schema.js"),
     import("../cron/pg-store.js"),
+    import("../sessions/pg-store.js"),
   ]);
   const log = logger("cron");
   const me = `${hostname()}-${process.pid}-cli`;
@@ -273,7 +276,10 @@ async function withJobs(cmd: Command, work: (jobs: Jobs) => Promise<void>): Prom
       throw new Error(`cluster.database ${shownUrl(url)}: ${errorMessage(err)}`, { cause: err });
     }
     const store = new PgCronStore({ db, instance: me, log });
-    await work({ service: new CronService({ store, ...common }), loaded, cluster: true });
+    // The cluster's sessions: a removed job's session rows go with it.
+    const sessions = new PgSessionStore(db, log);
+    await work({ service: new CronService({ store, sessions, ...common }), loaded, cluster: true });
+    await sessions.close();
   } finally {
     await db.end();
   }

@@ -18,11 +18,11 @@
  * Every operation runs on one in-process chain, so timers, polls and tool calls
  * never interleave; `idle()` waits for it (tests, shutdown).
  */
-import { unlink, mkdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import { systemMessage, type InboundMessage } from "../bus/types.js";
 import { logger, type Logger } from "../log.js";
-import { safeKey } from "../sessions/store.js";
+import type { SessionStorage } from "../sessions/storage.js";
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { describeSchedule, nextRun } from "./schedule.js";
@@ -93,10 +93,11 @@ export interface CronServiceOptions {
   /** Whether it writes the pid file that tells `palaver cron` a gateway runs the jobs (default true). */
   announce?: boolean;
   /**
-   * The workspace's sessions folder: a removed job's session file (`cron:<id>`) is deleted with it,
-   * so removed jobs leave nothing behind. Without it, session files are left alone.
+   * The agent's session store (files in one process, the database in a cluster): a removed job's
+   * session (`cron:<id>`) is deleted with it, so removed jobs leave nothing behind. Without it,
+   * sessions are left alone.
    */
-  sessionsDir?: string;
+  sessions?: Pick<SessionStorage, "remove">;
   /**
    * Why jobs must not run now (the budget is spent: usage/budget.ts), or undefined. A job due
    * meanwhile is recorded as skipped with the reason and keeps its schedule.
@@ -142,7 +143,7 @@ export class CronService implements ScheduleView {
   private readonly allowFromOf: CronServiceOptions["allowFromOf"];
   private readonly runs: (job: CronJob) => boolean;
   private readonly announce: boolean;
-  private readonly sessionsDir: string | undefined;
+  private readonly sessions: Pick<SessionStorage, "remove"> | undefined;
   private readonly paused: () => string | undefined;
 
   /** The jobs as last read, for the timer. */
@@ -178,7 +179,7 @@ export class CronService implements ScheduleView {
     this.allowFromOf = opts.allowFromOf;
     this.runs = opts.runs ?? (() => true);
     this.announce = this.storePath !== undefined && (opts.announce ?? true);
-    this.sessionsDir = opts.sessionsDir;
+    this.sessions = opts.sessions;
     this.paused = opts.paused ?? (() => undefined);
     this.claims = new RunClaims(this.store, this.log);
   }
@@ -276,7 +277,7 @@ export class CronService implements ScheduleView {
       this.adopt(written);
       if (result) {
         this.log.info({ id }, "cron job removed");
-        await this.removeSessionFile(id);
+        await this.removeSession(id);
       }
       return result;
     });
@@ -284,27 +285,25 @@ export class CronService implements ScheduleView {
 
   /**
    * A job's turn ended (the agent loop says so for every message). When the job is gone by now (a
-   * one-shot job removes itself as it fires; a job removed while its turn ran), the session file the
+   * one-shot job removes itself as it fires; a job removed while its turn ran), the session the
    * turn has just written goes too, so removed jobs leave nothing behind.
    */
   turnEnded(msg: InboundMessage): void {
     const id = msg.metadata?.cronJobId;
-    if (typeof id !== "string" || this.sessionsDir === undefined) return;
+    if (typeof id !== "string" || this.sessions === undefined) return;
     void this.enqueue(async () => {
-      if (!(await this.store.read()).jobs.some((j) => j.id === id)) await this.removeSessionFile(id);
+      if (!(await this.store.read()).jobs.some((j) => j.id === id)) await this.removeSession(id);
     }).catch((err: unknown) => this.log.warn({ err, id }, "could not tidy up a removed cron job's session"));
   }
 
   /** The removed job's session goes with it; failing to delete it does not undo the removal. */
-  private async removeSessionFile(id: string): Promise<void> {
-    if (this.sessionsDir === undefined) return;
-    const path = join(this.sessionsDir, `${safeKey(CRON_SESSION_PREFIX + id)}.jsonl`);
+  private async removeSession(id: string): Promise<void> {
+    if (this.sessions === undefined) return;
+    const session = CRON_SESSION_PREFIX + id;
     try {
-      await unlink(path);
+      await this.sessions.remove(session);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
-        this.log.warn({ err, id, path }, "cron job removed, but its session file could not be deleted");
-      }
+      this.log.warn({ err, id, session }, "cron job removed, but its session could not be deleted");
     }
   }
 

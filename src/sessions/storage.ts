@@ -43,6 +43,11 @@ export interface SessionStorage {
   clear(session: Session): Promise<void>;
   /** Stores the session exactly as it is in memory (explicit compaction). */
   compact(session: Session): Promise<void>;
+  /**
+   * Deletes the session for good: its messages and metadata (not what clear() archived), and any
+   * copy held in memory. A session that is not stored is fine. A removed cron job's session goes so.
+   */
+  remove(key: string): Promise<void>;
   /** Waits for every queued write (for shutdown and tests). */
   flush(): Promise<void>;
   /** Shutdown: waits for the queued writes, then lets go of what the store holds open. */

@@ -5,7 +5,7 @@
  * rewritten only on explicit clear/compaction, atomically (temp + rename).
  */
 import { writeSync } from "node:fs";
-import { open, readdir, readFile, rename, stat, type FileHandle } from "node:fs/promises";
+import { open, readdir, readFile, rename, stat, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ChatMessage } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
@@ -190,9 +190,7 @@ export class SessionStore implements SessionStorage {
   }
 
   invalidate(key: string): void {
-    this.recent.delete(key);
-    this.live.delete(key);
-    this.loading.delete(key);
+    this.forget(key);
     // The file may have been changed by someone else: the next append checks its last line again.
     this.writes.push(key, () => this.handles.close(key));
   }
@@ -200,6 +198,13 @@ export class SessionStore implements SessionStorage {
   /** How many sessions the store itself holds in memory (tests); more live while in use elsewhere. */
   get heldSessions(): number {
     return this.recent.size;
+  }
+
+  /** Lets go of the copy in memory (and of a load under way: it is not remembered). */
+  private forget(key: string): void {
+    this.recent.delete(key);
+    this.live.delete(key);
+    this.loading.delete(key);
   }
 
   private remember(session: Session): void {
@@ -264,6 +269,26 @@ export class SessionStore implements SessionStorage {
     const head = metadataLine(session);
     const messages = session.messages.slice();
     return this.writes.run(session.key, () => this.rewrite(session.key, batches(head, messages)));
+  }
+
+  /**
+   * Deletes the session's file (one that is not there is fine), after the writes queued before,
+   * and forgets the copy in memory once the file is gone, so no get() meanwhile keeps an old one.
+   */
+  remove(key: string): Promise<void> {
+    const path = this.pathFor(key);
+    return this.writes.run(key, async () => {
+      try {
+        // Closed first: the next append must open a new file, not write on into the deleted one.
+        await this.handles.close(key);
+        await unlink(path);
+      } catch (err) {
+        if (!isErrno(err, "ENOENT"))
+          throw new PalaverError(`cannot delete session file ${path}: ${errorMessage(err)}`, { cause: err });
+      } finally {
+        this.forget(key);
+      }
+    });
   }
 
   /** Waits for every queued write (for shutdown and tests). */

@@ -2,7 +2,7 @@
  * The scheduler with fake timers (setTimeout and Date; file I/O stays real):
  * `advance` moves the clock and then waits for the service's queued work.
  */
-import { readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SYSTEM_CHANNEL, type InboundMessage } from "../../src/bus/types.js";
@@ -17,7 +17,7 @@ import {
 import { gatewayJobs, terminalJobs } from "../../src/cron/targets.js";
 import { CronStore } from "../../src/cron/store.js";
 import type { CronJob } from "../../src/cron/types.js";
-import { safeKey } from "../../src/sessions/store.js";
+import { SessionStore, safeKey } from "../../src/sessions/store.js";
 import { captureLog, silentLog, TempDirs } from "./helpers.js";
 
 const temps = new TempDirs();
@@ -205,7 +205,7 @@ describe("CronService firing", () => {
       bus: { publishInbound: (msg) => published.push(msg) },
       maxCatchUp: 5,
       log: silentLog(),
-      sessionsDir,
+      sessions: new SessionStore(sessionsDir),
     });
     services.push(service);
     const job = await service.add(input({ everySeconds: 3600 }));
@@ -223,6 +223,29 @@ describe("CronService firing", () => {
     expect(await onDisk()).toEqual([]);
   });
 
+  it("a session that cannot be deleted leaves the job removed and logs what failed", async () => {
+    const sessionsDir = await temps.make();
+    const { log, lines } = captureLog();
+    const service = new CronService({
+      storePath,
+      bus: { publishInbound: (msg) => published.push(msg) },
+      maxCatchUp: 5,
+      log,
+      sessions: new SessionStore(sessionsDir),
+    });
+    services.push(service);
+    const job = await service.add(input({ everySeconds: 3600 }));
+    // A folder where the session file should be: the store cannot delete it.
+    const path = join(sessionsDir, `${safeKey(CRON_SESSION_PREFIX + job.id)}.jsonl`);
+    await mkdir(path);
+
+    expect(await service.remove(job.id)).toBe(true);
+    expect(await onDisk()).toEqual([]);
+    const warning = lines.find((l) => l.msg === "cron job removed, but its session could not be deleted");
+    expect(warning).toMatchObject({ id: job.id, session: CRON_SESSION_PREFIX + job.id });
+    expect(JSON.stringify(warning?.err)).toContain(path);
+  });
+
   it("a job gone by the end of its turn loses the session file that turn wrote (one-shot, or removed mid-turn)", async () => {
     const sessionsDir = await temps.make();
     const service = new CronService({
@@ -231,7 +254,7 @@ describe("CronService firing", () => {
       maxCatchUp: 5,
       log: silentLog(),
       pollIntervalMs: 2000,
-      sessionsDir,
+      sessions: new SessionStore(sessionsDir),
     });
     services.push(service);
     await service.start();

@@ -500,6 +500,42 @@ print(json.dumps({"n": len(messages), "lc": lc, "first": messages[0]["content"],
     expect(list[0]!.updatedAt.getTime()).toBeGreaterThan(list[1]!.updatedAt.getTime());
   });
 
+  it("remove deletes the session's file after the writes queued before it and forgets the copy in memory", async () => {
+    const store = new SessionStore(sessionsDir);
+    const gone = await store.get("cron:abc");
+    await store.append(gone, [{ role: "user", content: "first" }]);
+    const kept = await store.get("slack:C1");
+    await store.append(kept, [{ role: "user", content: "stays" }]);
+    expect(store.openFiles).toBe(2);
+    // Queued, not awaited: the remove must come after it, or the append would write the file again.
+    const late = store.append(gone, [{ role: "assistant", content: "late" }]);
+    await Promise.all([late, store.remove("cron:abc")]);
+    expect(await readdir(sessionsDir)).toEqual(["slack_C1.jsonl"]);
+    expect(store.openFiles).toBe(1); // no handle left on the deleted file
+    const fresh = await store.get("cron:abc");
+    expect(fresh).not.toBe(gone);
+    expect(fresh.messages).toEqual([]);
+    expect((await store.get("slack:C1")).messages.map((m) => m.content)).toEqual(["stays"]);
+    // A session never stored: nothing to delete, no error.
+    await store.remove("cron:never");
+    // Written again, it is a new file: a metadata line and the new message only.
+    await store.append(fresh, [{ role: "user", content: "again" }]);
+    const again = await lines(store.pathFor("cron:abc"));
+    expect(again).toHaveLength(2);
+    expect(JSON.parse(again[0]!)).toMatchObject({ _type: "metadata", key: "cron:abc" });
+    expect(JSON.parse(again[1]!)).toMatchObject({ content: "again" });
+    await store.close();
+  });
+
+  it("remove that cannot delete the file rejects with its path", async () => {
+    await mkdir(sessionsDir, { recursive: true });
+    const store = new SessionStore(sessionsDir);
+    // A folder where the file should be: unlink refuses it (not ENOENT).
+    await mkdir(store.pathFor("cron:dir"));
+    await expect(store.remove("cron:dir")).rejects.toThrow(/cannot delete session file .*cron_dir\.jsonl/);
+    await store.close();
+  });
+
   it("a failed write rejects that call only; later writes still happen", async () => {
     await mkdir(sessionsDir, { recursive: true });
     const store = new SessionStore(sessionsDir);
