@@ -51,13 +51,14 @@ export function createRecall(opts: {
       );
     }
   };
-  // Sessions in the cluster database: read at start beside (instead of) the files.
-  const stored = sessions.stored?.bind(sessions);
+  // Sessions in the cluster database: read at start beside (instead of) the files, and caught up
+  // with before a search.
+  const messagesFrom = sessions.messagesFrom?.bind(sessions);
   const found = MemoryRecall.create({
     indexPath: memoryIndexPath(stateDir),
     sessionsDir: sessions.sessionsDir,
     archiveDir: sessions.archiveDir ?? sessions.sessionsDir,
-    ...(stored ? { storedSessions: { list: () => sessions.list(), stored } } : {}),
+    ...(messagesFrom ? { storedSessions: { list: () => sessions.list(), messagesFrom } } : {}),
     memoryFile: memory.paths.memory,
     historyFile: memory.paths.history,
     includeToolResults: config.memory.search.includeToolResults,

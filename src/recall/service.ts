@@ -20,7 +20,6 @@ import type { Embedder } from "../llm/embeddings.js";
 import type { ChatMessage } from "../llm/types.js";
 import type { Logger } from "../log.js";
 import { readLines } from "../sessions/file-lines.js";
-import type { Session } from "../sessions/session.js";
 import type { SessionInfo } from "../sessions/storage.js";
 import { errorMessage } from "../util/errors.js";
 import { isIndexed, historyEntries, memorySections, messageText } from "./chunks.js";
@@ -39,8 +38,10 @@ export interface RecallOptions {
   memoryFile: string;
   historyFile: string;
   includeToolResults: boolean;
-  /** Sessions kept in the cluster database: indexed at start beside the files (cluster mode). */
+  /** Sessions kept in the cluster database: indexed at start beside the files, and caught up with before a search (cluster mode). */
   storedSessions?: StoredSessions;
+  /** The least time between two catch-ups with the stored sessions (default 5 s). */
+  storedCheckMs?: number;
   /** Where a changed MEMORY.md is kept as a version. */
   versions?: MemoryVersions;
   /** memory.search.embeddings: rank by meaning too. Absent: full text only. */
@@ -51,8 +52,8 @@ export interface RecallOptions {
 /** What the index reads of sessions not kept as files (sessions/pg-store.ts). */
 export interface StoredSessions {
   list(): Promise<SessionInfo[]>;
-  /** The session as stored now, not kept in memory. */
-  stored(key: string): Promise<Session | undefined>;
+  /** The session's messages from position `from` on, and how many it holds now. */
+  messagesFrom(key: string, from: number): Promise<{ messages: ChatMessage[]; count: number }>;
 }
 
 export interface RecallQuery {
@@ -77,6 +78,8 @@ const MAX_INDEXED_CHARS = 20_000;
 const PROGRESS_EVERY = 500;
 /** After appends, how often MEMORY.md and HISTORY.md are looked at for changes (a search always looks). */
 const MEMORY_CHECK_MS = 2_000;
+/** Cluster mode: how often a search first reads the sessions other instances changed. */
+const STORED_CHECK_MS = 5_000;
 
 export class MemoryRecall {
   private index: RecallIndex | undefined;
@@ -85,6 +88,7 @@ export class MemoryRecall {
   /** Memory file checks run one at a time. */
   private memorySync: Promise<void> = Promise.resolve();
   private memoryCheckedAt = -Infinity;
+  private storedCheckedAt = -Infinity;
   private started: Promise<void> | undefined;
   private readonly embeddings: Embeddings | undefined;
 
@@ -129,6 +133,7 @@ export class MemoryRecall {
   async search(q: RecallQuery): Promise<Hit[]> {
     const index = await this.ready();
     await this.syncMemoryFiles("edit");
+    await this.catchUpStoredSessions(index);
     const vector = await this.embeddings?.queryVector(q.query);
     return index.search(
       q.query,
@@ -298,25 +303,40 @@ export class MemoryRecall {
   }
 
   /**
-   * The sessions in the cluster database that changed since the index last read them (each
-   * instance has its own index; the messages of its own turns arrive through enqueue()). A session
-   * is stamped like a file, under `database:<key>`, by its update time.
+   * Cluster mode: the turns other instances ran since the last look, before a search (this
+   * instance's own arrive through enqueue()); at most once per storedCheckMs.
    */
-  private async indexStoredSessions(index: RecallIndex): Promise<void> {
+  private async catchUpStoredSessions(index: RecallIndex): Promise<void> {
+    if (!this.opts.storedSessions) return;
+    const now = performance.now();
+    if (now - this.storedCheckedAt < (this.opts.storedCheckMs ?? STORED_CHECK_MS)) return;
+    this.storedCheckedAt = now;
+    if ((await this.indexStoredSessions(index)) > 0) this.embeddings?.fill();
+  }
+
+  /**
+   * The sessions in the cluster database that changed since the index last read them (each
+   * instance has its own index). A session is stamped like a file, under `database:<key>`, by its
+   * update time and the messages read, so only the messages after those are read again (all of
+   * them when it was cleared since); a message read twice is indexed once.
+   */
+  private async indexStoredSessions(index: RecallIndex): Promise<number> {
     const sessions = this.opts.storedSessions;
-    if (!sessions) return;
+    if (!sessions) return 0;
     let read = 0;
     let added = 0;
     try {
       for (const info of await sessions.list()) {
         const stamp = `database:${info.key}`;
-        if (index.fileStamp(stamp)?.mtime === info.updatedAt.getTime()) continue;
-        const session = await sessions.stored(info.key);
-        if (!session) continue;
+        const seen = index.fileStamp(stamp);
+        if (seen?.mtime === info.updatedAt.getTime()) continue;
+        let from = seen?.size ?? 0;
+        let found = await sessions.messagesFrom(info.key, from);
+        if (found.count < from) found = await sessions.messagesFrom(info.key, (from = 0));
         added += index.add(
-          session.messages.map((m) => this.sessionDoc(info.key, m)).filter((d) => d !== undefined),
+          found.messages.map((m) => this.sessionDoc(info.key, m)).filter((d) => d !== undefined),
         );
-        index.setFileStamp(stamp, session.messages.length, info.updatedAt.getTime());
+        index.setFileStamp(stamp, found.count, info.updatedAt.getTime());
         read++;
       }
     } catch (err) {
@@ -325,11 +345,12 @@ export class MemoryRecall {
         "memory search: sessions in the cluster database could not be indexed; `palaver memory reindex` tries again",
       );
     }
-    if (read > 0)
+    if (added > 0)
       this.opts.log.info(
         { sessions: read, messages: added },
         `memory search: indexed ${added} messages from ${read} sessions in the cluster database`,
       );
+    return added;
   }
 
   private async indexSessionFiles(index: RecallIndex): Promise<void> {

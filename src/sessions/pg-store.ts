@@ -210,6 +210,17 @@ export class PgSessionStore implements SessionStorage {
     return row && sessionOf(key, row);
   }
 
+  async messagesFrom(key: string, from: number): Promise<{ messages: ChatMessage[]; count: number }> {
+    const found = await this.db.query<{ n: number; messages: ChatMessage[] }>(
+      `SELECT COALESCE(max(seq) + 1, 0) AS n,
+         COALESCE(json_agg(message ORDER BY seq) FILTER (WHERE seq >= $2), '[]') AS messages
+       FROM palaver.session_messages WHERE session_key = $1`,
+      [key, from],
+    );
+    const row = found.rows[0];
+    return { messages: row?.messages ?? [], count: row?.n ?? 0 };
+  }
+
   // ---- internals ----
 
   /** The held copy when the database still has what it was read from; else read again, into the same object. */

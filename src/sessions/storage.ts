@@ -64,6 +64,12 @@ export interface SessionStorage {
    */
   stored?(key: string): Promise<Session | undefined>;
   /**
+   * For a store whose sessions are not files: the session's stored messages from position `from`
+   * on, and how many it holds now (fewer than `from`: it was cleared and began again). Memory
+   * search catches up with the turns other instances ran this way.
+   */
+  messagesFrom?(key: string, from: number): Promise<{ messages: ChatMessage[]; count: number }>;
+  /**
    * Told of every append, after the messages are in the session (memory search indexes them).
    * Called synchronously: it must only take note and never throw.
    */

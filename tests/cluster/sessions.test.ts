@@ -286,7 +286,7 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
         indexPath: join(dir, "index.sqlite"),
         sessionsDir: b.sessionsDir,
         archiveDir: b.archiveDir,
-        storedSessions: { list: () => b.list(), stored: (key) => b.stored(key) },
+        storedSessions: { list: () => b.list(), messagesFrom: (key, from) => b.messagesFrom(key, from) },
         memoryFile: join(dir, "MEMORY.md"),
         historyFile: join(dir, "HISTORY.md"),
         includeToolResults: false,
