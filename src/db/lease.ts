@@ -39,7 +39,13 @@ export function leaseKey(name: string): number {
 export class Lease {
   private client: pg.Client | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private stopped = false;
+  private running = false;
+  /**
+   * Bumped by every start() and stop(): a tick still awaiting its connection or query when the
+   * lease is stopped (and perhaps started again) belongs to an earlier generation, and once it
+   * resumes it touches nothing (the connection, the holding, the timer) and schedules nothing.
+   */
+  private generation = 0;
   private holding = false;
   /** How many times it tried to take the lease (tests, status). */
   attempts = 0;
@@ -65,15 +71,17 @@ export class Lease {
     this.lostListeners.push(listener);
   }
 
-  /** Starts trying to take the lease (at once, then every retryMs until taken). */
+  /** Starts trying to take the lease (at once, then every retryMs until taken); no-op while started. */
   start(): void {
-    this.stopped = false;
-    void this.tick();
+    if (this.running) return;
+    this.running = true;
+    void this.tick(++this.generation);
   }
 
   /** Gives the lease up (if held) and closes its connection. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.running = false;
+    this.generation++;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const client = this.client;
@@ -83,10 +91,11 @@ export class Lease {
     await client?.end().catch(() => undefined);
   }
 
-  private async tick(): Promise<void> {
-    if (this.stopped) return;
+  private async tick(generation: number): Promise<void> {
+    const current = (): boolean => generation === this.generation;
     try {
       const client = await this.connection();
+      if (!current()) return;
       if (this.holding) {
         await client.query("SELECT 1");
       } else {
@@ -95,7 +104,9 @@ export class Lease {
           ADVISORY_LOCK_SPACE,
           leaseKey(this.opts.name),
         ]);
-        if (taken.rows[0]?.ok && !this.stopped) {
+        // Taken on a connection stop() has closed meanwhile: the close released it.
+        if (!current()) return;
+        if (taken.rows[0]?.ok) {
           this.holding = true;
           this.opts.log.info({ lease: this.opts.name }, "cluster: lease taken");
           this.opts.onAcquired?.();
@@ -103,9 +114,11 @@ export class Lease {
         }
       }
     } catch (err) {
+      // Failed because stop() closed the connection under it: that is no loss of the current one.
+      if (!current()) return;
       this.dropConnection(err);
     }
-    if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.retryMs);
+    if (current()) this.timer = setTimeout(() => void this.tick(generation), this.retryMs);
   }
 
   private async connection(): Promise<pg.Client> {
@@ -118,7 +131,10 @@ export class Lease {
       keepAlive: true,
     });
     // A broken connection means the lock is gone (or about to be): stop acting as the holder now.
-    client.on("error", (err) => this.dropConnection(err));
+    // Only the current connection counts: one stop() closed is no news.
+    client.on("error", (err) => {
+      if (this.client === client) this.dropConnection(err);
+    });
     client.on("end", () => {
       if (this.client === client) this.dropConnection(new Error("connection closed"));
     });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withClusterLock } from "../../src/db/advisory.js";
-import { Lease, leaseHolders } from "../../src/db/lease.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -49,52 +48,6 @@ describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
       new RegExp(`schema version ${SCHEMA_VERSION + 1}, newer than this palaver understands`),
     );
     expect(await schemaVersion(db)).toBe(SCHEMA_VERSION + 1);
-  });
-
-  it("gives a lease to one instance at a time and to another when the holder's connection dies", async () => {
-    const url = await server.createDatabase();
-    const admin = open(url);
-    const events: string[] = [];
-    const make = (instance: string) =>
-      new Lease({
-        url,
-        name: "ingress:telegram",
-        instance,
-        log,
-        retryMs: 100,
-        onAcquired: () => events.push(`${instance} acquired`),
-        onLost: () => events.push(`${instance} lost`),
-      });
-    const a = make("a");
-    const b = make("b");
-    try {
-      a.start();
-      await waitFor(() => a.held, undefined, "a holds the lease");
-      b.start();
-      // b keeps trying while a holds it.
-      await waitFor(() => b.attempts >= 3, undefined, "b tried three times");
-      expect(b.held).toBe(false);
-      expect(await leaseHolders(admin, ["ingress:telegram", "ingress:discord"])).toEqual(
-        new Map([["ingress:telegram", "a"]]),
-      );
-      // a's connection is cut: a stops acting as the holder at once.
-      await admin.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
-      );
-      await waitFor(() => events.includes("a lost"), undefined, "a knows it lost the lease");
-      await waitFor(() => a.held || b.held, undefined, "one of them holds it again");
-      // The holder dies (its connection closes): the other takes over.
-      const [holder, other] = a.held ? [a, b] : [b, a];
-      await holder.stop();
-      await waitFor(() => other.held, undefined, "the other takes the lease over");
-      expect(await leaseHolders(admin, ["ingress:telegram"])).toEqual(
-        new Map([["ingress:telegram", other === a ? "a" : "b"]]),
-      );
-    } finally {
-      await a.stop();
-      await b.stop();
-    }
-    expect(await leaseHolders(admin, ["ingress:telegram"])).toEqual(new Map());
   });
 
   it("runs work under one cluster lock name on one instance at a time, other names alongside", async () => {
