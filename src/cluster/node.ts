@@ -106,7 +106,7 @@ export class ClusterNode {
     try {
       await migrate(this.db, this.opts.log);
       this.workspace = await checkWorkspaceMarker(this.db, this.opts.workspace, this.opts.log);
-      await this.documents.start();
+      await this.documents.start(this.notifier);
       await this.turns.start();
     } catch (err) {
       if (err instanceof PalaverError) throw err;
@@ -217,7 +217,7 @@ export class ClusterNode {
     await this.turns
       .stop()
       .catch((err: unknown) => this.opts.log.warn({ err }, "cluster: queue stop failed"));
-    await this.documents.stop().catch(() => undefined);
+    this.documents.stop();
     await this.notifier.close().catch(() => undefined);
     await this.db.end().catch(() => undefined);
   }

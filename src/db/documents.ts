@@ -4,10 +4,10 @@
  * both), `version` counts its changes.
  *
  * Reading is synchronous from a copy in memory. The copy follows the row: every change is
- * announced with NOTIFY on DOCUMENTS_CHANNEL (sent by PostgreSQL at commit), which one LISTEN
- * connection per instance receives; the whole set is also re-read every `refreshMs` (and when the
- * LISTEN connection comes back), so a notification lost with a broken connection delays a change,
- * never loses it. A change is one transaction holding the row with SELECT ... FOR UPDATE: two
+ * announced with NOTIFY on DOCUMENTS_CHANNEL (sent by PostgreSQL at commit), which the instance's
+ * Notifier (db/notify.ts) receives; the whole set is also re-read every `refreshMs` and when the
+ * Notifier reconnects, so a notification lost with a broken connection delays a change, never
+ * loses it. A change is one transaction holding the row with SELECT ... FOR UPDATE: two
  * instances changing the same document run one after the other, each on the other's result.
  *
  * A row that does not match its schema (written by hand, or by a newer palaver) reads as empty,
@@ -17,6 +17,7 @@ import type { z } from "zod";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import type { DocumentChange, DocumentKind, SharedDocument } from "../util/shared-document.js";
+import { notifyAtCommit, type Notifier } from "./notify.js";
 import { inTransaction, type Database, type DatabaseClient } from "./pool.js";
 
 /** The NOTIFY channel of document changes; the payload is `{"name": ..., "version": ...}`. */
@@ -27,7 +28,7 @@ export { DOCUMENT_NAMES } from "./names.js";
 export interface DocumentsOptions {
   db: Database;
   log: Logger;
-  /** The fallback re-read of every document, and the wait before re-listening after a failure (default 5 s). */
+  /** The fallback re-read of every document (default 5 s). */
   refreshMs?: number;
 }
 
@@ -37,13 +38,13 @@ interface Row {
   version: string;
 }
 
-/** The documents of one instance, over one LISTEN connection and one periodic re-read. */
+/** The documents of one instance, kept current by its Notifier and one periodic re-read. */
 export class PgDocuments {
   private readonly documents = new Map<string, PgDocument<unknown>>();
-  private listener: DatabaseClient | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private relisten: NodeJS.Timeout | null = null;
   private stopped = true;
+  /** The notifier listened on: its handlers stay (it cannot drop them), muted while stopped. */
+  private listening: Notifier | null = null;
   private readonly refreshMs: number;
 
   constructor(private readonly opts: DocumentsOptions) {
@@ -61,27 +62,38 @@ export class PgDocuments {
     return doc;
   }
 
-  /** Listens for changes and reads every document; resolves once they are read. */
-  async start(): Promise<void> {
+  /**
+   * Listens for changes through `notifier` (the instance's) and reads every document; resolves
+   * once they are read. A LISTEN that fails now is the notifier's to retry: it re-reads then.
+   */
+  async start(notifier: Notifier): Promise<void> {
     if (!this.stopped) return;
     this.stopped = false;
-    await this.listen();
+    if (this.listening !== notifier) {
+      this.listening = notifier;
+      notifier.onReconnect(() => {
+        if (!this.stopped && this.listening === notifier) void this.refreshQuietly();
+      });
+      await notifier
+        .listen(DOCUMENTS_CHANNEL, (payload) => {
+          if (!this.stopped && this.listening === notifier) this.notified(payload);
+        })
+        .catch((err: unknown) =>
+          this.opts.log.warn(
+            { err: errorMessage(err) },
+            "database: cannot listen for document changes yet; the notifier retries",
+          ),
+        );
+    }
     await this.refresh();
     this.timer = setInterval(() => void this.refreshQuietly(), this.refreshMs);
     this.timer.unref();
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    if (this.relisten) clearTimeout(this.relisten);
-    this.timer = this.relisten = null;
-    const listener = this.listener;
-    this.listener = null;
-    if (listener) {
-      await listener.query(`UNLISTEN ${DOCUMENTS_CHANNEL}`).catch(() => undefined);
-      listener.release();
-    }
+    this.timer = null;
   }
 
   /** Re-reads the named documents (default all) from the database. */
@@ -102,53 +114,10 @@ export class PgDocuments {
     }
   }
 
-  private async listen(): Promise<void> {
-    let client: DatabaseClient | null = null;
-    try {
-      client = await this.opts.db.connect();
-      const held = client;
-      held.on("notification", (n) => {
-        if (n.channel === DOCUMENTS_CHANNEL) this.notified(n.payload);
-      });
-      held.on("error", (err) => this.lost(held, err));
-      await held.query(`LISTEN ${DOCUMENTS_CHANNEL}`);
-      if (this.stopped) {
-        held.release();
-        return;
-      }
-      this.listener = held;
-    } catch (err) {
-      client?.release(err instanceof Error ? err : true);
-      this.opts.log.warn(
-        { err: errorMessage(err) },
-        "database: cannot listen for document changes; retrying",
-      );
-      this.scheduleRelisten();
-    }
-  }
-
-  /** The LISTEN connection broke: dropped from the pool, listened again later, and everything re-read then. */
-  private lost(client: DatabaseClient, err: Error): void {
-    if (this.listener !== client) return;
-    this.listener = null;
-    client.release(err);
-    this.opts.log.warn({ err: err.message }, "database: the document listener's connection failed");
-    this.scheduleRelisten();
-  }
-
-  private scheduleRelisten(): void {
-    if (this.stopped || this.relisten) return;
-    this.relisten = setTimeout(() => {
-      this.relisten = null;
-      void this.listen().then(() => (this.listener ? this.refreshQuietly() : undefined));
-    }, this.refreshMs);
-    this.relisten.unref();
-  }
-
-  private notified(payload: string | undefined): void {
+  private notified(payload: string): void {
     let change: { name?: unknown; version?: unknown };
     try {
-      change = JSON.parse(payload ?? "") as typeof change;
+      change = JSON.parse(payload) as typeof change;
     } catch {
       return;
     }
@@ -212,10 +181,7 @@ export class PgDocument<T> implements SharedDocument<T> {
         [this.name, JSON.stringify(next)],
       );
       const version = Number(written.rows[0]!.version);
-      await client.query("SELECT pg_notify($1, $2)", [
-        DOCUMENTS_CHANNEL,
-        JSON.stringify({ name: this.name, version }),
-      ]);
+      await notifyAtCommit(client, DOCUMENTS_CHANNEL, JSON.stringify({ name: this.name, version }));
       return { result, value: next, version };
     });
     this.accept(outcome.value, outcome.version, true);

@@ -40,6 +40,24 @@ export interface NotifierOptions {
   keepMs?: number;
 }
 
+/**
+ * Notifies `payload` on `channel` within the transaction `client` runs: PostgreSQL sends it at
+ * commit, and never when the transaction rolls back. It is in the wire form a Notifier's handlers
+ * receive. Small payloads only: a bigger one is refused (notify() stores those, outside any transaction).
+ */
+export async function notifyAtCommit(
+  client: Pick<pg.ClientBase, "query">,
+  channel: string,
+  payload: string,
+): Promise<void> {
+  if (Buffer.byteLength(payload, "utf8") + INLINE.length > MAX_NOTIFICATION_BYTES) {
+    throw new Error(
+      `a notification on ${channel} sent at commit must be shorter than ${MAX_NOTIFICATION_BYTES} bytes`,
+    );
+  }
+  await client.query("SELECT pg_notify($1, $2)", [channel, INLINE + payload]);
+}
+
 export class Notifier {
   private readonly handlers = new Map<string, Set<NotificationHandler>>();
   private readonly reconnected = new Set<() => void>();

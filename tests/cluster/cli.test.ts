@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHAT_RULES_DOCUMENT, FileChatRules } from "../../src/approvals/chat-rules.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
+import { Notifier } from "../../src/db/notify.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -26,13 +27,15 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
   let dir: string;
   const pools: Database[] = [];
   const hubs: PgDocuments[] = [];
+  const notifiers: Notifier[] = [];
 
   beforeAll(async () => {
     server = await startPostgres();
     dir = await mkdtemp(join(tmpdir(), "palaver-cluster-cli-"));
   });
   afterAll(async () => {
-    await Promise.all(hubs.map((h) => h.stop()));
+    for (const hub of hubs) hub.stop();
+    await Promise.all(notifiers.map((n) => n.close()));
     await Promise.all(pools.map((p) => p.end()));
     await server?.stop();
     await rm(dir, { recursive: true, force: true });
@@ -54,21 +57,23 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
       });
   }
 
-  /** A gateway's documents on its own pool. */
-  async function gatewayDocuments(url: string): Promise<PgDocuments> {
+  /** A gateway's documents on its own pool, and their start(): listening through a notifier of its own. */
+  async function gatewayDocuments(url: string): Promise<{ hub: PgDocuments; start: () => Promise<void> }> {
     const db = openDatabase({ url, applicationName: "palaver test gateway", log });
     pools.push(db);
     const hub = new PgDocuments({ db, log, refreshMs: 600_000 });
     hubs.push(hub);
-    return hub;
+    const notifier = new Notifier({ url, instance: "test gateway", log });
+    notifiers.push(notifier);
+    return { hub, start: () => hub.start(notifier) };
   }
 
   it("approves a code a gateway gave and revokes it; the gateway hears of both", async () => {
     const url = await server.createDatabase();
-    const hub = await gatewayDocuments(url);
+    const { hub, start } = await gatewayDocuments(url);
     await migrate(pools[pools.length - 1]!, log);
     const gateway = new PairingStore(hub.document(DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT), { log });
-    await hub.start();
+    await start();
     const { code } = await gateway.request("telegram", "7", "7");
     const cli = await cliFor(url);
 
@@ -86,10 +91,10 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
 
   it("lists and revokes the approval rules a gateway added", async () => {
     const url = await server.createDatabase();
-    const hub = await gatewayDocuments(url);
+    const { hub, start } = await gatewayDocuments(url);
     await migrate(pools[pools.length - 1]!, log);
     const rules = new FileChatRules(hub.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);
-    await hub.start();
+    await start();
     const rule = await rules.add({
       channel: "telegram",
       chatId: "42",

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
+import { Notifier } from "../../src/db/notify.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -36,6 +37,7 @@ describe.skipIf(missing)("pairing across a cluster (real PostgreSQL)", () => {
   let server: TestPostgres;
   const pools: Database[] = [];
   const hubs: PgDocuments[] = [];
+  const notifiers: Notifier[] = [];
   const gates: PairingGate[] = [];
 
   beforeAll(async () => {
@@ -43,19 +45,22 @@ describe.skipIf(missing)("pairing across a cluster (real PostgreSQL)", () => {
   });
   afterAll(async () => {
     for (const g of gates) g.stop();
-    await Promise.all(hubs.map((h) => h.stop()));
+    for (const hub of hubs) hub.stop();
+    await Promise.all(notifiers.map((n) => n.close()));
     await Promise.all(pools.map((p) => p.end()));
     await server?.stop();
   });
 
-  /** One gateway (or CLI command): its own pool and documents; NOTIFY carries the changes. */
+  /** One gateway (or CLI command): its own pool, notifier and documents; NOTIFY carries the changes. */
   async function instance(url: string): Promise<Instance> {
     const db = openDatabase({ url, applicationName: "palaver test", log });
     pools.push(db);
     const hub = new PgDocuments({ db, log, refreshMs: 600_000 });
     hubs.push(hub);
     const store = new PairingStore(hub.document(DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT), { log });
-    await hub.start();
+    const notifier = new Notifier({ url, instance: `pairing${hubs.length}`, log });
+    notifiers.push(notifier);
+    await hub.start(notifier);
     const published: OutboundMessage[] = [];
     const gate = new PairingGate({
       store,

@@ -12,6 +12,7 @@ import {
 import { Questions } from "../../src/approvals/questions.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
+import { Notifier } from "../../src/db/notify.js";
 import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
@@ -58,17 +59,19 @@ describe.skipIf(missing)("questions across a cluster (real PostgreSQL)", () => {
   let server: TestPostgres;
   const pools: Database[] = [];
   const hubs: PgDocuments[] = [];
+  const notifiers: Notifier[] = [];
 
   beforeAll(async () => {
     server = await startPostgres();
   });
   afterAll(async () => {
-    await Promise.all(hubs.map((h) => h.stop()));
+    for (const hub of hubs) hub.stop();
+    await Promise.all(notifiers.map((n) => n.close()));
     await Promise.all(pools.map((p) => p.end()));
     await server?.stop();
   });
 
-  /** One gateway's question desk, on its own pool; the re-read timer is out of play (NOTIFY carries changes). */
+  /** One gateway's question desk, on its own pool and notifier; the re-read timer is out of play (NOTIFY carries changes). */
   async function instance(url: string, name: string, timeoutMs = 600_000): Promise<Instance> {
     const db = openDatabase({ url, applicationName: `palaver test ${name}`, log });
     pools.push(db);
@@ -78,7 +81,9 @@ describe.skipIf(missing)("questions across a cluster (real PostgreSQL)", () => {
       hub.document(DOCUMENT_NAMES.openQuestions, OPEN_QUESTIONS_DOCUMENT),
       name,
     );
-    await hub.start();
+    const notifier = new Notifier({ url, instance: `test ${name}`, log });
+    notifiers.push(notifier);
+    await hub.start(notifier);
     const published: OutboundMessage[] = [];
     const questions = new Questions({
       publish: (msg) => published.push(msg),
