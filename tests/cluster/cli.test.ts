@@ -6,16 +6,13 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHAT_RULES_DOCUMENT, FileChatRules } from "../../src/approvals/chat-rules.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
-import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
 import { PAIRING_DOCUMENT, PairingStore } from "../../src/pairing/store.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -23,21 +20,17 @@ const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeout: 180_000 }, () => {
-  let server: TestPostgres;
+  const { open, createDatabase, migratedDatabase, notifier } = usePostgres();
   let dir: string;
-  const pools: Database[] = [];
   const hubs: PgDocuments[] = [];
-  const notifiers: Notifier[] = [];
 
   beforeAll(async () => {
-    server = await startPostgres();
     dir = await mkdtemp(join(tmpdir(), "palaver-cluster-cli-"));
   });
+  afterEach(() => {
+    for (const hub of hubs.splice(0)) hub.stop();
+  });
   afterAll(async () => {
-    for (const hub of hubs) hub.stop();
-    await Promise.all(notifiers.map((n) => n.close()));
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -57,23 +50,18 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
       });
   }
 
-  /** A gateway's documents on its own pool, and their start(): listening through a notifier of its own. */
-  async function gatewayDocuments(url: string): Promise<{ hub: PgDocuments; start: () => Promise<void> }> {
-    const db = openDatabase({ url, applicationName: "palaver test gateway", log });
-    pools.push(db);
-    const hub = new PgDocuments({ db, log, refreshMs: 600_000 });
+  /** A gateway's documents on its own pool (to start with a notifier of its own). */
+  function gatewayDocuments(url: string): PgDocuments {
+    const hub = new PgDocuments({ db: open(url, "palaver test gateway"), log, refreshMs: 600_000 });
     hubs.push(hub);
-    const notifier = new Notifier({ url, instance: "test gateway", log });
-    notifiers.push(notifier);
-    return { hub, start: () => hub.start(notifier) };
+    return hub;
   }
 
   it("approves a code a gateway gave and revokes it; the gateway hears of both", async () => {
-    const url = await server.createDatabase();
-    const { hub, start } = await gatewayDocuments(url);
-    await migrate(pools[pools.length - 1]!, log);
+    const { url } = await migratedDatabase();
+    const hub = gatewayDocuments(url);
     const gateway = new PairingStore(hub.document(DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT), { log });
-    await start();
+    await hub.start(notifier(url, "test gateway"));
     const { code } = await gateway.request("telegram", "7", "7");
     const cli = await cliFor(url);
 
@@ -90,11 +78,10 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
   });
 
   it("lists and revokes the approval rules a gateway added", async () => {
-    const url = await server.createDatabase();
-    const { hub, start } = await gatewayDocuments(url);
-    await migrate(pools[pools.length - 1]!, log);
+    const { url } = await migratedDatabase();
+    const hub = gatewayDocuments(url);
     const rules = new FileChatRules(hub.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);
-    await start();
+    await hub.start(notifier(url, "test gateway"));
     const rule = await rules.add({
       channel: "telegram",
       chatId: "42",
@@ -110,7 +97,7 @@ describe.skipIf(missing)("palaver pairing / approvals in cluster mode", { timeou
   });
 
   it("refuses a database without palaver's tables, saying what to do", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const result = await (await cliFor(url))(["pairing", "list"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/has no palaver tables yet: start a gateway with this config first/);

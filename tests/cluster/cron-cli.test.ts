@@ -7,16 +7,15 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { cronStorePath } from "../../src/config/paths.js";
 import { PgCronStore } from "../../src/cron/pg-store.js";
 import { CronService } from "../../src/cron/service.js";
 import type { CronJob } from "../../src/cron/types.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
 import { silentLog } from "../cron/helpers.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -24,27 +23,18 @@ const log = silentLog();
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("palaver cron with cluster.database (real PostgreSQL)", { timeout: 180_000 }, () => {
-  let server: TestPostgres;
+  const { open, createDatabase } = usePostgres();
   let dir: string;
-  let db: Database | undefined;
   let instance: CronService | undefined;
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     await instance?.stop();
     instance = undefined;
-    await db?.end();
-    db = undefined;
     if (dir) await rm(dir, { recursive: true, force: true });
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   it("adds, lists, runs and removes the cluster's jobs, which an instance's scheduler fires", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     dir = await mkdtemp(join(tmpdir(), "palaver-cron-cluster-cli-"));
     const home = join(dir, "home");
     await mkdir(home);
@@ -82,7 +72,7 @@ describe.skipIf(missing)("palaver cron with cluster.database (real PostgreSQL)",
     expect(added.stdout).not.toContain("The gateway is not running");
     expect(existsSync(cronStorePath(configPath))).toBe(false);
 
-    db = openDatabase({ url, applicationName: "palaver test", log });
+    const db = open(url);
     const rows = await db.query<{ id: string; job: CronJob }>("SELECT id, job FROM palaver.cron_jobs");
     expect(rows.rows.map((r) => [r.id, r.job.payload.message, r.job.payload.to])).toEqual([
       [id, "water the plants", "42"],

@@ -7,17 +7,16 @@
  * instance's first update that finds a run due until all three have found it, so all three
  * decide on the same rows (without the claim, each would fire the run).
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { PgCronStore } from "../../src/cron/pg-store.js";
 import { CronService, type AddJobInput } from "../../src/cron/service.js";
 import type { CronJobStore, StoreSnapshot, UpdateResult } from "../../src/cron/store-types.js";
 import { CronJobSchema, type CronJob } from "../../src/cron/types.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import { silentLog } from "../cron/helpers.js";
 import { createGate, type Gate } from "../helpers/gate.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -94,19 +93,14 @@ interface Instance {
 }
 
 describe.skipIf(missing)("cron in the cluster (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const postgres = usePostgres();
   let url: string;
   let clock: number;
   const now = (): number => clock;
-  const pools: Database[] = [];
   const services: CronService[] = [];
   let gate: DueGate;
 
-  const pool = (): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
+  const pool = (): Database => postgres.open(url);
 
   /** The three instances' schedulers, not started. */
   function instances(opts: { maxCatchUp?: number; dbs?: Database[] } = {}): Instance[] {
@@ -167,21 +161,13 @@ describe.skipIf(missing)("cron in the cluster (real PostgreSQL)", () => {
     ...extra,
   });
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   beforeEach(async () => {
-    url = await server.createDatabase();
+    url = (await postgres.migratedDatabase()).url;
     clock = START;
     gate = new DueGate();
-    await migrate(pool(), log);
   });
   afterEach(async () => {
     await Promise.all(services.splice(0).map((s) => s.stop()));
-    await Promise.all(pools.splice(0).map((p) => p.end()));
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   it("fires each run of a recurring job once, on one of the three instances", async () => {

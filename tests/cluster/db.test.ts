@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { withClusterLock } from "../../src/db/advisory.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
+import type { Database } from "../../src/db/pool.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -11,24 +11,11 @@ const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
-
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
+  const postgres = usePostgres();
+  const { open, createDatabase } = postgres;
 
   it("migrates once when three instances start together, then finds nothing to do", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const results = await Promise.all([open(url), open(url), open(url)].map((db) => migrate(db, log)));
     expect(results.filter((r) => r.from === 0 && r.to === SCHEMA_VERSION)).toHaveLength(1);
     expect(results.filter((r) => r.from === SCHEMA_VERSION)).toHaveLength(2);
@@ -38,7 +25,7 @@ describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
   });
 
   it("refuses a schema newer than it knows, changing nothing", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const db = open(url);
     await migrate(db, log);
     await db.query("UPDATE palaver.meta SET value = $1 WHERE key = 'schema_version'", [
@@ -51,7 +38,7 @@ describe.skipIf(missing)("cluster database (real PostgreSQL)", () => {
   });
 
   it("runs work under one cluster lock name on one instance at a time, other names alongside", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const [a, b] = [open(url), open(url)];
     let inside = 0;
     let most = 0;

@@ -6,16 +6,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { DiscordChannel } from "../../src/channels/discord/adapter.js";
 import { INGRESS_LEASES } from "../../src/channels/ingress-lease.js";
 import { DiscordConfigSchema } from "../../src/config/platforms/discord.js";
 import { Lease } from "../../src/db/lease.js";
-import { openDatabase } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
 import { FakeDiscord } from "../fakes/discord-server.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -30,22 +29,16 @@ interface Instance {
 }
 
 describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const { open, createDatabase } = usePostgres();
   let fake: FakeDiscord | undefined;
   let dir = "";
   const instances: Instance[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     for (const i of instances.splice(0)) await i.channel.stop();
     await fake?.close();
     fake = undefined;
     if (dir) await rm(dir, { recursive: true, force: true });
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   function instance(name: string, url: string, discord: FakeDiscord): Instance {
@@ -80,7 +73,7 @@ describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () =
   }
 
   it("only the holder connects to the gateway, the other sends over REST, and takes over when the holder stops", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     dir = await mkdtemp(join(tmpdir(), "palaver-discord-cluster-"));
     const discord = (fake = await FakeDiscord.start());
     const guild = discord.addGuild({ name: "home", channels: ["general"] });
@@ -121,43 +114,33 @@ describe.skipIf(missing)("Discord ingress under a lease (real PostgreSQL)", () =
   });
 
   it("the holder whose database connection dies closes its gateway connection; the next holder connects", async () => {
-    const url = await server.createDatabase();
-    const admin = openDatabase({ url, applicationName: "palaver test", log });
+    const url = await createDatabase();
+    const admin = open(url);
     dir = await mkdtemp(join(tmpdir(), "palaver-discord-cluster-"));
     const discord = (fake = await FakeDiscord.start());
     const alice = discord.addUser("alice");
     const dm = discord.dmChannel(alice);
     const a = instance("a", url, discord);
     const b = instance("b", url, discord);
-    try {
-      await a.start();
-      await waitFor(() => a.lease.held && discord.liveConnection !== null, undefined, "a connected");
-      await b.start();
-      await waitFor(() => b.lease.attempts >= 2, undefined, "b tries for the lease");
-      let aLost = false;
-      a.lease.onLost(() => void (aLost = true));
-      await admin.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
-      );
-      await waitFor(() => aLost, undefined, "a learns it lost the lease");
-      // a's gateway connection ends with its lease; whoever holds it next connects afresh.
-      await waitFor(
-        () => discord.connections[0]!.closeCode !== undefined,
-        undefined,
-        "a's connection closed",
-      );
-      await waitFor(
-        () => discord.connections.length === 2 && discord.commandRegistrations === 2,
-        undefined,
-        "the next holder connected and ready",
-      );
-      const holder = a.lease.held ? a : b;
-      expect([a, b].filter((i) => i.lease.held)).toHaveLength(1);
-      discord.userMessage({ channelId: dm.id, author: alice, content: "after the connection died" });
-      await waitFor(() => holder.inbound.length === 1, undefined, "the holder receives it");
-      expect([...a.inbound, ...b.inbound].map((m) => m.content)).toEqual(["after the connection died"]);
-    } finally {
-      await admin.end();
-    }
+    await a.start();
+    await waitFor(() => a.lease.held && discord.liveConnection !== null, undefined, "a connected");
+    await b.start();
+    await waitFor(() => b.lease.attempts >= 2, undefined, "b tries for the lease");
+    let aLost = false;
+    a.lease.onLost(() => void (aLost = true));
+    await cutConnections(admin, "palaver a");
+    await waitFor(() => aLost, undefined, "a learns it lost the lease");
+    // a's gateway connection ends with its lease; whoever holds it next connects afresh.
+    await waitFor(() => discord.connections[0]!.closeCode !== undefined, undefined, "a's connection closed");
+    await waitFor(
+      () => discord.connections.length === 2 && discord.commandRegistrations === 2,
+      undefined,
+      "the next holder connected and ready",
+    );
+    const holder = a.lease.held ? a : b;
+    expect([a, b].filter((i) => i.lease.held)).toHaveLength(1);
+    discord.userMessage({ channelId: dm.id, author: alice, content: "after the connection died" });
+    await waitFor(() => holder.inbound.length === 1, undefined, "the holder receives it");
+    expect([...a.inbound, ...b.inbound].map((m) => m.content)).toEqual(["after the connection died"]);
   });
 });

@@ -6,15 +6,14 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formatChecks } from "../../src/cli/doctor.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
 import { migrate, SCHEMA_VERSION } from "../../src/db/schema.js";
 import { databaseChecks } from "../../src/doctor/database.js";
 import { runDoctor } from "../../src/doctor/doctor.js";
 import type { CheckResult } from "../../src/doctor/types.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 
 const log = logger("test");
@@ -30,24 +29,11 @@ const shownNowhere = (results: CheckResult[]) => {
 };
 
 describe.skipIf(missing)("palaver doctor: the cluster database (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
-
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
+  const postgres = usePostgres();
+  const { open, createDatabase } = postgres;
 
   it("a reachable database: its round trip, its PostgreSQL version and its schema, as doctor prints them", async () => {
-    const url = withPassword(await server.createDatabase());
+    const url = withPassword(await createDatabase());
     await migrate(open(url), log);
     const dir = await mkdtemp(join(tmpdir(), "palaver-doctor-db-"));
     try {
@@ -57,7 +43,7 @@ describe.skipIf(missing)("palaver doctor: the cluster database (real PostgreSQL)
       expect(byName(results, "database")).toMatchObject({ status: "ok" });
       expect(byName(results, "database")?.detail).toMatch(
         new RegExp(
-          `postgres://postgres:\\*\\*\\*\\*@127\\.0\\.0\\.1:${server.port}/.* answers, round trip [\\d.]+ ms`,
+          `postgres://postgres:\\*\\*\\*\\*@127\\.0\\.0\\.1:${postgres.server.port}/.* answers, round trip [\\d.]+ ms`,
         ),
       );
       expect(byName(results, "database version")).toMatchObject({ status: "ok" });
@@ -75,7 +61,7 @@ describe.skipIf(missing)("palaver doctor: the cluster database (real PostgreSQL)
   });
 
   it("an empty database is fine: the first instance creates the schema", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const results = await databaseChecks(url, log);
     const line = byName(results, "database schema");
     expect(line?.status).toBe("ok");
@@ -95,7 +81,7 @@ describe.skipIf(missing)("palaver doctor: the cluster database (real PostgreSQL)
   });
 
   it("fails a schema newer than this build's: this instance would refuse to start", async () => {
-    const url = withPassword(await server.createDatabase());
+    const url = withPassword(await createDatabase());
     const db = open(url);
     await migrate(db, log);
     await db.query("UPDATE palaver.meta SET value = $1 WHERE key = 'schema_version'", [

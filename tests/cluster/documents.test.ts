@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { CHAT_RULES_DOCUMENT, FileChatRules } from "../../src/approvals/chat-rules.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
-import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import type { Notifier } from "../../src/db/notify.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { connectionsNamed, cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -22,42 +20,25 @@ const counterOptions = {
 };
 
 describe.skipIf(missing)("shared documents in PostgreSQL", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
+  const { open, migratedDatabase, notifier } = usePostgres();
   const hubs: PgDocuments[] = [];
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
   const notifiers = new Map<PgDocuments, Notifier>();
   /** One instance's documents, on a pool and a notifier of its own. */
   const instance = async (url: string, refreshMs = 600_000): Promise<PgDocuments> => {
     const hub = new PgDocuments({ db: open(url), log, refreshMs });
     hubs.push(hub);
-    notifiers.set(hub, new Notifier({ url, instance: `docs${hubs.length}`, log, retryMs: 50 }));
+    notifiers.set(hub, notifier(url, `docs${hubs.length}`, { retryMs: 50 }));
     return hub;
   };
   /** Starts the instances' documents, each listening through its own notifier. */
   const start = (...started: PgDocuments[]) => Promise.all(started.map((h) => h.start(notifiers.get(h)!)));
-  const migrated = async (): Promise<string> => {
-    const url = await server.createDatabase();
-    await migrate(open(url), log);
-    return url;
-  };
-
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const hub of hubs) hub.stop();
-    await Promise.all([...notifiers.values()].map((n) => n.close()));
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
+  afterEach(() => {
+    for (const hub of hubs.splice(0)) hub.stop();
+    notifiers.clear();
   });
 
   it("never loses a change when two instances change the same document at once", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     const [a, b] = [await instance(url), await instance(url)];
     const docA = a.document("test.json", counterOptions);
     const docB = b.document("test.json", counterOptions);
@@ -82,7 +63,7 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
   });
 
   it("shows a change made on one instance on the other (notified, not re-read on a timer)", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     const [a, b] = [await instance(url), await instance(url)];
     const docA = a.document("test.json", counterOptions);
     const docB = b.document("test.json", counterOptions);
@@ -98,7 +79,7 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
   });
 
   it("re-reads on a timer, so a change whose notification was lost still arrives", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     const b = await instance(url, 100);
     const docB = b.document("test.json", counterOptions);
     await start(b);
@@ -111,7 +92,7 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
   });
 
   it("reads a row that is not valid as empty and copies it aside at the next change", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     const db = open(url);
     await db.query(
       `INSERT INTO palaver.documents (name, value) VALUES ('test.json', '{"version":7,"items":"no"}')`,
@@ -133,33 +114,23 @@ describe.skipIf(missing)("shared documents in PostgreSQL", () => {
   });
 
   it("listens again after its notifier's connection is cut, and catches up on what it missed", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     // No re-read on a timer here: what b missed reaches it by the re-read after its notifier reconnects.
     const [a, b] = [await instance(url), await instance(url)];
     const docA = a.document("test.json", counterOptions);
     const docB = b.document("test.json", counterOptions);
     await start(a, b);
     const admin = open(url);
-    const listeners = async (): Promise<number> => {
-      const { rows } = await admin.query<{ n: string }>(
-        `SELECT count(*) AS n FROM pg_stat_activity
-         WHERE datname = current_database() AND application_name LIKE 'palaver % notify'`,
-      );
-      return Number(rows[0]?.n);
-    };
-    expect(await listeners()).toBe(2);
+    const listeners = () => connectionsNamed(admin, "palaver % notify");
     // Both instances' notifier connections are cut.
-    await admin.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-       WHERE datname = current_database() AND application_name LIKE 'palaver % notify'`,
-    );
+    expect(await cutConnections(admin, "palaver % notify")).toBe(2);
     await docA.update((c) => ({ next: { ...c, items: ["while b was away"] }, result: undefined }));
     await waitFor(() => docB.read().items.length === 1, undefined, "b catches up");
     await waitFor(async () => (await listeners()) === 2, undefined, "both listen again");
   });
 
   it("approval rules: a rule added on A applies on B; revoked on B (the CLI), gone on A", async () => {
-    const url = await migrated();
+    const { url } = await migratedDatabase();
     const [a, b] = [await instance(url), await instance(url)];
     const rulesA = new FileChatRules(a.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);
     const rulesB = new FileChatRules(b.document(DOCUMENT_NAMES.approvalRules, CHAT_RULES_DOCUMENT), log);

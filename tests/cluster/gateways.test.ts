@@ -6,13 +6,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { Gateway } from "../../src/gateway.js";
 import { createProvider } from "../../src/llm/openai-provider.js";
 import { FakeOpenAI, lastUserText } from "../fakes/openai-server.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { TestChannel } from "../helpers/test-channel.js";
 import { waitFor } from "../helpers/wait.js";
@@ -20,17 +20,11 @@ import { waitFor } from "../helpers/wait.js";
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => {
-  let server: TestPostgres;
+  const { createDatabase } = usePostgres();
   let dir: string;
   let fake: FakeOpenAI;
   const running: Gateway[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "palaver-cluster-"));
     fake = await FakeOpenAI.start();
@@ -64,7 +58,7 @@ describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => 
   }
 
   it("answers every message once, in each chat's order, on both instances, duplicates delivered to both ignored", async () => {
-    const database = await server.createDatabase();
+    const database = await createDatabase();
     const a = await startInstance(database, "a");
     const b = await startInstance(database, "b");
     // Slow enough that both instances get work while the other is busy.
@@ -124,7 +118,7 @@ describe.skipIf(missing)("cluster mode: gateways sharing one PostgreSQL", () => 
   });
 
   it("/stop reaching the instance that does not run the chat's turn stops it where it runs", async () => {
-    const database = await server.createDatabase();
+    const database = await createDatabase();
     const a = await startInstance(database, "a");
     const b = await startInstance(database, "b");
     let release = () => {};

@@ -2,14 +2,13 @@
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { aliveInstances, InstanceRegistry, type InstanceInfo } from "../../src/db/instances.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import { checkWorkspaceMarker, MARKER_FILE } from "../../src/db/workspace-marker.js";
 import { logger } from "../../src/log.js";
 import { captureLog } from "../helpers/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -25,28 +24,17 @@ const info = (id: string, port: number | null = 18790): InstanceInfo => ({
 });
 
 describe.skipIf(missing)("cluster instances and workspace (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
+  const { migratedDatabase } = usePostgres();
   const dirs: string[] = [];
   const registries: InstanceRegistry[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     for (const r of registries.splice(0)) await r.stop().catch(() => undefined);
     for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
   });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
 
   async function database(): Promise<Database> {
-    const db = openDatabase({ url: await server.createDatabase(), applicationName: "palaver test", log });
-    pools.push(db);
-    await migrate(db, log);
-    return db;
+    return (await migratedDatabase()).db;
   }
 
   async function folder(): Promise<string> {

@@ -1,9 +1,8 @@
 import { connect, createServer, type Socket } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Lease, leaseHolders } from "../../src/db/lease.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { connectionsNamed, cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -12,24 +11,11 @@ const missing = requireOrSkip(postgresMissing());
 const NAME = "ingress:telegram";
 
 describe.skipIf(missing)("leases (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
-
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
+  const postgres = usePostgres();
+  const { open, createDatabase } = postgres;
 
   it("gives a lease to one instance at a time and to another when the holder's connection dies", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const admin = open(url);
     const events: string[] = [];
     const make = (instance: string) =>
@@ -53,9 +39,7 @@ describe.skipIf(missing)("leases (real PostgreSQL)", () => {
       expect(b.held).toBe(false);
       expect(await leaseHolders(admin, [NAME, "ingress:discord"])).toEqual(new Map([[NAME, "a"]]));
       // a's connection is cut: a stops acting as the holder at once.
-      await admin.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
-      );
+      await cutConnections(admin, "palaver a");
       await waitFor(() => events.includes("a lost"), undefined, "a knows it lost the lease");
       await waitFor(() => a.held || b.held, undefined, "one of them holds it again");
       // The holder dies (its connection closes): the other takes over.
@@ -71,9 +55,9 @@ describe.skipIf(missing)("leases (real PostgreSQL)", () => {
   });
 
   it("stopped and started again while an attempt is in flight, it takes the lease at once, on one connection", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const admin = open(url);
-    const proxy = await holdingProxy(server.port);
+    const proxy = await holdingProxy(postgres.server.port);
     const viaProxy = new URL(url);
     viaProxy.port = String(proxy.port);
     const events: string[] = [];
@@ -96,7 +80,7 @@ describe.skipIf(missing)("leases (real PostgreSQL)", () => {
       lease.start();
       await stopping;
       await waitFor(() => lease.held, undefined, "the restarted lease holds");
-      expect(await connections(admin, "a")).toBe(1);
+      expect(await connectionsNamed(admin, "palaver a")).toBe(1);
       expect(await leaseHolders(admin, [NAME])).toEqual(new Map([[NAME, "a"]]));
     } finally {
       await lease.stop();
@@ -104,7 +88,11 @@ describe.skipIf(missing)("leases (real PostgreSQL)", () => {
     }
     expect(events).toEqual(["acquired", "lost"]);
     // Its connection is gone, and with it the lock: another instance takes the lease.
-    await waitFor(async () => (await connections(admin, "a")) === 0, undefined, "a's connection is gone");
+    await waitFor(
+      async () => (await connectionsNamed(admin, "palaver a")) === 0,
+      undefined,
+      "a's connection is gone",
+    );
     const other = new Lease({ url, name: NAME, instance: "b", log, retryMs: 100 });
     try {
       other.start();
@@ -115,15 +103,6 @@ describe.skipIf(missing)("leases (real PostgreSQL)", () => {
     }
   });
 });
-
-/** The connections open to this database in the name of lease instance `instance`. */
-async function connections(db: Database, instance: string): Promise<number> {
-  const row = await db.query<{ n: string }>(
-    "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
-    [`palaver ${instance}`],
-  );
-  return Number(row.rows[0]?.n);
-}
 
 /**
  * A loopback TCP proxy to the server. After holdNextQueries(), the next connection through it gets

@@ -3,54 +3,20 @@
  * too big for NOTIFY arrives whole (through its stored row, deleted once old), and a listener
  * whose connection the server ends reconnects, LISTENs again and hears what is sent after.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
-import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { describe, expect, it } from "vitest";
+import type { Notifier } from "../../src/db/notify.js";
+import { cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
-const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("Notifier (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
-  const notifiers: Notifier[] = [];
+  const postgres = usePostgres();
+  const database = postgres.migratedDatabase;
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterEach(async () => {
-    await Promise.all(notifiers.splice(0).map((n) => n.close()));
-    await Promise.all(pools.splice(0).map((p) => p.end()));
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
-  async function database(): Promise<{ url: string; db: Database }> {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    await migrate(db, log);
-    return { url, db };
-  }
-
-  function notifier(url: string, instance: string, keepMs?: number): Notifier {
-    const n = new Notifier({
-      url,
-      instance,
-      log,
-      retryMs: 50,
-      maxRetryMs: 200,
-      ...(keepMs ? { keepMs } : {}),
-    });
-    notifiers.push(n);
-    return n;
-  }
+  const notifier = (url: string, instance: string, keepMs?: number): Notifier =>
+    postgres.notifier(url, instance, { retryMs: 50, maxRetryMs: 200, ...(keepMs ? { keepMs } : {}) });
 
   it("delivers small and big payloads of one sender in the order sent, each whole and once", async () => {
     const { url } = await database();
@@ -94,10 +60,7 @@ describe.skipIf(missing)("Notifier (real PostgreSQL)", () => {
     await sender.notify("chat", "before");
     await waitFor(() => heard.includes("before"), undefined, "the first payload");
 
-    const ended = await db.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'palaver % notify'",
-    );
-    expect(ended.rowCount).toBe(2);
+    expect(await cutConnections(db, "palaver % notify")).toBe(2);
     await waitFor(() => reconnects === 1, undefined, "the listener to reconnect");
     await sender.notify("chat", "after");
     await sender.notify("chat", "y".repeat(9000));

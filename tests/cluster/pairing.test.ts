@@ -2,17 +2,14 @@
  * Pairing across a cluster: a code given by one gateway is approved on another (by /pairing or
  * `palaver pairing approve`), the sender is let in on every instance and welcomed once.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage, OutboundMessage } from "../../src/bus/types.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
-import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
 import { PairingGate } from "../../src/pairing/gate.js";
 import { PAIRING_DOCUMENT, PairingStore } from "../../src/pairing/store.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -34,33 +31,21 @@ interface Instance {
 }
 
 describe.skipIf(missing)("pairing across a cluster (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
+  const { open, migratedDatabase, notifier } = usePostgres();
   const hubs: PgDocuments[] = [];
-  const notifiers: Notifier[] = [];
   const gates: PairingGate[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const g of gates) g.stop();
-    for (const hub of hubs) hub.stop();
-    await Promise.all(notifiers.map((n) => n.close()));
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
+  afterEach(() => {
+    for (const g of gates.splice(0)) g.stop();
+    for (const hub of hubs.splice(0)) hub.stop();
   });
 
   /** One gateway (or CLI command): its own pool, notifier and documents; NOTIFY carries the changes. */
   async function instance(url: string): Promise<Instance> {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    const hub = new PgDocuments({ db, log, refreshMs: 600_000 });
+    const hub = new PgDocuments({ db: open(url), log, refreshMs: 600_000 });
     hubs.push(hub);
     const store = new PairingStore(hub.document(DOCUMENT_NAMES.pairing, PAIRING_DOCUMENT), { log });
-    const notifier = new Notifier({ url, instance: `pairing${hubs.length}`, log });
-    notifiers.push(notifier);
-    await hub.start(notifier);
+    await hub.start(notifier(url, `pairing${hubs.length}`));
     const published: OutboundMessage[] = [];
     const gate = new PairingGate({
       store,
@@ -74,10 +59,7 @@ describe.skipIf(missing)("pairing across a cluster (real PostgreSQL)", () => {
   }
 
   async function cluster(count: number): Promise<Instance[]> {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test migrate", log });
-    pools.push(db);
-    await migrate(db, log);
+    const { url } = await migratedDatabase();
     return Promise.all(Array.from({ length: count }, () => instance(url)));
   }
 

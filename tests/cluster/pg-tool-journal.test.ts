@@ -4,17 +4,16 @@
  * A turn cut off on A (its instance "died") is run again on B with the same inbound row id.
  */
 import * as z from "zod";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { interruptedText, notRecordedText, runOnce, type CallKey } from "../../src/agent/tool-replay.js";
 import { defineTool } from "../../src/agent/tools/types.js";
 import type { OutboundMessage, TurnEvent } from "../../src/bus/types.js";
 import { PgToolJournal } from "../../src/daemon/pg-tool-journal.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
 import { toolCall, type FakeReply, type FakeToolCall } from "../fakes/openai-server.js";
 import { startHarness, type Harness } from "../helpers/agent-harness.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -22,17 +21,10 @@ const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("the tool journal in the cluster database (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
+  const { open, createDatabase, migratedDatabase } = usePostgres();
   let harnesses: Harness[] = [];
   /** Every booking any instance made: the side effect that must happen once. */
   let bookings: string[] = [];
-
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
 
   /** A side-effecting tool; with `hang`, it starts (and counts) and then waits until its turn is cut off. */
   const bookTool = (hang = false) =>
@@ -91,23 +83,14 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
     harnesses = harnesses.filter((x) => x !== h);
   }
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     await Promise.all(harnesses.map((h) => h.cleanup()));
     harnesses = [];
     bookings = [];
   });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
 
   it("a call done on A is reused by B's replay of the turn, with its turn-state change; another turn runs it", async () => {
-    const url = await server.createDatabase();
-    const admin = open(url);
-    await migrate(admin, log);
+    const { url, db: admin } = await migratedDatabase();
     const turn = await inboundRow(admin, "c1");
     const same = calls(
       toolCall("message", { content: "Booking now." }),
@@ -138,9 +121,7 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
   });
 
   it("a call started on A and never finished is not run by B: B's model is told it was interrupted", async () => {
-    const url = await server.createDatabase();
-    const admin = open(url);
-    await migrate(admin, log);
+    const { url, db: admin } = await migratedDatabase();
     const turn = await inboundRow(admin, "c1");
     const book = calls(toolCall("book_table", { name: "Grace" }));
 
@@ -159,9 +140,7 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
   });
 
   it("two runs of one turn at once: the call runs in only one; the other gets its recorded result", async () => {
-    const url = await server.createDatabase();
-    const admin = open(url);
-    await migrate(admin, log);
+    const { url, db: admin } = await migratedDatabase();
     const journalId = await inboundRow(admin, "c1");
     const msg = { channel: "test", senderId: "u", chatId: "c1", content: "x", journalId };
     const key: CallKey = { name: "book_table", args: '{"name":"Ada"}', n: 1 };
@@ -194,9 +173,7 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
   });
 
   it("when the start cannot be recorded the call does not run, and the model is told", async () => {
-    const url = await server.createDatabase();
-    const admin = open(url);
-    await migrate(admin, log);
+    const { url, db: admin } = await migratedDatabase();
     const journalId = await inboundRow(admin, "c1");
     const db = open(url);
     const record = await new PgToolJournal({ db, log }).forTurn({
@@ -223,9 +200,7 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
   });
 
   it("endTurn keeps the rows of recent and open turns and deletes those of turns ended long ago", async () => {
-    const url = await server.createDatabase();
-    const db = open(url);
-    await migrate(db, log);
+    const { db } = await migratedDatabase();
     const [ended, recent, open_] = [
       await inboundRow(db, "c1"),
       await inboundRow(db, "c2"),
@@ -252,7 +227,7 @@ describe.skipIf(missing)("the tool journal in the cluster database (real Postgre
   });
 
   it("refuses a journal id that is not an inbound row id, naming what the gateway must pass", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const journal = new PgToolJournal({ db: open(url), log });
     await expect(
       journal.forTurn({

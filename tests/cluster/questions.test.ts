@@ -2,7 +2,7 @@
  * Approval and ask_human questions across the instances of a cluster: asked by a turn on A,
  * answered by a press or reply that reaches B (or C), the answer reaching A's waiting call once.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { AskRequest } from "../../src/agent/questions.js";
 import {
   QuestionBoard,
@@ -12,11 +12,8 @@ import {
 import { Questions } from "../../src/approvals/questions.js";
 import type { OutboundMessage } from "../../src/bus/types.js";
 import { DOCUMENT_NAMES, PgDocuments } from "../../src/db/documents.js";
-import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -56,34 +53,22 @@ interface Instance {
 }
 
 describe.skipIf(missing)("questions across a cluster (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
+  const { open, migratedDatabase, notifier } = usePostgres();
   const hubs: PgDocuments[] = [];
-  const notifiers: Notifier[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    for (const hub of hubs) hub.stop();
-    await Promise.all(notifiers.map((n) => n.close()));
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
+  afterEach(() => {
+    for (const hub of hubs.splice(0)) hub.stop();
   });
 
   /** One gateway's question desk, on its own pool and notifier; the re-read timer is out of play (NOTIFY carries changes). */
   async function instance(url: string, name: string, timeoutMs = 600_000): Promise<Instance> {
-    const db = openDatabase({ url, applicationName: `palaver test ${name}`, log });
-    pools.push(db);
-    const hub = new PgDocuments({ db, log, refreshMs: 600_000 });
+    const hub = new PgDocuments({ db: open(url, `palaver test ${name}`), log, refreshMs: 600_000 });
     hubs.push(hub);
     const board = new QuestionBoard(
       hub.document(DOCUMENT_NAMES.openQuestions, OPEN_QUESTIONS_DOCUMENT),
       name,
     );
-    const notifier = new Notifier({ url, instance: `test ${name}`, log });
-    notifiers.push(notifier);
-    await hub.start(notifier);
+    await hub.start(notifier(url, `test ${name}`));
     const published: OutboundMessage[] = [];
     const questions = new Questions({
       publish: (msg) => published.push(msg),
@@ -97,10 +82,7 @@ describe.skipIf(missing)("questions across a cluster (real PostgreSQL)", () => {
   }
 
   async function cluster(count: number): Promise<Instance[]> {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test migrate", log });
-    pools.push(db);
-    await migrate(db, log);
+    const { url } = await migratedDatabase();
     return Promise.all(Array.from({ length: count }, (_, i) => instance(url, String.fromCharCode(97 + i))));
   }
 
@@ -196,10 +178,7 @@ describe.skipIf(missing)("questions across a cluster (real PostgreSQL)", () => {
   });
 
   it("A's own timeout closes the question everywhere; a press on B after it is refused", async () => {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test migrate", log });
-    pools.push(db);
-    await migrate(db, log);
+    const { url } = await migratedDatabase();
     const a = await instance(url, "a", 300);
     const b = await instance(url, "b");
     const answer = a.questions.ask(approval());

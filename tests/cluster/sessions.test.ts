@@ -6,15 +6,14 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listConversations } from "../../src/channels/web/history.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { logger } from "../../src/log.js";
 import { MemoryRecall } from "../../src/recall/service.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -26,28 +25,12 @@ const assistant = (content: string): ChatMessage => ({ role: "assistant", conten
 const contents = (messages: readonly ChatMessage[]) => messages.map((m) => m.content);
 
 describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  const pools: Database[] = [];
-  const open = (url: string): Database => {
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(db);
-    return db;
-  };
+  const { open, migratedDatabase } = usePostgres();
   /** A fresh database and `n` stores on it, each on its own pool: `n` instances of a cluster. */
   const instances = async (n: number): Promise<{ url: string; stores: PgSessionStore[]; db: Database }> => {
-    const url = await server.createDatabase();
-    const db = open(url);
-    await migrate(db, log);
+    const { url, db } = await migratedDatabase();
     return { url, db, stores: Array.from({ length: n }, () => new PgSessionStore(open(url), log)) };
   };
-
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
 
   it("stores appends, metadata and consolidation; a new store reads them back as they were", async () => {
     const { url, stores } = await instances(1);
@@ -316,9 +299,7 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
   });
 
   it("a failing query fails the call with the session named, and nothing is cached", async () => {
-    const url = await server.createDatabase();
-    const db = open(url);
-    await migrate(db, log);
+    const { db } = await migratedDatabase();
     const store = new PgSessionStore(db, log);
     await db.query("ALTER TABLE palaver.session_messages RENAME TO session_messages_gone");
     await expect(store.get("test:down")).rejects.toThrow(

@@ -4,13 +4,12 @@
  * send; when the holder stops or its database connection dies, the other takes over and a message
  * sent meanwhile is received once.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { INGRESS_LEASES } from "../../src/channels/ingress-lease.js";
 import { Lease } from "../../src/db/lease.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
 import { FakeTelegram } from "../fakes/telegram-server.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 import { rig, type Rig } from "../channels/telegram/helpers.js";
@@ -29,22 +28,14 @@ interface Instance {
 }
 
 describe.skipIf(missing)("Telegram ingress under a lease (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const { open, createDatabase } = usePostgres();
   let fake: FakeTelegram | undefined;
-  const pools: Database[] = [];
   const instances: Instance[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     for (const i of instances.splice(0)) await i.rig.cleanup();
     await fake?.close();
     fake = undefined;
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
   });
 
   async function instance(name: string, url: string, tg: FakeTelegram): Promise<Instance> {
@@ -68,7 +59,7 @@ describe.skipIf(missing)("Telegram ingress under a lease (real PostgreSQL)", () 
   const texts = (i: Instance) => i.rig.inbound.map((m) => m.content);
 
   it("only the holder polls, both send, and the other takes over when the holder stops", async () => {
-    const url = await server.createDatabase();
+    const url = await createDatabase();
     const tg = (fake = await FakeTelegram.start());
     const a = await instance("a", url, tg);
     const b = await instance("b", url, tg);
@@ -102,9 +93,8 @@ describe.skipIf(missing)("Telegram ingress under a lease (real PostgreSQL)", () 
   });
 
   it("the holder whose database connection dies stops polling; the lease holder then gets each message once", async () => {
-    const url = await server.createDatabase();
-    const admin = openDatabase({ url, applicationName: "palaver test", log });
-    pools.push(admin);
+    const url = await createDatabase();
+    const admin = open(url);
     const tg = (fake = await FakeTelegram.start());
     const a = await instance("a", url, tg);
     const b = await instance("b", url, tg);
@@ -115,9 +105,7 @@ describe.skipIf(missing)("Telegram ingress under a lease (real PostgreSQL)", () 
     let aLost = false;
     a.lease.onLost(() => void (aLost = true));
 
-    await admin.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver a'",
-    );
+    await cutConnections(admin, "palaver a");
     await waitFor(() => aLost, undefined, "a learns it lost the lease");
     // Whoever holds the lease next polls, and only it.
     await waitFor(

@@ -6,19 +6,17 @@
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { importState, exportState, type StateFiles } from "../../src/cli/cluster-transfer.js";
 import { approvalRulesPath, cronStorePath, openQuestionsPath, stateDir } from "../../src/config/paths.js";
 import { parseStore } from "../../src/cron/store.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { logger } from "../../src/log.js";
 import { pairingPath } from "../../src/pairing/store.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
 import { SessionStore, sessionsDirOf } from "../../src/sessions/store.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 
 const log = logger("test");
@@ -145,26 +143,9 @@ async function tree(dir: string): Promise<Map<string, Buffer>> {
 }
 
 describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const { open, createDatabase, migratedDatabase } = usePostgres();
   let root: string;
-  const pools: Database[] = [];
-  const open = async (url?: string): Promise<Database> => {
-    const db = openDatabase({
-      url: url ?? (await server.createDatabase()),
-      applicationName: "palaver test",
-      log,
-    });
-    pools.push(db);
-    return db;
-  };
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
-  });
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), "palaver-transfer-"));
   });
@@ -174,8 +155,7 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
 
   it("round trip: the sessions palaver wrote come back byte for byte, nanobot's as the file store rewrites it", async () => {
     const from = await oneProcess(join(root, "from"));
-    const db = await open();
-    await migrate(db, log);
+    const { db } = await migratedDatabase();
     const first = await importState(db, from, { force: false, log });
     expect(first.applied).toBe(true);
     expect(first.items.filter((i) => i.outcome !== "imported")).toEqual([]);
@@ -235,8 +215,7 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
 
   it("refuses to replace a session that differs, changing nothing, until --force", async () => {
     const from = await oneProcess(join(root, "from"));
-    const db = await open();
-    await migrate(db, log);
+    const { db } = await migratedDatabase();
     await importState(db, from, { force: false, log });
     const store = new PgSessionStore(db, log);
     const session = await store.get("web:abc");
@@ -265,8 +244,7 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
 
   it("bad input: a state file that is not JSON stops the import before anything is written; a bad cron entry is skipped with why", async () => {
     const from = await oneProcess(join(root, "from"));
-    const db = await open();
-    await migrate(db, log);
+    const { db } = await migratedDatabase();
     await writeFile(from.documents[0]!.path, "{ not json");
     await expect(importState(db, from, { force: false, log })).rejects.toThrow(
       new RegExp(
@@ -298,7 +276,7 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
 
     it("imports once, then says nothing changed; exports into a folder and not over it without --force", async () => {
       const from = await oneProcess(join(root, "from"));
-      const url = await server.createDatabase();
+      const url = await createDatabase();
       await writeJson(from.configPath, {
         agents: { defaults: { workspace: from.workspace } },
         cluster: { database: url },
@@ -355,12 +333,12 @@ describe.skipIf(missing)("palaver cluster import/export (real PostgreSQL)", () =
       );
       expect(closed.stderr).not.toContain("s3cret");
 
-      const url = await server.createDatabase();
+      const url = await createDatabase();
       const viaEnv = await cli(["cluster", "import", ...config], { PALAVER_CLUSTER__DATABASE: url });
       expect(viaEnv.code).toBe(0);
       expect(viaEnv.stdout).toContain("imported  session telegram:12345");
 
-      const db = await open(url);
+      const db = open(url);
       const found = await db.query<{ n: string }>("SELECT count(*) AS n FROM palaver.sessions");
       expect(Number(found.rows[0]!.n)).toBe(4);
     });

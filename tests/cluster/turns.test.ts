@@ -1,7 +1,7 @@
 /** The cluster's turn queue against a real PostgreSQL: failover after an instance is killed. */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import {
   blockedConversations,
@@ -9,10 +9,9 @@ import {
   unblockConversation,
   type ClusterTurnsOptions,
 } from "../../src/cluster/turns.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import { logger } from "../../src/log.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -20,13 +19,7 @@ const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
-  let server: TestPostgres;
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const { migratedDatabase } = usePostgres();
 
   function instance(
     url: string,
@@ -57,9 +50,7 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
   });
 
   it("completes a turn's job only once its replies went out: the conversation's next turn waits, on any instance", async () => {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    await migrate(db, log);
+    const { url, db } = await migratedDatabase();
     const ran: string[] = [];
     let releaseReplies: () => void = () => undefined;
     const repliesOut = new Promise<void>((resolve) => (releaseReplies = resolve));
@@ -122,14 +113,11 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
       releaseReplies();
       await a.stop();
       await b.stop();
-      await db.end();
     }
   });
 
   it("gives the turn of a killed instance to another after the turn timeout, under the same turn id", async () => {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    await migrate(db, log);
+    const { url, db } = await migratedDatabase();
     const ran: InboundMessage[] = [];
     const survivor = instance(url, db, "survivor", (msg) => {
       ran.push(msg);
@@ -191,14 +179,11 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
     } finally {
       child.kill("SIGKILL");
       await survivor.stop();
-      await db.end();
     }
   });
 
   it("a turn that fails every retry blocks only its conversation, until unblocked", async () => {
-    const url = await server.createDatabase();
-    const db = openDatabase({ url, applicationName: "palaver test", log });
-    await migrate(db, log);
+    const { url, db } = await migratedDatabase();
     let poisoned = true;
     const ran: string[] = [];
     const turns = instance(url, db, "only", (msg) => {
@@ -231,7 +216,6 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
       expect(await unblockConversation(db, "telegram:1", false)).toBe(0);
     } finally {
       await turns.stop();
-      await db.end();
     }
   });
 });

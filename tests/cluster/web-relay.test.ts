@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { createWebChannel } from "../../src/channels/web/adapter.js";
 import { PgWebRelay } from "../../src/channels/web/pg-relay.js";
 import { PgSharedToken } from "../../src/channels/web/pg-token.js";
@@ -20,11 +20,10 @@ import { ConfigSchema } from "../../src/config/schema.js";
 import { HealthServer } from "../../src/daemon/health.js";
 import { Metrics } from "../../src/daemon/metrics.js";
 import { Notifier } from "../../src/db/notify.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database, openDatabase } from "../../src/db/pool.js";
 import { logger, type Logger } from "../../src/log.js";
 import { SessionStore } from "../../src/sessions/store.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { cutConnections, postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { captureLog } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
@@ -192,30 +191,22 @@ const brief = (e: WebEvent) => {
 };
 
 describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const { migratedDatabase } = usePostgres();
   let dir: string;
   let admin: Database | undefined;
   const instances: Instance[] = [];
   const tabs: Tab[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     for (const tab of tabs.splice(0)) tab.res.destroy();
     await Promise.all(instances.splice(0).map((i) => i.close()));
-    await admin?.end();
     admin = undefined;
     await rm(dir, { recursive: true, force: true });
   });
-  afterAll(async () => {
-    await server?.stop();
-  });
 
   async function cluster(token?: string): Promise<[Instance, Instance]> {
-    const url = await server.createDatabase();
-    admin = openDatabase({ url, applicationName: "palaver test", log: testLog });
-    await migrate(admin, testLog);
+    const { url, db } = await migratedDatabase();
+    admin = db;
     dir = await mkdtemp(join(tmpdir(), "palaver-relay-"));
     const a = await startInstance("a", url, dir, token === undefined ? {} : { token });
     instances.push(a);
@@ -325,10 +316,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     const onA = await tab(a, "c1");
     await marker(b, "c1", "before", [onA]);
 
-    const cut = await admin!.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'palaver % notify'",
-    );
-    expect(cut.rowCount).toBe(2);
+    expect(await cutConnections(admin!, "palaver % notify")).toBe(2);
     // Reconnected and listening again: it ends the streams, whose events may have been lost.
     await waitFor(() => onA.ended, undefined, "A's stream to end");
 
@@ -368,9 +356,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
   });
 
   it("tells every instance's tabs to reload when B's events could not be sent, once B is back", async () => {
-    const url = await server.createDatabase();
-    admin = openDatabase({ url, applicationName: "palaver test", log: testLog });
-    await migrate(admin, testLog);
+    const { url, db: admin } = await migratedDatabase();
     dir = await mkdtemp(join(tmpdir(), "palaver-relay-"));
     // B logs in as a role of its own, so B alone can be kept out for a while.
     await admin.query("CREATE ROLE b LOGIN");
@@ -398,9 +384,7 @@ describe.skipIf(missing)("the web chat across two instances (real PostgreSQL)", 
     expect(await busy()).toBe(true);
 
     await admin.query("ALTER ROLE b NOLOGIN");
-    await admin.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'palaver b notify'",
-    );
+    await cutConnections(admin, "palaver b notify");
     await b.channel.send({ channel: "web", chatId: "c1", content: "lost", kind: "progress" });
     b.channel.onTurn!({ kind: "turnEnd", ...place, outcome: "done" });
     await waitFor(

@@ -3,6 +3,14 @@
  * one throwaway server per test file in a temp folder, on a loopback port, trust auth, fsync off.
  * PostgreSQL refuses to run as root, so as root the server runs as the `postgres` user the
  * package creates. Without the binaries the tests skip with the reason (fail in CI: requires.ts).
+ *
+ * A test file's usual frame:
+ *   const missing = requireOrSkip(postgresMissing());
+ *   describe.skipIf(missing)("...", () => {
+ *     const postgres = usePostgres();
+ *     it("...", async () => {
+ *       const { url, db } = await postgres.migratedDatabase();
+ *       ...
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -10,6 +18,11 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { Notifier, type NotifierOptions } from "../../src/db/notify.js";
+import { openDatabase, type Database } from "../../src/db/pool.js";
+import { migrate } from "../../src/db/schema.js";
+import { logger } from "../../src/log.js";
 
 export interface TestPostgres {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
@@ -152,4 +165,85 @@ export async function startPostgres(): Promise<TestPostgres> {
       throw new Error("PostgreSQL did not start (three ports tried)");
     }
   }
+}
+
+/**
+ * Ends, on the server, the connections to `db`'s database whose application_name is LIKE `name`
+ * ("palaver a", "palaver % notify"), as a network cut or a server restart would; how many.
+ */
+export async function cutConnections(db: Database, name: string): Promise<number> {
+  const { rowCount } = await db.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1",
+    [name],
+  );
+  return rowCount ?? 0;
+}
+
+/** How many connections to `db`'s database have an application_name LIKE `name`. */
+export async function connectionsNamed(db: Database, name: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(
+    "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1",
+    [name],
+  );
+  return Number(rows[0]?.n);
+}
+
+export interface UsedPostgres {
+  /** The file's server (started by the beforeAll hook). */
+  readonly server: TestPostgres;
+  /** A fresh, empty database on the server; its URL. */
+  createDatabase: () => Promise<string>;
+  /** A pool on `url`, ended after the test that opened it (afterEach). */
+  open: (url: string, applicationName?: string) => Database;
+  /** A fresh database with palaver's schema: its URL and the pool that migrated it. */
+  migratedDatabase: () => Promise<{ url: string; db: Database }>;
+  /** A Notifier on `url` (application_name "palaver <instance> notify"), closed after the test that made it. */
+  notifier: (url: string, instance: string, options?: Partial<NotifierOptions>) => Notifier;
+}
+
+/**
+ * One server for the tests of the describe block that calls it (inside `describe.skipIf(missing)`):
+ * started before them, stopped after them. The pools open() makes end after each test, after the
+ * test file's own afterEach hooks (vitest runs after-hooks in reverse order), so those can still
+ * use them; the server stops after the file's own afterAll hooks likewise. Notifiers likewise.
+ */
+export function usePostgres(): UsedPostgres {
+  const log = logger("test");
+  let server: TestPostgres | undefined;
+  const pools: Database[] = [];
+  const notifiers: Notifier[] = [];
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(notifiers.splice(0).map((n) => n.close()));
+    await Promise.all(pools.splice(0).map((p) => p.end()));
+  });
+  const used: UsedPostgres = {
+    get server() {
+      if (!server) throw new Error("usePostgres(): the server starts in beforeAll; use it in a test or hook");
+      return server;
+    },
+    createDatabase: () => used.server.createDatabase(),
+    open: (url, applicationName = "palaver test") => {
+      const db = openDatabase({ url, applicationName, log });
+      pools.push(db);
+      return db;
+    },
+    migratedDatabase: async () => {
+      const url = await used.createDatabase();
+      const db = used.open(url);
+      await migrate(db, log);
+      return { url, db };
+    },
+    notifier: (url, instance, options) => {
+      const notifier = new Notifier({ url, instance, log, ...options });
+      notifiers.push(notifier);
+      return notifier;
+    },
+  };
+  return used;
 }
