@@ -193,7 +193,7 @@ export interface UsedPostgres {
   readonly server: TestPostgres;
   /** A fresh, empty database on the server; its URL. */
   createDatabase: () => Promise<string>;
-  /** A pool on `url`, ended after the test that opened it (afterEach). */
+  /** A pool on `url`, ended after the test that opened it (afterEach): open it in a test or beforeEach. */
   open: (url: string, applicationName?: string) => Database;
   /** A fresh database with palaver's schema: its URL and the pool that migrated it. */
   migratedDatabase: () => Promise<{ url: string; db: Database }>;
