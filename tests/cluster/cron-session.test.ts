@@ -7,17 +7,16 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { PgCronStore } from "../../src/cron/pg-store.js";
 import { CRON_SESSION_PREFIX, CronService, type AddJobInput } from "../../src/cron/service.js";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { type Database } from "../../src/db/pool.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
 import { silentLog } from "../cron/helpers.js";
 import { runCli } from "../helpers/cli.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 
 const log = silentLog();
@@ -38,19 +37,10 @@ describe.skipIf(missing)(
   "a removed cron job's session in the cluster (real PostgreSQL)",
   { timeout: 180_000 },
   () => {
-    let server: TestPostgres;
+    /** database(): a fresh, migrated database and a pool on it. */
+    const { migratedDatabase: database } = usePostgres();
     let dir: string | undefined;
-    const pools: Database[] = [];
     const services: CronService[] = [];
-
-    /** A fresh, migrated database and a pool on it. */
-    const database = async (): Promise<{ url: string; db: Database }> => {
-      const url = await server.createDatabase();
-      const db = openDatabase({ url, applicationName: "palaver test", log });
-      pools.push(db);
-      await migrate(db, log);
-      return { url, db };
-    };
 
     /** What the database holds of a session: its row and its messages. */
     const stored = async (db: Database, key: string): Promise<{ rows: number; messages: number }> => {
@@ -78,17 +68,10 @@ describe.skipIf(missing)(
       await sessions.append(session, exchange(msg.content));
     };
 
-    beforeAll(async () => {
-      server = await startPostgres();
-    });
     afterEach(async () => {
       await Promise.all(services.splice(0).map((s) => s.stop()));
       if (dir) await rm(dir, { recursive: true, force: true });
       dir = undefined;
-    });
-    afterAll(async () => {
-      await Promise.all(pools.splice(0).map((p) => p.end()));
-      await server?.stop();
     });
 
     it("the scheduler deletes the job's session and messages on remove, and at the end of a one-shot job's turn", async () => {
