@@ -6,14 +6,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Database } from "../../src/db/pool.js";
-import { migrate } from "../../src/db/schema.js";
+import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { logger } from "../../src/log.js";
 import { MemoryRecall, type StoredSessions } from "../../src/recall/service.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
-import { postgresMissing, startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 
 const log = logger("test");
@@ -21,34 +19,19 @@ const missing = requireOrSkip(postgresMissing());
 const user = (content: string): ChatMessage => ({ role: "user", content });
 
 describe.skipIf(missing)("memory search across the cluster (real PostgreSQL)", () => {
-  let server: TestPostgres;
+  const { open, migratedDatabase } = usePostgres();
   let dir: string;
-  const pools: Database[] = [];
   const recalls: MemoryRecall[] = [];
 
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
   afterEach(async () => {
     for (const r of recalls.splice(0)) await r.close();
-    await Promise.all(pools.splice(0).map((p) => p.end()));
     if (dir) await rm(dir, { recursive: true, force: true });
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   /** Two instances' session stores on one fresh database. */
   async function twoInstances(): Promise<[PgSessionStore, PgSessionStore]> {
-    const url = await server.createDatabase();
-    const open = () => {
-      const db = openDatabase({ url, applicationName: "palaver test", log });
-      pools.push(db);
-      return db;
-    };
-    const first = open();
-    await migrate(first, log);
-    return [new PgSessionStore(first, log), new PgSessionStore(open(), log)];
+    const { url, db } = await migratedDatabase();
+    return [new PgSessionStore(db, log), new PgSessionStore(open(url), log)];
   }
 
   /** Instance A's memory search, over its store; `reads` records each messagesFrom call. */
