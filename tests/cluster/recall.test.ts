@@ -17,15 +17,18 @@ import { requireOrSkip } from "../helpers/requires.js";
 const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 const user = (content: string): ChatMessage => ({ role: "user", content });
+const assistant = (content: string): ChatMessage => ({ role: "assistant", content });
 
 describe.skipIf(missing)("memory search across the cluster (real PostgreSQL)", () => {
   const { open, migratedDatabase } = usePostgres();
-  let dir: string;
+  /** The test's state folder: the same index file for each searchOn() of a test (a restart). */
+  let dir: string | undefined;
   const recalls: MemoryRecall[] = [];
 
   afterEach(async () => {
     for (const r of recalls.splice(0)) await r.close();
     if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
   });
 
   /** Two instances' session stores on one fresh database. */
@@ -34,9 +37,9 @@ describe.skipIf(missing)("memory search across the cluster (real PostgreSQL)", (
     return [new PgSessionStore(db, log), new PgSessionStore(open(url), log)];
   }
 
-  /** Instance A's memory search, over its store; `reads` records each messagesFrom call. */
+  /** An instance's memory search, over its store, started; `reads` records each messagesFrom call. */
   async function searchOn(store: PgSessionStore, reads: string[] = []): Promise<MemoryRecall> {
-    dir = await mkdtemp(join(tmpdir(), "palaver-pg-recall-"));
+    dir ??= await mkdtemp(join(tmpdir(), "palaver-pg-recall-"));
     const storedSessions: StoredSessions = {
       list: () => store.list(),
       messagesFrom: (key, from) => {
@@ -64,6 +67,21 @@ describe.skipIf(missing)("memory search across the cluster (real PostgreSQL)", (
 
   const texts = async (recall: MemoryRecall, query: string) =>
     (await recall.search({ query, limit: 10 })).map((h) => h.text);
+
+  it("indexes the database's sessions at start, and after a restart only what changed meanwhile", async () => {
+    const [a, b] = await twoInstances();
+    const onA = await a.get("telegram:1");
+    await a.append(onA, [user("The spare key is under the aubergine pot."), assistant("Noted.")]);
+    const first = await searchOn(b);
+    expect((await first.search({ query: "aubergine", limit: 5 })).map((h) => h.key)).toEqual(["telegram:1"]);
+    await first.close();
+
+    await a.append(onA, [user("And the bike lock code is quokka.")]);
+    const reads: string[] = [];
+    const second = await searchOn(b, reads);
+    expect(await texts(second, "quokka")).toEqual(["And the bike lock code is quokka."]);
+    expect(reads).toEqual(["telegram:1@2"]);
+  });
 
   it("finds what another instance's turns wrote after this one started, reading only the new messages", async () => {
     const [a, b] = await twoInstances();
