@@ -59,11 +59,6 @@ export interface SessionStorage {
   /** How many sessions are stored. */
   count(): Promise<number>;
   /**
-   * For a store whose sessions are not files: the session as stored now, not kept in memory
-   * (memory search reads every session this way at start).
-   */
-  stored?(key: string): Promise<Session | undefined>;
-  /**
    * For a store whose sessions are not files: the session's stored messages from position `from`
    * on, and how many it holds now (fewer than `from`: it was cleared and began again). Memory
    * search catches up with the turns other instances ran this way.
