@@ -22,6 +22,7 @@ import {
 import { userFacingLlmError } from "../llm/user-facing.js";
 import type { ChatMessage, Provider } from "../llm/types.js";
 import { logger, type Logger } from "../log.js";
+import { savedTurnOf, type SavedTurn } from "../sessions/saved-turn.js";
 import type { Session } from "../sessions/session.js";
 import { LlmError } from "../util/errors.js";
 import { Semaphore } from "../util/semaphore.js";
@@ -348,6 +349,17 @@ export class AgentLoop {
     const { msg } = turn;
     const { settings, sessions, context, provider, tools, bus } = this.deps;
     const session = await sessions.get(sessionKeyOf(msg));
+    // Cluster mode: this turn ran before on an instance that died after saving it. Its messages are
+    // in the session already; only its reply may not have gone out (the outbox sends it once).
+    const saved = msg.turnId === undefined ? undefined : savedTurnOf(session.metadata, msg.turnId);
+    if (saved) {
+      this.log.info(
+        { session: session.key, turnId: msg.turnId },
+        "turn saved by an earlier attempt; not run again",
+      );
+      if (saved.reply !== null) this.reply(turn, saved.reply);
+      return { outcome: "replied", tools: [] };
+    }
     // Background work runs its turn for the chat it came from: tools and replies target that chat.
     const origin = originOf(msg);
     const built = await context.buildMessages({
@@ -437,33 +449,45 @@ export class AgentLoop {
       throw err;
     }
 
-    await this.saveTurn(session, userMessage, result.messages, result.toolsUsed);
+    const reply = this.replyOf(msg, result.content, ctx.turn.sentToOriginChat, session.key);
+    const record = msg.turnId === undefined ? undefined : { id: msg.turnId, reply };
+    await this.saveTurn(session, userMessage, result.messages, result.toolsUsed, record);
     // For /status: how full the window was. Kept in memory (written with the next metadata line,
     // e.g. consolidation's), not one more line in the session file per turn.
     if (result.promptTokens !== undefined) session.metadata[LAST_PROMPT_TOKENS] = result.promptTokens;
     this.deps.archiver?.maybeConsolidate(session);
-    const report = { outcome: "replied" as const, tools: toolOutcomes(result.messages) };
-    if (ctx.turn.sentToOriginChat) return report;
-    const content = result.content?.trim() ? result.content : NO_REPLY;
-    if (msg.channel === SYSTEM_CHANNEL && this.deps.isNothingToDo?.(result.content ?? "")) {
-      this.log.info({ session: session.key, from: msg.senderId }, "background turn had nothing to report");
-      return report;
-    }
-    this.reply(turn, content);
-    return report;
+    if (reply !== null) this.reply(turn, reply);
+    return { outcome: "replied", tools: toolOutcomes(result.messages) };
   }
 
+  /** What a finished turn answers: none when it wrote to the chat itself or, in the background, had nothing to report. */
+  private replyOf(
+    msg: InboundMessage,
+    content: string | null | undefined,
+    sentToOriginChat: boolean,
+    sessionKey: string,
+  ): string | null {
+    if (sentToOriginChat) return null;
+    if (msg.channel === SYSTEM_CHANNEL && this.deps.isNothingToDo?.(content ?? "")) {
+      this.log.info({ session: sessionKey, from: msg.senderId }, "background turn had nothing to report");
+      return null;
+    }
+    return content?.trim() ? content : NO_REPLY;
+  }
+
+  /** `turn`: cluster mode's record of the turn, stored with its messages (sessions/saved-turn.ts). */
   private async saveTurn(
     session: Session,
     userMessage: ChatMessage,
     produced: ChatMessage[],
     toolsUsed: string[],
+    turn: SavedTurn | undefined,
   ): Promise<void> {
     const user: ChatMessage = { role: "user", content: contentForSession(userMessage.content) };
     const messages = produced.map((m) => ({ ...m }));
     const final = messages[messages.length - 1];
     if (final && toolsUsed.length) final.tools_used = [...new Set(toolsUsed)];
-    await this.deps.sessions.append(session, [user, ...messages]);
+    await this.deps.sessions.append(session, [user, ...messages], turn);
   }
 
   /** Publishes to the chat a message belongs to (for background work: its origin chat), tagged with its turn. */

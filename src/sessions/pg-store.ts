@@ -15,6 +15,7 @@ import { inTransaction, type Database, type DatabaseClient } from "../db/pool.js
 import { PalaverError, errorMessage } from "../util/errors.js";
 import { BoundedMap } from "../util/bounded-map.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
+import { SAVED_TURN, type SavedTurn } from "./saved-turn.js";
 import { Session } from "./session.js";
 import type { SessionInfo, SessionStorage } from "./storage.js";
 import { formatTimestamp } from "./store.js";
@@ -79,8 +80,9 @@ export class PgSessionStore implements SessionStorage {
     this.cache.delete(key);
   }
 
-  append(session: Session, messages: ChatMessage[]): Promise<void> {
+  append(session: Session, messages: ChatMessage[], turn?: SavedTurn): Promise<void> {
     if (messages.length === 0) return Promise.resolve();
+    if (turn) session.metadata[SAVED_TURN] = turn;
     const now = new Date();
     const stamp = formatTimestamp(now);
     for (const msg of messages) {
@@ -91,7 +93,7 @@ export class PgSessionStore implements SessionStorage {
     const expected = session.total - messages.length;
     const lines = messages.map((m) => JSON.stringify(m));
     this.onAppended?.(session.key, messages);
-    return this.queue.run(session.key, () => this.appendRows(session, lines, expected));
+    return this.queue.run(session.key, () => this.appendRows(session, lines, expected, turn));
   }
 
   saveMetadata(session: Session): Promise<void> {
@@ -271,7 +273,12 @@ export class PgSessionStore implements SessionStorage {
    * this key waits for us and then numbers its messages after ours; the primary key (key, seq)
    * would refuse a writer that numbered from an old count anyway.
    */
-  private async appendRows(session: Session, lines: string[], expected: number): Promise<void> {
+  private async appendRows(
+    session: Session,
+    lines: string[],
+    expected: number,
+    turn: SavedTurn | undefined,
+  ): Promise<void> {
     const key = session.key;
     let stored: number;
     try {
@@ -279,6 +286,13 @@ export class PgSessionStore implements SessionStorage {
         await upsertRow(client, session, "times");
         const from = await storedCount(client, key);
         await insertMessages(client, key, from, lines);
+        // Only this key: the rest of the metadata is saveMetadata's to write.
+        if (turn)
+          await client.query(
+            `UPDATE palaver.sessions SET metadata = jsonb_set(metadata::jsonb, '{${SAVED_TURN}}', $2::jsonb)::json
+             WHERE key = $1`,
+            [key, JSON.stringify(turn)],
+          );
         return from;
       });
     } catch (err) {

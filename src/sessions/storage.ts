@@ -5,6 +5,7 @@
  * last_consolidated.
  */
 import type { ChatMessage } from "../llm/types.js";
+import type { SavedTurn } from "./saved-turn.js";
 import type { Session } from "./session.js";
 
 export interface SessionInfo {
@@ -35,8 +36,10 @@ export interface SessionStorage {
   /**
    * Adds messages to the session in memory (stamping a timestamp on those without one) and stores
    * them after its earlier ones. The caller must not push them into session.messages itself.
+   * `turn`: the turn they came from, where it may be run again on another instance (cluster mode):
+   * stored with them in one write (saved-turn.ts); a store of one process may leave it out.
    */
-  append(session: Session, messages: ChatMessage[]): Promise<void>;
+  append(session: Session, messages: ChatMessage[], turn?: SavedTurn): Promise<void>;
   /** Stores the session's metadata, created time and last_consolidated as they are now. */
   saveMetadata(session: Session): Promise<void>;
   /** Empties the session (/new); the old conversation is archived where the store archives. */

@@ -17,6 +17,7 @@ import { BoundedMap } from "../util/bounded-map.js";
 import { KeyedQueue } from "../util/keyed-queue.js";
 import { AppendHandles } from "./append-handles.js";
 import { isObject, readLines, type MetadataLine } from "./file-lines.js";
+import { SAVED_TURN, type SavedTurn } from "./saved-turn.js";
 import { Session } from "./session.js";
 import type { SessionFileInfo, SessionStorage } from "./storage.js";
 
@@ -218,8 +219,10 @@ export class SessionStore implements SessionStorage {
    * without one) and appends them to its file. The caller must not push them
    * into session.messages itself.
    */
-  append(session: Session, messages: ChatMessage[]): Promise<void> {
+  /** `turn` is kept in the session's metadata in memory (written with its next metadata line). */
+  append(session: Session, messages: ChatMessage[], turn?: SavedTurn): Promise<void> {
     if (messages.length === 0) return Promise.resolve();
+    if (turn) session.metadata[SAVED_TURN] = turn;
     const now = new Date();
     const stamp = formatTimestamp(now);
     let text = "";

@@ -44,6 +44,25 @@ describe("agent loop, end to end through the openai SDK", () => {
     expect(JSON.stringify(saved)).not.toMatch(/Current time/);
   });
 
+  it("a turn run again once it was saved (cluster mode: its instance died after) sends its saved reply and does not run", async () => {
+    h = await startHarness();
+    h.fake!.enqueue({ content: "The answer is 42." });
+    const first = await h.ask("chat", "what is it?", { turnId: "turn-7" });
+    expect(first).toMatchObject({ content: "The answer is 42.", turnId: "turn-7" });
+
+    const again = await h.ask("chat", "what is it?", { turnId: "turn-7" });
+    expect(again).toMatchObject({ content: "The answer is 42.", turnId: "turn-7" });
+    expect(h.fake!.requests).toHaveLength(1);
+    expect((await messagesOf()).map((m) => [m.role, m.content])).toEqual([
+      ["user", "what is it?"],
+      ["assistant", "The answer is 42."],
+    ]);
+
+    // Another turn of the chat runs as usual.
+    h.fake!.enqueue({ content: "Still 42." });
+    expect((await h.ask("chat", "sure?", { turnId: "turn-8" })).content).toBe("Still 42.");
+  });
+
   it("runs a two-step tool turn that writes a file, with progress and tool hints", async () => {
     h = await startHarness();
     h.fake!.enqueue(

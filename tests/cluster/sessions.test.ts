@@ -9,6 +9,7 @@ import { type Database } from "../../src/db/pool.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { logger } from "../../src/log.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
+import { savedTurnOf } from "../../src/sessions/saved-turn.js";
 import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
@@ -235,6 +236,20 @@ describe.skipIf(missing)("PgSessionStore (real PostgreSQL)", () => {
     expect(contents(again.messages)).toEqual(["a1"]);
     await store.append(again, [user("a2")]);
     expect(contents((await new PgSessionStore(open(url), log).get("test:a")).messages)).toEqual(["a1", "a2"]);
+  });
+
+  it("stores a turn's record with its messages, for another instance's next get, and leaves the other metadata", async () => {
+    const { stores } = await instances(2);
+    const [a, b] = stores as [PgSessionStore, PgSessionStore];
+    const onA = await a.get("telegram:1");
+    onA.metadata.agent = "helper";
+    await a.saveMetadata(onA);
+    await a.append(onA, [user("what is it?"), assistant("42")], { id: "turn-9", reply: "42" });
+    const onB = await b.get("telegram:1");
+    expect(savedTurnOf(onB.metadata, "turn-9")).toEqual({ id: "turn-9", reply: "42" });
+    expect(savedTurnOf(onB.metadata, "turn-10")).toBeUndefined();
+    expect(onB.metadata.agent).toBe("helper");
+    expect(contents(onB.messages)).toEqual(["what is it?", "42"]);
   });
 
   it("tells onAppended of every append and stamps messages that have no timestamp", async () => {
