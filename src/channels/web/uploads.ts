@@ -9,6 +9,7 @@
  * opaque ids too, so the page can fetch them (GET /api/files/:id) without ever naming a path.
  */
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { createWriteStream, renameSync } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
@@ -131,6 +132,7 @@ export class Uploads {
       if (bytes > limit) throw tooLarge(limit);
       if (this.heldBytes > quota) throw overQuota(quota);
     };
+    const file = createWriteStream(temp, { mode: 0o600 });
     try {
       await pipeline(
         req,
@@ -140,12 +142,15 @@ export class Uploads {
             yield chunk;
           }
         },
-        createWriteStream(temp, { mode: 0o600 }),
+        file,
         { signal },
       );
       await rename(temp, path);
     } catch (err) {
       this.heldBytes -= bytes;
+      // Refused on its first bytes, the file may still be opening: removed once it is closed, or
+      // the open would create it after the removal and leave it behind.
+      if (!file.closed) await once(file, "close").catch(() => undefined);
       await rm(temp, { force: true });
       if (signal.aborted) throw new HttpError(408, "the upload took too long");
       throw err;
