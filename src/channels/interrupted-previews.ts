@@ -34,7 +34,7 @@ export interface InterruptedPreviewsDeps {
   journal?: Journal;
   log: Logger;
   /** Runs `work` in the chat's send order (the manager's per-chat queue). */
-  inChatOrder(chatKey: string, work: () => Promise<void>): void;
+  inChatOrder(chat: { channel: string; chatId: string }, work: () => Promise<void>): void;
 }
 
 /**
@@ -73,7 +73,7 @@ export class InterruptedPreviews {
   }
 
   private repair(channel: Channel, preview: OpenPreview): void {
-    this.deps.inChatOrder(`${preview.channel}:${preview.chatId}`, async () => {
+    this.deps.inChatOrder(preview, async () => {
       const target = {
         chatId: preview.chatId,
         turnId: preview.turnId,

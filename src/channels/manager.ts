@@ -127,7 +127,7 @@ export class ChannelManager {
     this.interrupted = new InterruptedPreviews({
       ...(opts.journal ? { journal: opts.journal } : {}),
       log: this.log,
-      inChatOrder: (chatKey, work) => this.sends.push(chatKey, work),
+      inChatOrder: (chat, work) => this.inChatOrder(chat, work),
     });
   }
 
@@ -210,7 +210,7 @@ export class ChannelManager {
    * job completes (cluster/turns.ts).
    */
   async sentTo(channel: string, chatId: string, timeoutMs: number): Promise<void> {
-    await settleWithin(this.sends.idleFor(`${channel}:${chatId}`), timeoutMs);
+    await settleWithin(this.sends.idleFor(chatKey({ channel, chatId })), timeoutMs);
   }
 
   /** Replies kept for a channel that is not running (status, tests). */
@@ -322,7 +322,7 @@ export class ChannelManager {
 
   private enqueue(pending: Pending): void {
     const { msg } = pending;
-    this.sends.push(`${msg.channel}:${msg.chatId}`, () => this.deliver(pending));
+    this.inChatOrder(msg, () => this.deliver(pending));
   }
 
   /**
@@ -402,7 +402,7 @@ export class ChannelManager {
   /**
    * Cluster mode: whether this instance sends this final reply (no other attempt of its turn
    * claimed it). Claimed once, as late as it can be: after the channel's own waits, so that all
-   * but the request itself lies before the claim (docs/cluster.md, "Replies").
+   * but the request itself lies before the claim (docs/cluster.md, "When something fails").
    */
   private async claimed(pending: Pending, channel: Channel): Promise<boolean> {
     if (!pending.once || pending.claimed) return true;
@@ -486,7 +486,7 @@ export class ChannelManager {
   private finishPlan(event: TurnEvent): void {
     const plan = this.plans.end(event.turnId);
     if (!plan) return;
-    this.sends.push(`${event.channel}:${event.chatId}`, async () => {
+    this.inChatOrder(event, async () => {
       if (!(await plan.message.finish(plan.checklist))) {
         this.log.debug(
           { channel: event.channel, chatId: event.chatId },
@@ -501,9 +501,12 @@ export class ChannelManager {
     const preview = this.previews.end(event.turnId);
     if (!preview) return;
     // Behind the turn's replies in the chat's queue, so the mark goes on the last text shown.
-    this.sends.push(`${event.channel}:${event.chatId}`, () =>
-      event.outcome === "stopped" ? preview.stop() : preview.close(),
-    );
+    this.inChatOrder(event, () => (event.outcome === "stopped" ? preview.stop() : preview.close()));
+  }
+
+  /** Runs `work` after what is queued for the chat: one chat's messages go out in order. */
+  private inChatOrder(chat: ChatPlace, work: () => Promise<void> | void): void {
+    this.sends.push(chatKey(chat), work);
   }
 
   /** Keeps a final reply for a channel that is not running; the oldest goes when too many wait. */
@@ -543,6 +546,14 @@ export class ChannelManager {
     if (pending.outboxId) this.opts.journal?.markDropped(pending.outboxId, reason);
     this.opts.meter?.failed(pending.msg, why);
   }
+}
+
+/** The chat a message or turn belongs to. */
+type ChatPlace = Pick<OutboundMessage, "channel" | "chatId">;
+
+/** A chat's key in the per-chat send queue. */
+function chatKey(chat: ChatPlace): string {
+  return `${chat.channel}:${chat.chatId}`;
 }
 
 /** Where a turn's live message (the streamed reply, the plan) goes: the chat and its thread. */

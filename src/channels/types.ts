@@ -101,7 +101,8 @@ export interface Channel {
   /**
    * Waits for what must land before a message to this chat goes out (a typing call still in
    * flight). In cluster mode a final reply is claimed after this and sent right after the claim,
-   * so an instance that dies in between loses as little as can be (docs/cluster.md, "Replies").
+   * so an instance that dies in between loses as little as can be (docs/cluster.md, "When
+   * something fails").
    */
   readyToSend?(msg: OutboundMessage): Promise<void>;
   /** A turn in one of this channel's chats started or ended: typing indicators, receipt reactions. */

@@ -278,8 +278,11 @@ async function withJobs(cmd: Command, work: (jobs: Jobs) => Promise<void>): Prom
     const store = new PgCronStore({ db, instance: me, log });
     // The cluster's sessions: a removed job's session rows go with it.
     const sessions = new PgSessionStore(db, log);
-    await work({ service: new CronService({ store, sessions, ...common }), loaded, cluster: true });
-    await sessions.close();
+    try {
+      await work({ service: new CronService({ store, sessions, ...common }), loaded, cluster: true });
+    } finally {
+      await sessions.close();
+    }
   } finally {
     await db.end();
   }

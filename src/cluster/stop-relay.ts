@@ -8,7 +8,7 @@
 import type { InboundMessage } from "../bus/types.js";
 import { sessionKeyOf } from "../bus/types.js";
 import { InboundSchema } from "../daemon/journal-entries.js";
-import type { Notifier } from "../db/notify.js";
+import { jsonPayload, type Notifier } from "../db/notify.js";
 import type { Database } from "../db/pool.js";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
@@ -33,7 +33,7 @@ export class StopRelay {
   /** Listens for /stops passed on by the other instances. */
   async start(): Promise<void> {
     await this.opts.notifier.listen(CHANNEL, (payload) => {
-      const parsed = InboundSchema.safeParse(safeJson(payload));
+      const parsed = InboundSchema.safeParse(jsonPayload(payload));
       if (!parsed.success) return;
       if (this.opts.runsHere(sessionKeyOf(parsed.data))) this.opts.stopHere(parsed.data);
     });
@@ -58,13 +58,5 @@ export class StopRelay {
       this.opts.log.warn({ err: errorMessage(err) }, "cluster: could not pass /stop on; answered here");
     }
     this.opts.stopHere(msg);
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -17,7 +17,7 @@ import type { z } from "zod";
 import type { Logger } from "../log.js";
 import { errorMessage } from "../util/errors.js";
 import type { DocumentChange, DocumentKind, SharedDocument } from "../util/shared-document.js";
-import { notifyAtCommit, type Notifier } from "./notify.js";
+import { jsonPayload, notifyAtCommit, type Notifier } from "./notify.js";
 import { inTransaction, type Database, type DatabaseClient } from "./pool.js";
 
 /** The NOTIFY channel of document changes; the payload is `{"name": ..., "version": ...}`. */
@@ -115,12 +115,7 @@ export class PgDocuments {
   }
 
   private notified(payload: string): void {
-    let change: { name?: unknown; version?: unknown };
-    try {
-      change = JSON.parse(payload) as typeof change;
-    } catch {
-      return;
-    }
+    const change = (jsonPayload(payload) ?? {}) as { name?: unknown; version?: unknown };
     const doc = typeof change.name === "string" ? this.documents.get(change.name) : undefined;
     if (doc && (typeof change.version !== "number" || change.version > doc.version))
       void this.refreshQuietly([change.name as string]);

@@ -26,6 +26,15 @@ const MAX_WAITING = 1000;
 
 export type NotificationHandler = (payload: string) => void;
 
+/** A notification's payload read as JSON; undefined when it is not JSON (another program on the channel). */
+export function jsonPayload(payload: string): unknown {
+  try {
+    return JSON.parse(payload) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface NotifierOptions {
   url: string;
   /** This instance's id, in the connection's application_name. */

@@ -142,17 +142,14 @@ export class PgSessionStore implements SessionStorage {
   }
 
   /**
-   * Deletes the session's rows, messages and all, in one transaction after the reads and writes
-   * queued before, and forgets the copy in memory (also when the delete failed: the next get()
-   * reads what the database has).
+   * Deletes the session's row (its messages go with it: ON DELETE CASCADE) after the reads and
+   * writes queued before, and forgets the copy in memory (also when the delete failed: the next
+   * get() reads what the database has).
    */
   remove(key: string): Promise<void> {
     return this.queue.run(key, async () => {
       try {
-        await inTransaction(this.db, async (client) => {
-          await client.query("DELETE FROM palaver.session_messages WHERE session_key = $1", [key]);
-          await client.query("DELETE FROM palaver.sessions WHERE key = $1", [key]);
-        });
+        await this.db.query("DELETE FROM palaver.sessions WHERE key = $1", [key]);
       } catch (err) {
         throw failure("delete", key, err);
       } finally {

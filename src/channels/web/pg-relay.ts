@@ -6,7 +6,7 @@
  * Events can be lost when a connection breaks: a listener that reconnects tells its tabs to
  * reload, and a publisher whose events could not be sent tells every instance to, once it can.
  */
-import type { Notifier } from "../../db/notify.js";
+import { jsonPayload, type Notifier } from "../../db/notify.js";
 import type { Logger } from "../../log.js";
 import { errorMessage } from "../../util/errors.js";
 import type { PublishedEvent, RelayedEvent, RelayListener, WebRelay } from "./relay.js";
@@ -85,12 +85,7 @@ export class PgWebRelay implements WebRelay {
 
 /** The envelope in a notification, or undefined when it is not one (another program on the channel). */
 function envelopeOf(payload: string): Envelope | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return undefined;
-  }
+  const value = jsonPayload(payload);
   if (typeof value !== "object" || value === null) return undefined;
   const { from, event, background, files, resync } = value as Record<string, unknown>;
   if (typeof from !== "string") return undefined;
