@@ -4,9 +4,7 @@
  * instance's scheduler (a CronService on PgCronStore in this test process) sees and fires.
  */
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { rm } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { cronStorePath } from "../../src/config/paths.js";
@@ -14,7 +12,7 @@ import { PgCronStore } from "../../src/cron/pg-store.js";
 import { CronService } from "../../src/cron/service.js";
 import type { CronJob } from "../../src/cron/types.js";
 import { silentLog } from "../cron/helpers.js";
-import { runCli, type CliResult } from "../helpers/cli.js";
+import { cliFolder, type CliResult } from "../helpers/cli.js";
 import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 import { waitFor } from "../helpers/wait.js";
@@ -35,22 +33,9 @@ describe.skipIf(missing)("palaver cron with cluster.database (real PostgreSQL)",
 
   it("adds, lists, runs and removes the cluster's jobs, which an instance's scheduler fires", async () => {
     const url = await createDatabase();
-    dir = await mkdtemp(join(tmpdir(), "palaver-cron-cluster-cli-"));
-    const home = join(dir, "home");
-    await mkdir(home);
-    const configPath = join(dir, "conf", "config.json");
-    await mkdir(dirname(configPath));
-    await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
-    const cli = (args: string[]): Promise<CliResult> =>
-      runCli(["cron", ...args], {
-        cwd: dir,
-        env: {
-          HOME: home,
-          PALAVER_CONFIG: configPath,
-          PALAVER_LOG_LEVEL: "silent",
-          PALAVER_CLUSTER__DATABASE: url,
-        },
-      });
+    const folder = await cliFolder("palaver-cron-cluster-cli-", { PALAVER_CLUSTER__DATABASE: url });
+    dir = folder.dir;
+    const cli = (args: string[]): Promise<CliResult> => folder.run(["cron", ...args]);
 
     const added = await cli([
       "add",
@@ -70,7 +55,7 @@ describe.skipIf(missing)("palaver cron with cluster.database (real PostgreSQL)",
     expect(id).toBeDefined();
     // No gateway pid file to look for in a cluster.
     expect(added.stdout).not.toContain("The gateway is not running");
-    expect(existsSync(cronStorePath(configPath))).toBe(false);
+    expect(existsSync(cronStorePath(folder.configPath))).toBe(false);
 
     const db = open(url);
     const rows = await db.query<{ id: string; job: CronJob }>("SELECT id, job FROM palaver.cron_jobs");
@@ -113,19 +98,12 @@ describe.skipIf(missing)("palaver cron with cluster.database (real PostgreSQL)",
   });
 
   it("names cluster.database when the database cannot be reached", async () => {
-    dir = await mkdtemp(join(tmpdir(), "palaver-cron-cluster-cli-"));
-    const configPath = join(dir, "config.json");
-    await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
     // Port 1: nothing listens there, the connection is refused at once.
-    const result = await runCli(["cron", "list"], {
-      cwd: dir,
-      env: {
-        HOME: dir,
-        PALAVER_CONFIG: configPath,
-        PALAVER_LOG_LEVEL: "silent",
-        PALAVER_CLUSTER__DATABASE: "postgres://palaver:secret@127.0.0.1:1/palaver",
-      },
+    const folder = await cliFolder("palaver-cron-cluster-cli-", {
+      PALAVER_CLUSTER__DATABASE: "postgres://palaver:secret@127.0.0.1:1/palaver",
     });
+    dir = folder.dir;
+    const result = await folder.run(["cron", "list"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       /^palaver: cluster\.database postgres:\/\/palaver:\*\*\*\*@127\.0\.0\.1:1\/palaver: /,

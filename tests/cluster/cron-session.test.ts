@@ -4,9 +4,7 @@
  * PgCronStore, given the instance's PgSessionStore) and by `palaver cron remove` with
  * cluster.database set (the build, as a child process). Other sessions stay.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { rm } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
 import { PgCronStore } from "../../src/cron/pg-store.js";
@@ -15,7 +13,7 @@ import { type Database } from "../../src/db/pool.js";
 import type { ChatMessage } from "../../src/llm/types.js";
 import { PgSessionStore } from "../../src/sessions/pg-store.js";
 import { silentLog } from "../cron/helpers.js";
-import { runCli } from "../helpers/cli.js";
+import { cliFolder } from "../helpers/cli.js";
 import { postgresMissing, usePostgres } from "../helpers/postgres.js";
 import { requireOrSkip } from "../helpers/requires.js";
 
@@ -128,21 +126,9 @@ describe.skipIf(missing)(
       const keptKey = CRON_SESSION_PREFIX + kept.id;
       expect(await stored(db, firedKey)).toEqual({ rows: 1, messages: 2 });
 
-      dir = await mkdtemp(join(tmpdir(), "palaver-cron-session-"));
-      const home = join(dir, "home");
-      await mkdir(home);
-      const configPath = join(dir, "conf", "config.json");
-      await mkdir(dirname(configPath));
-      await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
-      const removed = await runCli(["cron", "remove", fired.id], {
-        cwd: dir,
-        env: {
-          HOME: home,
-          PALAVER_CONFIG: configPath,
-          PALAVER_LOG_LEVEL: "silent",
-          PALAVER_CLUSTER__DATABASE: url,
-        },
-      });
+      const folder = await cliFolder("palaver-cron-session-", { PALAVER_CLUSTER__DATABASE: url });
+      dir = folder.dir;
+      const removed = await folder.run(["cron", "remove", fired.id]);
       expect(removed.stderr).toBe("");
       expect(removed.code).toBe(0);
       expect(removed.stdout).toContain(`Removed job ${fired.id}`);

@@ -9,6 +9,8 @@
  * it only exists so a hung child never outlives the test run.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Semaphore } from "../../src/util/semaphore.js";
@@ -44,6 +46,33 @@ export interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;
+}
+
+export interface CliFolder {
+  /** The temp folder (the caller removes it): a HOME, `conf/config.json`, the workspace `ws`. */
+  dir: string;
+  configPath: string;
+  /** `palaver <args>` in it, with its HOME and config, quiet logs, and the folder's `env`. */
+  run(args: string[]): Promise<CliResult>;
+}
+
+/** A temp folder to run `palaver` in as a user would, its config naming a workspace inside it. */
+export async function cliFolder(prefix: string, env: NodeJS.ProcessEnv = {}): Promise<CliFolder> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const home = join(dir, "home");
+  await mkdir(home);
+  const configPath = join(dir, "conf", "config.json");
+  await mkdir(join(dir, "conf"));
+  await writeFile(configPath, JSON.stringify({ agents: { defaults: { workspace: join(dir, "ws") } } }));
+  return {
+    dir,
+    configPath,
+    run: (args) =>
+      runCli(args, {
+        cwd: dir,
+        env: { HOME: home, PALAVER_CONFIG: configPath, PALAVER_LOG_LEVEL: "silent", ...env },
+      }),
+  };
 }
 
 export interface RunningCli {
