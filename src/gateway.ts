@@ -186,7 +186,9 @@ export class Gateway {
       meter: this.metrics,
       questions: this.agent.questions,
       access: this.pairing,
-      ...(this.cluster ? { sentOnce: this.cluster.replies, stored: () => this.cluster!.turns.stored() } : {}),
+      ...(this.cluster
+        ? { sentOnce: this.cluster.replies, stored: (msg) => this.cluster!.turns.stored(msg) }
+        : {}),
       ...(opts.channelRetryBaseMs ? { retryBaseMs: opts.channelRetryBaseMs } : {}),
     });
     this.heartbeat = new HeartbeatService({

@@ -26,7 +26,7 @@ export interface InboundGateOptions {
   /** Sends a notice (a refusal, a pairing code) into the sender's chat, in the chat's order. */
   notify(msg: OutboundMessage): void;
   /** Cluster mode: resolves once what was published is stored in the cluster (InboundSink.stored). */
-  stored?: () => Promise<void>;
+  stored?: (msg?: InboundMessage) => Promise<void>;
 }
 
 export class InboundGate {

@@ -7,7 +7,7 @@
  * channels in reverse order.
  */
 import type { MessageBus } from "../bus/bus.js";
-import type { OutboundMessage, TurnEvent } from "../bus/types.js";
+import type { InboundMessage, OutboundMessage, TurnEvent } from "../bus/types.js";
 import { replyPlaceOf } from "../bus/types.js";
 import { sleep } from "../util/backoff.js";
 import type { Journal, OpenPreview, PendingOutbound } from "../daemon/journal.js";
@@ -55,7 +55,7 @@ export interface ChannelManagerOptions {
   /** Cluster mode: a turn's final replies go out once in the cluster, even when another instance runs the turn again. */
   sentOnce?: SentOnce;
   /** Cluster mode: resolves once what the channels published is stored in the cluster (InboundSink.stored). */
-  stored?: () => Promise<void>;
+  stored?: (msg?: InboundMessage) => Promise<void>;
 }
 
 /** Why a message was not delivered: the platform refused it for good, retries ran out, it was sent once and failed, or too many waited for a stopped channel. */

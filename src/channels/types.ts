@@ -11,12 +11,13 @@ export interface InboundSink {
   /** A message `allows` let in: journaled, then on the bus. It does not ask `allows` again. */
   publishInbound(msg: InboundMessage): void;
   /**
-   * Resolves once what was published so far is kept beyond this process (cluster mode: stored in
-   * the cluster's queue, where another instance finds it if this one dies). A platform whose
-   * acknowledgement can wait (Telegram's getUpdates offset) awaits it before acknowledging.
-   * Absent: the local journal's synchronous write is that point.
+   * Resolves once `msg` (without one: everything published so far) is kept beyond this process
+   * (cluster mode: stored in the cluster's queue, where another instance finds it if this one
+   * dies). A platform whose acknowledgement can wait awaits it before acknowledging: Telegram's
+   * getUpdates offset a whole batch, a Slack event or a web chat POST its own message. Absent: the
+   * local journal's synchronous write is that point.
    */
-  stored?(): Promise<void>;
+  stored?(msg?: InboundMessage): Promise<void>;
   /**
    * A message `allows` refused: it causes nothing but the (rate-limited) refusal notice or the
    * pairing code the access policy answers with.

@@ -71,8 +71,9 @@ export class ClusterTurns {
   private started: PgBoss | undefined;
   private readonly chains = new KeyedQueue();
   private readonly attempts = new Map<string, Attempt>();
-  /** Messages on their way into the queue (stored() waits for them). */
+  /** Messages on their way into the queue (stored() waits for them), and those by dedupe key. */
   private readonly storing = new Set<Promise<void>>();
+  private readonly storingByKey = new Map<string, Promise<void>>();
   private readonly stopping = new AbortController();
 
   constructor(private readonly opts: ClusterTurnsOptions) {}
@@ -132,14 +133,26 @@ export class ClusterTurns {
    */
   enqueue(msg: InboundMessage): Promise<void> {
     const storing = this.chains.run(sessionKeyOf(msg), () => this.storeWithRetries(msg));
+    const key = dedupeKey(msg);
     this.storing.add(storing);
-    void storing.finally(() => this.storing.delete(storing)).catch(() => undefined);
+    if (key !== undefined) this.storingByKey.set(key, storing);
+    void storing
+      .finally(() => {
+        this.storing.delete(storing);
+        if (key !== undefined && this.storingByKey.get(key) === storing) this.storingByKey.delete(key);
+      })
+      .catch(() => undefined);
     return storing;
   }
 
-  /** Resolves once every message enqueued so far is stored (or this instance stops). */
-  async stored(): Promise<void> {
-    await Promise.allSettled([...this.storing]);
+  /**
+   * Resolves once `msg` is stored (at once when it is not on its way: stored already, or not for
+   * the queue); without one, once every message enqueued so far is (or this instance stops).
+   */
+  async stored(msg?: InboundMessage): Promise<void> {
+    const key = msg && dedupeKey(msg);
+    if (key !== undefined) await this.storingByKey.get(key)?.catch(() => undefined);
+    else await Promise.allSettled([...this.storing]);
   }
 
   private async storeWithRetries(msg: InboundMessage): Promise<void> {

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { InboundMessage } from "../../src/bus/types.js";
+import { dedupeKey } from "../../src/daemon/journal.js";
 import {
   blockedConversations,
   ClusterTurns,
@@ -19,7 +20,7 @@ const log = logger("test");
 const missing = requireOrSkip(postgresMissing());
 
 describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
-  const { migratedDatabase } = usePostgres();
+  const { migratedDatabase, open } = usePostgres();
 
   function instance(
     url: string,
@@ -47,6 +48,45 @@ describe.skipIf(missing)("cluster turn queue (real PostgreSQL)", () => {
     chatId,
     content,
     messageId,
+  });
+
+  it("stored(msg) waits for that message alone; stored() for every message on its way", async () => {
+    const { url, db } = await migratedDatabase();
+    const turns = instance(url, db, "only", () => undefined);
+    const blocker = await open(url).connect();
+    try {
+      await turns.start();
+      const held = message("9", "held", "m1");
+      const free = message("8", "free", "m2");
+      // Another transaction holds the held message's dedupe key: its insert waits until that ends.
+      await blocker.query("BEGIN");
+      await blocker.query(
+        "INSERT INTO palaver.inbound (dedupe_key, session_key, message, received_by) VALUES ($1, 'x', '{}', 'test')",
+        [dedupeKey(held)],
+      );
+      let heldStored = false;
+      let allStored = false;
+      void turns.enqueue(held);
+      void turns.stored(held).then(() => (heldStored = true));
+      void turns.stored().then(() => (allStored = true));
+      void turns.enqueue(free);
+      await turns.stored(free);
+      expect(
+        await db.query("SELECT 1 FROM palaver.inbound WHERE dedupe_key = $1", [dedupeKey(free)]),
+      ).toMatchObject({
+        rowCount: 1,
+      });
+      expect({ heldStored, allStored }).toEqual({ heldStored: false, allStored: false });
+
+      await blocker.query("ROLLBACK");
+      await waitFor(() => heldStored && allStored, undefined, "the held message stored");
+      // A message not on its way (stored already) is not waited for.
+      await turns.stored(held);
+    } finally {
+      await blocker.query("ROLLBACK").catch(() => undefined);
+      blocker.release();
+      await turns.stop();
+    }
   });
 
   it("completes a turn's job only once its replies went out: the conversation's next turn waits, on any instance", async () => {

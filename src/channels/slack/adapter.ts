@@ -397,7 +397,7 @@ export class SlackChannel implements Channel {
       // /stop goes ahead of the chat's messages still downloading: it is meant for what runs now.
       urgent: parseCommand(inbound.content)?.name === "stop",
     });
-    await sink.stored?.();
+    await sink.stored?.(inbound);
   }
 
   // ---------------------------------------------------------------------------

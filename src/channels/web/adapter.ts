@@ -353,9 +353,10 @@ class WebChannel implements Channel, WebApp {
     if (!this.messages.take()) throw new HttpError(429, `at most ${MESSAGES_PER_MINUTE} messages a minute`);
     const messageId = randomUUID();
     const ids = request.uploads ?? [];
+    const inbound = this.inbound(conversationId, text, messageId);
     const admitted = path.take(sink, {
       conversation: conversationId,
-      inbound: this.inbound(conversationId, text, messageId),
+      inbound,
       files: this.uploads.find(ids).map((upload) => incomingUpload(upload, this.uploads)),
     });
     // Refused: the manager told the chat why (its refusal notice); the uploads wait for their time.
@@ -366,7 +367,7 @@ class WebChannel implements Channel, WebApp {
     // right after the 202 loses nothing. Bounded: a slow database must not hold the page, and
     // answering then loses nothing either, as the message is in this instance's journal and goes
     // into the queue when the database takes it.
-    if (sink.stored) await settleWithin(sink.stored(), this.storeWaitMs);
+    if (sink.stored) await settleWithin(sink.stored(inbound), this.storeWaitMs);
     return { messageId };
   }
 
